@@ -1,0 +1,20 @@
+//! The domain: pure types and the rules of `invariants.md`, as functions from a snapshot and a
+//! command to a checked change. Owns every rule; must not do I/O (no graph, no network, no clock
+//! reads beyond what callers pass in).
+
+pub mod access;
+pub mod checked;
+pub mod error;
+pub mod ids;
+pub mod process;
+pub mod schema;
+pub mod secret;
+pub mod service;
+pub mod template;
+pub mod template_vars;
+pub mod tool;
+pub mod user;
+
+pub use checked::Checked;
+pub use error::{Error, Violation};
+pub use ids::Id;

@@ -1,0 +1,523 @@
+//! Processes: workflows as data, versioned (PROC-1..7, PROC-9).
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::{
+    error::Violations,
+    schema::{check_instance, property_names, required_names},
+    service::check_name,
+    template_vars::{is_templated, template_variables},
+    Checked, Error, Id,
+};
+
+/// Seed 000 §7.3: per-tool default and maximum, per-workflow (a called Process) maximum, in ms.
+pub const TOOL_DEFAULT_TIMEOUT_MS: u64 = 30_000;
+pub const TOOL_MAX_TIMEOUT_MS: u64 = 60_000;
+pub const PROCESS_MAX_TIMEOUT_MS: u64 = 120_000;
+pub const DEFAULT_MAX_RECURSION_DEPTH: u32 = 3;
+pub const MAX_STEPS: usize = 200;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    #[default]
+    Sequential,
+    Parallel,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum InteractionMode {
+    #[default]
+    Auto,
+    Manual,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StepOutput {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variable: Option<String>,
+    #[serde(default)]
+    pub required: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_budget: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Execution {
+    #[serde(default)]
+    pub mode: Mode,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u64>,
+    #[serde(default)]
+    pub interaction_mode: InteractionMode,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Step {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<Id>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<Id>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<String>,
+    #[serde(default)]
+    pub inputs: Map<String, Value>,
+    #[serde(default)]
+    pub output: StepOutput,
+    #[serde(default)]
+    pub execution: Execution,
+}
+
+/// The versioned part of a Process: what runs. Any change makes a new version (PROC-9).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Definition {
+    #[serde(default)]
+    pub initial_context: Vec<String>,
+    pub steps: Vec<Step>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_template: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_budget: Option<u64>,
+    #[serde(default = "default_depth")]
+    pub max_recursion_depth: u32,
+}
+
+fn default_depth() -> u32 {
+    DEFAULT_MAX_RECURSION_DEPTH
+}
+
+/// A Process as stored and shown: its current definition inline, plus `version`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Process {
+    pub id: Id,
+    pub name: String,
+    pub description: Option<String>,
+    #[serde(flatten)]
+    pub definition: Definition,
+    pub version: i64,
+    pub enabled: bool,
+    pub shared: bool,
+    pub owner_id: Id,
+    pub created_at: String,
+    pub updated_at: String,
+    pub revision: i64,
+}
+
+/// Create or PUT body.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewProcess {
+    pub id: Option<Id>,
+    pub name: String,
+    pub description: Option<String>,
+    #[serde(flatten)]
+    pub definition: Definition,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default)]
+    pub shared: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProcessPatch {
+    pub id: Option<Id>,
+    pub name: Option<String>,
+    pub description: Option<Option<String>>,
+    pub initial_context: Option<Vec<String>>,
+    pub steps: Option<Vec<Step>>,
+    pub output_template: Option<Option<String>>,
+    pub token_budget: Option<Option<u64>>,
+    pub max_recursion_depth: Option<u32>,
+    pub enabled: Option<bool>,
+    pub shared: Option<bool>,
+}
+
+/// What the rules know about a step's target.
+#[derive(Debug, Clone)]
+pub enum Target {
+    Tool { owner_id: Id, shared: bool, input_schema: Value },
+    /// `depth`: the length of the longest static CALLS_PROCESS chain starting at that Process
+    /// (1 when it calls none); `None` when the chain reaches back to the Process being defined.
+    Process { owner_id: Id, shared: bool, initial_context: Vec<String>, depth: Option<u32> },
+}
+
+/// Targets by id, looked up by the service before deciding. Absent ids are missing here.
+pub struct Targets {
+    pub tools: HashMap<Id, Target>,
+    pub processes: HashMap<Id, Target>,
+}
+
+impl Definition {
+    pub fn tool_ids(&self) -> BTreeSet<Id> {
+        self.steps.iter().filter_map(|s| s.tool.clone()).collect()
+    }
+
+    pub fn process_ids(&self) -> BTreeSet<Id> {
+        self.steps.iter().filter_map(|s| s.process.clone()).collect()
+    }
+
+    /// The static depth of this definition given its callees' depths (PROC-7).
+    pub fn depth(&self, targets: &Targets) -> Option<u32> {
+        let mut deepest = 0;
+        for id in self.process_ids() {
+            match targets.processes.get(&id) {
+                Some(Target::Process { depth: Some(d), .. }) => deepest = deepest.max(*d),
+                Some(Target::Process { depth: None, .. }) => return None,
+                _ => {}
+            }
+        }
+        Some(deepest + 1)
+    }
+
+    /// Every rule of PROC-1..7 for this definition owned by `owner`.
+    pub fn check(&self, owner: &Id, targets: &Targets) -> Result<(), Error> {
+        let mut v = Violations::default();
+        self.check_shape(&mut v)?;
+        self.check_dependencies(&mut v);
+        self.check_targets(owner, targets, &mut v);
+        self.check_variables(&mut v);
+        match self.depth(targets) {
+            None => v.rule("PROC-7", "/steps", "the CALLS_PROCESS chain leads back to this Process"),
+            Some(d) if d > self.max_recursion_depth => v.rule(
+                "PROC-7",
+                "/maxRecursionDepth",
+                format!("the static CALLS_PROCESS chain is {d} deep, above maxRecursionDepth {}", self.max_recursion_depth),
+            ),
+            Some(_) => {}
+        }
+        v.into_result()
+    }
+
+    /// PROC-1 plus plain field validation (400s).
+    fn check_shape(&self, v: &mut Violations) -> Result<(), Error> {
+        if self.steps.is_empty() {
+            v.rule("PROC-1", "/steps", "a Process needs at least one step");
+        }
+        if self.steps.len() > MAX_STEPS {
+            return Err(Error::validation("/steps", format!("at most {MAX_STEPS} steps")));
+        }
+        if !(1..=32).contains(&self.max_recursion_depth) {
+            return Err(Error::validation("/maxRecursionDepth", "must be 1-32"));
+        }
+        let mut seen = BTreeSet::new();
+        for (i, step) in self.steps.iter().enumerate() {
+            if Id::parse(&step.id).is_err() {
+                return Err(Error::validation(format!("/steps/{i}/id"), "step ids are 1-128 letters, digits, '-', '_' or '.'"));
+            }
+            if !seen.insert(step.id.as_str()) {
+                v.rule("PROC-1", format!("/steps/{i}/id"), format!("step id '{}' is used twice", step.id));
+            }
+            let max = if step.process.is_some() { PROCESS_MAX_TIMEOUT_MS } else { TOOL_MAX_TIMEOUT_MS };
+            if let Some(t) = step.execution.timeout {
+                if t == 0 || t > max {
+                    return Err(Error::validation(format!("/steps/{i}/execution/timeout"), format!("must be 1-{max} ms")));
+                }
+            }
+        }
+        let mut names = BTreeSet::new();
+        for (i, name) in self.initial_context.iter().enumerate() {
+            if !is_identifier(name) {
+                return Err(Error::validation(format!("/initialContext/{i}"), "must be an identifier"));
+            }
+            names.insert(name.as_str());
+        }
+        Ok(())
+    }
+
+    /// PROC-3 and PROC-4.
+    fn check_dependencies(&self, v: &mut Violations) {
+        let position: HashMap<&str, usize> = self.steps.iter().enumerate().map(|(i, s)| (s.id.as_str(), i)).collect();
+        for (i, step) in self.steps.iter().enumerate() {
+            for (k, dep) in step.depends_on.iter().enumerate() {
+                let path = format!("/steps/{i}/dependsOn/{k}");
+                match position.get(dep.as_str()) {
+                    Some(&j) if j == i => v.rule("PROC-3", path, "a step cannot depend on itself"),
+                    Some(&j) if j > i => v.rule("PROC-3", path, format!("'{dep}' is listed after this step")),
+                    Some(_) => {}
+                    None => v.rule("PROC-3", path, format!("no step '{dep}' in this Process")),
+                }
+            }
+        }
+        for group in parallel_groups(&self.steps) {
+            let members: BTreeSet<&str> = group.iter().map(|&i| self.steps[i].id.as_str()).collect();
+            for &i in &group {
+                for (k, dep) in self.steps[i].depends_on.iter().enumerate() {
+                    if members.contains(dep.as_str()) {
+                        v.rule(
+                            "PROC-4",
+                            format!("/steps/{i}/dependsOn/{k}"),
+                            format!("'{dep}' is in the same parallel group"),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// PROC-2 and PROC-5.
+    fn check_targets(&self, owner: &Id, targets: &Targets, v: &mut Violations) {
+        for (i, step) in self.steps.iter().enumerate() {
+            let path = format!("/steps/{i}");
+            let target = match (&step.tool, &step.process) {
+                (Some(_), Some(_)) | (None, None) => {
+                    v.rule("PROC-2", &path, "a step calls exactly one of `tool` or `process`");
+                    continue;
+                }
+                (Some(id), None) => targets.tools.get(id).map(|t| (t, "tool")),
+                (None, Some(id)) => targets.processes.get(id).map(|t| (t, "process")),
+            };
+            let visible = |o: &Id, shared: bool| o == owner || shared;
+            match target {
+                Some((Target::Tool { owner_id, shared, input_schema }, _)) if visible(owner_id, *shared) => {
+                    check_tool_inputs(&path, &step.inputs, input_schema, v);
+                }
+                Some((Target::Process { owner_id, shared, initial_context, .. }, _)) if visible(owner_id, *shared) => {
+                    check_process_inputs(&path, &step.inputs, initial_context, v);
+                }
+                _ => {
+                    let field = if step.tool.is_some() { "tool" } else { "process" };
+                    v.rule("PROC-2", format!("{path}/{field}"), format!("no {field} with this id that the Process owner can use"));
+                }
+            }
+        }
+    }
+
+    /// PROC-6: every variable comes from initialContext or a step guaranteed to finish first.
+    fn check_variables(&self, v: &mut Violations) {
+        let initial: BTreeSet<&str> = self.initial_context.iter().map(String::as_str).collect();
+        let mut producer: HashMap<&str, usize> = HashMap::new();
+        for (i, step) in self.steps.iter().enumerate() {
+            if let Some(var) = &step.output.variable {
+                let path = format!("/steps/{i}/output/variable");
+                if !is_identifier(var) {
+                    v.rule("PROC-6", path, "must be an identifier");
+                } else if initial.contains(var.as_str()) || producer.insert(var, i).is_some() {
+                    v.rule("PROC-6", path, format!("'{var}' is already defined"));
+                }
+            }
+        }
+        let before = self.guaranteed_before();
+        let defined_for = |i: Option<usize>, var: &str| -> bool {
+            initial.contains(var)
+                || producer.get(var).is_some_and(|&p| match i {
+                    Some(i) => before[i].contains(&p),
+                    None => true,
+                })
+        };
+        for (i, step) in self.steps.iter().enumerate() {
+            let mut used: Vec<(String, String)> = Vec::new();
+            for (key, value) in &step.inputs {
+                let mut vars = BTreeSet::new();
+                collect_vars(value, &mut vars);
+                used.extend(vars.into_iter().map(|var| (format!("/steps/{i}/inputs/{key}"), var)));
+            }
+            if let Some(c) = &step.execution.condition {
+                used.extend(template_variables(c).into_iter().map(|var| (format!("/steps/{i}/execution/condition"), var)));
+            }
+            for (path, var) in used {
+                if !defined_for(Some(i), &var) {
+                    v.rule("PROC-6", path, format!("'{var}' is not in initialContext nor produced by a step that finishes before this one"));
+                }
+            }
+        }
+        if let Some(t) = &self.output_template {
+            for var in template_variables(t) {
+                if !defined_for(None, &var) {
+                    v.rule("PROC-6", "/outputTemplate", format!("'{var}' is not in initialContext nor produced by any step"));
+                }
+            }
+        }
+    }
+
+    /// For each step, the steps certain to have finished before it starts: a sequential step
+    /// waits for every earlier step; a parallel one only for its `dependsOn` (transitively).
+    pub fn guaranteed_before(&self) -> Vec<BTreeSet<usize>> {
+        let position: HashMap<&str, usize> = self.steps.iter().enumerate().map(|(i, s)| (s.id.as_str(), i)).collect();
+        let mut before: Vec<BTreeSet<usize>> = Vec::with_capacity(self.steps.len());
+        for (i, step) in self.steps.iter().enumerate() {
+            let set = match step.execution.mode {
+                Mode::Sequential => (0..i).collect(),
+                Mode::Parallel => {
+                    let mut set = BTreeSet::new();
+                    for dep in &step.depends_on {
+                        if let Some(&j) = position.get(dep.as_str()).filter(|&&j| j < i) {
+                            set.insert(j);
+                            set.extend(before[j].iter().copied());
+                        }
+                    }
+                    set
+                }
+            };
+            before.push(set);
+        }
+        before
+    }
+}
+
+/// Maximal runs of consecutive parallel steps (PROC-4).
+pub fn parallel_groups(steps: &[Step]) -> Vec<Vec<usize>> {
+    let mut groups = Vec::new();
+    let mut current = Vec::new();
+    for (i, step) in steps.iter().enumerate() {
+        if step.execution.mode == Mode::Parallel {
+            current.push(i);
+        } else if !current.is_empty() {
+            groups.push(std::mem::take(&mut current));
+        }
+    }
+    if !current.is_empty() {
+        groups.push(current);
+    }
+    groups
+}
+
+fn collect_vars(value: &Value, out: &mut BTreeSet<String>) {
+    match value {
+        Value::String(s) => out.extend(template_variables(s)),
+        Value::Array(items) => items.iter().for_each(|i| collect_vars(i, out)),
+        Value::Object(map) => map.values().for_each(|i| collect_vars(i, out)),
+        _ => {}
+    }
+}
+
+fn is_templated_value(value: &Value) -> bool {
+    match value {
+        Value::String(s) => is_templated(s),
+        Value::Array(items) => items.iter().any(is_templated_value),
+        Value::Object(map) => map.values().any(is_templated_value),
+        _ => false,
+    }
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// PROC-5 for a Tool: required keys present, no unknown keys, literals type-checked now.
+fn check_tool_inputs(path: &str, inputs: &Map<String, Value>, schema: &Value, v: &mut Violations) {
+    for key in required_names(schema) {
+        if !inputs.contains_key(&key) {
+            v.rule("PROC-5", format!("{path}/inputs"), format!("the Tool requires input '{key}'"));
+        }
+    }
+    let declared: BTreeSet<String> = property_names(schema).into_iter().collect();
+    let properties = schema.get("properties");
+    for (key, value) in inputs {
+        if !declared.contains(key) {
+            v.rule("PROC-5", format!("{path}/inputs/{key}"), format!("the Tool has no input '{key}'"));
+            continue;
+        }
+        if is_templated_value(value) {
+            continue; // checked at execution time, once interpolated
+        }
+        if let Some(prop) = properties.and_then(|p| p.get(key)) {
+            v.extend(check_instance("PROC-5", &format!("{path}/inputs/{key}"), prop, value));
+        }
+    }
+}
+
+/// PROC-5 for a called Process: every initialContext variable provided, nothing unknown.
+fn check_process_inputs(path: &str, inputs: &Map<String, Value>, initial_context: &[String], v: &mut Violations) {
+    for name in initial_context {
+        if !inputs.contains_key(name) {
+            v.rule("PROC-5", format!("{path}/inputs"), format!("the called Process requires '{name}'"));
+        }
+    }
+    for key in inputs.keys() {
+        if !initial_context.contains(key) {
+            v.rule("PROC-5", format!("{path}/inputs/{key}"), format!("the called Process has no initialContext '{key}'"));
+        }
+    }
+}
+
+pub fn decide_create(input: NewProcess, targets: &Targets, owner: &Id, now: &str) -> Result<Checked<Process>, Error> {
+    check_name(&input.name)?;
+    input.definition.check(owner, targets)?;
+    Ok(Checked::new(Process {
+        id: crate::ids::id_or_new(input.id),
+        name: input.name,
+        description: input.description,
+        definition: input.definition,
+        version: 1,
+        enabled: input.enabled,
+        shared: input.shared,
+        owner_id: owner.clone(),
+        created_at: now.to_owned(),
+        updated_at: now.to_owned(),
+        revision: 1,
+    }))
+}
+
+/// Merges a PATCH into a whole-Process body (PUT takes the body as it is).
+pub fn merge_patch(current: &Process, patch: ProcessPatch) -> Result<NewProcess, Error> {
+    if patch.id.as_ref().is_some_and(|id| *id != current.id) {
+        return Err(Error::validation("/id", "immutable"));
+    }
+    let d = &current.definition;
+    Ok(NewProcess {
+        id: Some(current.id.clone()),
+        name: patch.name.unwrap_or_else(|| current.name.clone()),
+        description: patch.description.unwrap_or_else(|| current.description.clone()),
+        definition: Definition {
+            initial_context: patch.initial_context.unwrap_or_else(|| d.initial_context.clone()),
+            steps: patch.steps.unwrap_or_else(|| d.steps.clone()),
+            output_template: patch.output_template.unwrap_or_else(|| d.output_template.clone()),
+            token_budget: patch.token_budget.unwrap_or(d.token_budget),
+            max_recursion_depth: patch.max_recursion_depth.unwrap_or(d.max_recursion_depth),
+        },
+        enabled: patch.enabled.unwrap_or(current.enabled),
+        shared: patch.shared.unwrap_or(current.shared),
+    })
+}
+
+/// The result of an update: the Process, and whether it made a new version (PROC-9).
+pub struct Update {
+    pub process: Process,
+    pub new_version: bool,
+}
+
+pub fn decide_update(current: &Process, input: NewProcess, targets: &Targets, now: &str) -> Result<Checked<Update>, Error> {
+    if input.id.as_ref().is_some_and(|id| *id != current.id) {
+        return Err(Error::validation("/id", "immutable"));
+    }
+    check_name(&input.name)?;
+    let new_version = input.definition != current.definition;
+    if new_version {
+        input.definition.check(&current.owner_id, targets)?;
+    }
+    let mut next = current.clone();
+    next.name = input.name;
+    next.description = input.description;
+    next.enabled = input.enabled;
+    next.shared = input.shared;
+    if new_version {
+        next.definition = input.definition;
+        next.version += 1;
+    }
+    if next != *current {
+        next.updated_at = now.to_owned();
+        next.revision += 1;
+    }
+    Ok(Checked::new(Update { process: next, new_version }))
+}
+
+#[cfg(test)]
+mod tests;

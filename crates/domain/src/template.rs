@@ -1,0 +1,229 @@
+//! ServiceTemplates and ToolTemplates: immutable blueprints (TPL-1..3).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{
+    error::Violations,
+    service::{check_name, ServiceStructure},
+    tool::ToolStructure,
+    Checked, Error, Id,
+};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceTemplate {
+    pub id: Id,
+    pub name: String,
+    pub description: Option<String>,
+    #[serde(flatten)]
+    pub structure: ServiceStructure,
+    pub shared: bool,
+    pub archived: bool,
+    pub owner_id: Id,
+    pub created_at: String,
+    pub updated_at: String,
+    pub revision: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolTemplate {
+    pub id: Id,
+    pub name: String,
+    pub description: Option<String>,
+    #[serde(flatten)]
+    pub structure: ToolStructure,
+    pub shared: bool,
+    pub archived: bool,
+    pub owner_id: Id,
+    pub created_at: String,
+    pub updated_at: String,
+    pub revision: i64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewServiceTemplate {
+    pub id: Option<Id>,
+    pub name: String,
+    pub description: Option<String>,
+    #[serde(flatten)]
+    pub structure: ServiceStructure,
+    #[serde(default)]
+    pub shared: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewToolTemplate {
+    pub id: Option<Id>,
+    pub name: String,
+    pub description: Option<String>,
+    #[serde(flatten)]
+    pub structure: ToolStructure,
+    #[serde(default)]
+    pub shared: bool,
+}
+
+/// PATCH body for either template kind. Structural fields may be repeated unchanged (so a
+/// re-applied file is a no-op) but never changed (TPL-1).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TemplatePatch {
+    pub id: Option<Id>,
+    pub name: Option<String>,
+    pub description: Option<Option<String>>,
+    pub shared: Option<bool>,
+    pub archived: Option<bool>,
+    #[serde(rename = "type")]
+    pub service_type: Option<Value>,
+    pub protocol: Option<Value>,
+    pub connection_schema: Option<Value>,
+    pub requires_secret: Option<Value>,
+    pub operation: Option<Value>,
+    pub input_schema: Option<Value>,
+    pub output_schema: Option<Value>,
+}
+
+impl TemplatePatch {
+    /// TPL-1: every structural field present must equal the stored one.
+    fn check_structure(&self, stored: &Value) -> Result<(), Error> {
+        let mut v = Violations::default();
+        let fields = [
+            ("type", &self.service_type),
+            ("protocol", &self.protocol),
+            ("connectionSchema", &self.connection_schema),
+            ("requiresSecret", &self.requires_secret),
+            ("operation", &self.operation),
+            ("inputSchema", &self.input_schema),
+            ("outputSchema", &self.output_schema),
+        ];
+        for (name, given) in fields {
+            if let Some(given) = given {
+                if stored.get(name) != Some(given) {
+                    v.rule("TPL-1", format!("/{name}"), "template structure is immutable");
+                }
+            }
+        }
+        if self.id.is_some() && self.id.as_ref().map(Id::as_str) != stored.get("id").and_then(Value::as_str) {
+            v.rule("TPL-1", "/id", "immutable");
+        }
+        v.into_result()
+    }
+}
+
+pub fn decide_create_service_template(
+    input: NewServiceTemplate,
+    owner: &Id,
+    now: &str,
+) -> Result<Checked<ServiceTemplate>, Error> {
+    check_name(&input.name)?;
+    let violations = input.structure.check();
+    if !violations.is_empty() {
+        return Err(Error::Invariant(violations));
+    }
+    Ok(Checked::new(ServiceTemplate {
+        id: crate::ids::id_or_new(input.id),
+        name: input.name,
+        description: input.description,
+        structure: input.structure,
+        shared: input.shared,
+        archived: false,
+        owner_id: owner.clone(),
+        created_at: now.to_owned(),
+        updated_at: now.to_owned(),
+        revision: 1,
+    }))
+}
+
+pub fn decide_create_tool_template(input: NewToolTemplate, owner: &Id, now: &str) -> Result<Checked<ToolTemplate>, Error> {
+    check_name(&input.name)?;
+    let violations = input.structure.check();
+    if !violations.is_empty() {
+        return Err(Error::Invariant(violations));
+    }
+    Ok(Checked::new(ToolTemplate {
+        id: crate::ids::id_or_new(input.id),
+        name: input.name,
+        description: input.description,
+        structure: input.structure,
+        shared: input.shared,
+        archived: false,
+        owner_id: owner.clone(),
+        created_at: now.to_owned(),
+        updated_at: now.to_owned(),
+        revision: 1,
+    }))
+}
+
+/// The mutable part both template kinds share.
+pub struct TemplateMeta<'a> {
+    pub name: &'a mut String,
+    pub description: &'a mut Option<String>,
+    pub shared: &'a mut bool,
+    pub archived: &'a mut bool,
+}
+
+/// TPL-1: apply the mutable fields of a PATCH; reject structural changes.
+pub fn apply_patch(stored: &Value, patch: TemplatePatch, meta: TemplateMeta<'_>) -> Result<(), Error> {
+    patch.check_structure(stored)?;
+    if let Some(name) = patch.name {
+        check_name(&name)?;
+        *meta.name = name;
+    }
+    if let Some(d) = patch.description {
+        *meta.description = d;
+    }
+    if let Some(s) = patch.shared {
+        *meta.shared = s;
+    }
+    if let Some(a) = patch.archived {
+        *meta.archived = a;
+    }
+    Ok(())
+}
+
+pub fn decide_update_service_template(
+    current: &ServiceTemplate,
+    patch: TemplatePatch,
+    now: &str,
+) -> Result<Checked<ServiceTemplate>, Error> {
+    let stored = serde_json::to_value(current).unwrap_or(Value::Null);
+    let mut next = current.clone();
+    apply_patch(
+        &stored,
+        patch,
+        TemplateMeta {
+            name: &mut next.name,
+            description: &mut next.description,
+            shared: &mut next.shared,
+            archived: &mut next.archived,
+        },
+    )?;
+    if next != *current {
+        next.updated_at = now.to_owned();
+        next.revision += 1;
+    }
+    Ok(Checked::new(next))
+}
+
+pub fn decide_update_tool_template(current: &ToolTemplate, patch: TemplatePatch, now: &str) -> Result<Checked<ToolTemplate>, Error> {
+    let stored = serde_json::to_value(current).unwrap_or(Value::Null);
+    let mut next = current.clone();
+    apply_patch(
+        &stored,
+        patch,
+        TemplateMeta {
+            name: &mut next.name,
+            description: &mut next.description,
+            shared: &mut next.shared,
+            archived: &mut next.archived,
+        },
+    )?;
+    if next != *current {
+        next.updated_at = now.to_owned();
+        next.revision += 1;
+    }
+    Ok(Checked::new(next))
+}

@@ -34,8 +34,9 @@ done
 
 # ---- tools ---------------------------------------------------------------------------------
 apt_install() {
-  [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null \
-    || die "$* missing and cannot be installed here (needs root and apt-get): install it"
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+    die "$* missing and cannot be installed here (needs root and apt-get): install it"
+  fi
   echo "check-compose: installing $* from apt" >&2
   export DEBIAN_FRONTEND=noninteractive
   apt-get install -y -qq "$@" >/dev/null 2>&1 \
@@ -43,6 +44,7 @@ apt_install() {
     || die "apt-get install $* failed"
 }
 command -v docker-compose >/dev/null || apt_install docker-compose
+command -v docker-compose >/dev/null || die "docker-compose is still not on PATH after installing it"
 command -v python3 >/dev/null || apt_install python3
 python3 -c 'import yaml' 2>/dev/null || apt_install python3-yaml
 
@@ -122,7 +124,7 @@ fail() { echo "check-compose: FAIL: $*" >&2; failures=$((failures+1)); }
 for i in "${!IMPLS[@]}"; do
   impl=${IMPLS[$i]}; label=${LABELS[$i]}
   if ! err=$(run_compose "$impl" "${DUMMY[@]}" -- config -q 2>&1); then
-    fail "[$label] config -q rejected $FILE:"; echo "$err" | sed 's/^/    /' >&2; continue
+    fail "[$label] config -q rejected $FILE:"; printf '    %s\n' "${err//$'\n'/$'\n'    }" >&2; continue
   fi
   run_compose "$impl" "${DUMMY[@]}" -- config >"$work/config.$i.yaml" 2>"$work/err" \
     || { fail "[$label] config failed: $(cat "$work/err")"; continue; }

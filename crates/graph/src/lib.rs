@@ -1,1 +1,93 @@
-//! placeholder
+//! The graph: the only user of neo4rs. Owns connections, transactions with their retry
+//! classification, the schema migrations and every Cypher statement (loaded from `cypher/`).
+//! Must not decide domain rules: write methods take `Checked<_>` values from the domain crate.
+
+mod error;
+pub mod audit;
+pub mod migrate;
+pub mod processes;
+pub mod references;
+pub mod resources;
+pub mod secrets;
+pub mod tools;
+mod tx;
+pub mod users;
+
+use std::time::Duration;
+
+pub use error::Error;
+pub use resources::Kind;
+pub use tx::Tx;
+
+/// Where the graph is (the `AIDEN_NEO4J_*` settings).
+#[derive(Clone)]
+pub struct Settings {
+    pub uri: String,
+    pub user: String,
+    pub password: String,
+    pub database: String,
+    pub max_connections: usize,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("uri", &self.uri)
+            .field("user", &self.user)
+            .field("password", &"[REDACTED]")
+            .field("database", &self.database)
+            .finish()
+    }
+}
+
+/// A pool of Bolt connections to one database.
+#[derive(Clone)]
+pub struct Graph {
+    inner: neo4rs::Graph,
+}
+
+impl Graph {
+    pub async fn connect(settings: &Settings) -> Result<Self, Error> {
+        let config = neo4rs::ConfigBuilder::default()
+            .uri(&settings.uri)
+            .user(&settings.user)
+            .password(&settings.password)
+            .db(settings.database.as_str())
+            .max_connections(settings.max_connections)
+            .connection_timeout(Duration::from_secs(5))
+            .build()
+            .map_err(Error::from_driver)?;
+        let inner = neo4rs::Graph::connect(config).map_err(Error::from_driver)?;
+        let graph = Self { inner };
+        graph.ping().await?;
+        Ok(graph)
+    }
+
+    /// A cheap round trip, for readiness.
+    pub async fn ping(&self) -> Result<(), Error> {
+        let mut tx = self.begin().await?;
+        tx.run(neo4rs::query("RETURN 1 AS one")).await?;
+        tx.commit().await
+    }
+
+    /// Opens an explicit transaction. Callers retry the whole unit on `Error::is_transient`.
+    pub async fn begin(&self) -> Result<Tx, Error> {
+        self.inner.start_txn().await.map(Tx::new).map_err(Error::from_driver)
+    }
+}
+
+/// A statement from `cypher/queries`, with the label filled in when the file has `__LABEL__`.
+/// Labels come only from the closed `Kind` enum, never from input.
+pub(crate) fn cypher(text: &str, label: Option<&str>) -> neo4rs::Query {
+    match label {
+        Some(l) => neo4rs::query(&text.replace("__LABEL__", l)),
+        None => neo4rs::query(text),
+    }
+}
+
+macro_rules! query_file {
+    ($path:literal) => {
+        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../cypher/queries/", $path))
+    };
+}
+pub(crate) use query_file;

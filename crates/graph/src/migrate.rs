@@ -1,0 +1,51 @@
+//! `aiden migrate`: applies `cypher/schema/NNNN_*.cypher` in order, each once, recording it as a
+//! `SchemaMigration` node. Constraint statements use `IF NOT EXISTS`, so a re-run is harmless.
+
+use serde::Deserialize;
+
+use crate::{Error, Graph};
+
+/// The schema files, embedded so the binary carries its own schema.
+pub const MIGRATIONS: &[(&str, &str)] = &[
+    ("0001_constraints", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../cypher/schema/0001_constraints.cypher"))),
+    ("0002_indexes", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../cypher/schema/0002_indexes.cypher"))),
+];
+
+/// Statements of one file: split on `;`, comment lines dropped.
+pub fn statements(text: &str) -> Vec<String> {
+    text.split(';')
+        .map(|s| s.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n").trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+#[derive(Deserialize)]
+struct Applied {
+    id: String,
+}
+
+/// Applies what is missing; returns the ids applied now.
+pub async fn run(graph: &Graph) -> Result<Vec<String>, Error> {
+    let mut tx = graph.begin().await?;
+    let applied: Vec<Applied> = tx.rows(neo4rs::query("MATCH (m:SchemaMigration) RETURN m.id AS id")).await?;
+    tx.commit().await?;
+    let mut done = Vec::new();
+    for (id, text) in MIGRATIONS {
+        if applied.iter().any(|a| a.id == *id) {
+            continue;
+        }
+        // Schema statements run one per transaction (Neo4j refuses schema and data changes mixed).
+        for statement in statements(text) {
+            let mut tx = graph.begin().await?;
+            tx.run(neo4rs::query(&statement)).await?;
+            tx.commit().await?;
+        }
+        let mut tx = graph.begin().await?;
+        let now = chrono::Utc::now().to_rfc3339();
+        tx.run(neo4rs::query("MERGE (m:SchemaMigration {id: $id}) ON CREATE SET m.appliedAt = $now").param("id", *id).param("now", now))
+            .await?;
+        tx.commit().await?;
+        done.push((*id).to_owned());
+    }
+    Ok(done)
+}

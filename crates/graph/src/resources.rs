@@ -1,0 +1,133 @@
+//! Every owned aggregate is one node: its scalar fields as properties (queryable, indexed) and
+//! its whole record as the `doc` JSON string the API reads back. Structure lives in edges.
+
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::{cypher, query_file, Error, Tx};
+
+/// The labels of owned aggregates. The only source of labels spliced into Cypher.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    ServiceTemplate,
+    ToolTemplate,
+    Service,
+    Secret,
+    Tool,
+    Process,
+}
+
+impl Kind {
+    pub fn label(self) -> &'static str {
+        match self {
+            Kind::ServiceTemplate => "ServiceTemplate",
+            Kind::ToolTemplate => "ToolTemplate",
+            Kind::Service => "Service",
+            Kind::Secret => "Secret",
+            Kind::Tool => "Tool",
+            Kind::Process => "Process",
+        }
+    }
+
+    /// OWN-1: the kinds that carry an `OWNED_BY` edge (templates too, for one ownership model).
+    pub const OWNED: [Kind; 6] =
+        [Kind::ServiceTemplate, Kind::ToolTemplate, Kind::Service, Kind::Secret, Kind::Tool, Kind::Process];
+}
+
+#[derive(Deserialize)]
+struct Doc {
+    doc: String,
+}
+
+#[derive(Deserialize)]
+struct IdRow {
+    #[allow(dead_code)]
+    id: String,
+}
+
+/// The record's top-level scalars, set as node properties beside `doc`.
+fn properties(record: &Value) -> Value {
+    let scalars: Map<String, Value> = record
+        .as_object()
+        .map(|o| o.iter().filter(|(_, v)| !v.is_object() && !v.is_array()).map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default();
+    Value::Object(scalars)
+}
+
+fn encode<T: Serialize>(record: &T) -> Result<(Value, String), Error> {
+    let value = serde_json::to_value(record).map_err(|e| Error::Decode(e.to_string()))?;
+    let doc = value.to_string();
+    Ok((properties(&value), doc))
+}
+
+fn bolt(value: Value) -> Result<neo4rs::BoltType, Error> {
+    neo4rs::BoltType::try_from(value).map_err(|e| Error::Decode(e.to_string()))
+}
+
+/// Creates the node and its `OWNED_BY` edge. `record` must serialize `id` and `ownerId`.
+pub async fn create<T: Serialize>(tx: &mut Tx, kind: Kind, id: &str, owner_id: &str, record: &T, now: &str) -> Result<(), Error> {
+    let (props, doc) = encode(record)?;
+    let q = cypher(query_file!("resource/create.cypher"), Some(kind.label()))
+        .param("ownerId", owner_id)
+        .param("id", id)
+        .param("props", bolt(props)?)
+        .param("doc", doc)
+        .param("now", now);
+    match tx.one::<IdRow>(q).await? {
+        Some(_) => Ok(()),
+        None => Err(Error::Query(format!("owner {owner_id} does not exist"))),
+    }
+}
+
+pub async fn get<T: DeserializeOwned>(tx: &mut Tx, kind: Kind, id: &str) -> Result<Option<T>, Error> {
+    let q = cypher(query_file!("resource/get.cypher"), Some(kind.label())).param("id", id);
+    match tx.one::<Doc>(q).await? {
+        Some(d) => serde_json::from_str(&d.doc).map(Some).map_err(|e| Error::Decode(e.to_string())),
+        None => Ok(None),
+    }
+}
+
+/// A page of what a caller may list (OWN-2): own nodes, plus others' shared ones where the kind
+/// allows it (`others_visible`), plus everything for admins where the kind allows it.
+pub struct ListFilter<'a> {
+    pub caller_id: &'a str,
+    pub admin: bool,
+    pub others_visible: bool,
+    pub include_archived: bool,
+    pub after: &'a str,
+    pub limit: i64,
+}
+
+pub async fn list<T: DeserializeOwned>(tx: &mut Tx, kind: Kind, f: &ListFilter<'_>) -> Result<Vec<T>, Error> {
+    let q = cypher(query_file!("resource/list.cypher"), Some(kind.label()))
+        .param("after", f.after)
+        .param("callerId", f.caller_id)
+        .param("othersVisible", f.others_visible)
+        .param("admin", f.admin)
+        .param("includeArchived", f.include_archived)
+        .param("limit", f.limit);
+    tx.rows::<Doc>(q)
+        .await?
+        .into_iter()
+        .map(|d| serde_json::from_str(&d.doc).map_err(|e| Error::Decode(e.to_string())))
+        .collect()
+}
+
+/// Writes the new record if the stored revision is still `expected_revision`; `false` when a
+/// concurrent change got there first.
+pub async fn update<T: Serialize>(tx: &mut Tx, kind: Kind, id: &str, expected_revision: i64, record: &T) -> Result<bool, Error> {
+    let (props, doc) = encode(record)?;
+    let q = cypher(query_file!("resource/update.cypher"), Some(kind.label()))
+        .param("id", id)
+        .param("expectedRevision", expected_revision)
+        .param("props", bolt(props)?)
+        .param("doc", doc);
+    Ok(tx.one::<IdRow>(q).await?.is_some())
+}
+
+/// Removes the node and its outgoing edges. Incoming edges make the server refuse, a backstop
+/// for the reference checks the service makes first.
+pub async fn delete(tx: &mut Tx, kind: Kind, id: &str) -> Result<(), Error> {
+    tx.run(cypher(query_file!("resource/delete_outgoing.cypher"), Some(kind.label())).param("id", id)).await?;
+    tx.run(cypher(query_file!("resource/delete_node.cypher"), Some(kind.label())).param("id", id)).await
+}

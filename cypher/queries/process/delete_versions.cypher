@@ -1,0 +1,2 @@
+MATCH (:Process {id: $processId})-[:HAS_VERSION]->(v:ProcessVersion)
+DETACH DELETE v

@@ -1,0 +1,2 @@
+MATCH (n:__LABEL__ {id: $id})-[r]->()
+DELETE r

@@ -1,0 +1,2 @@
+MATCH (t:Tool {id: $toolId})-[r:USES_SECRET]->(:Secret)
+DELETE r

@@ -1,0 +1,2 @@
+MATCH (u:User {id: $id})
+RETURN u.id AS id, u.name AS name, u.role AS role, u.createdAt AS createdAt

@@ -1,1 +1,82 @@
-//! placeholder
+//! The service: the one mutation path. Every write opens a graph transaction, loads a snapshot,
+//! lets the domain decide, applies the checked change and commits, retrying the whole unit on
+//! transient conflicts. HTTP, `aiden apply` and (later) workers and the engine all come here.
+//! Must not know HTTP.
+
+mod audit;
+mod auth;
+mod error;
+mod probe;
+mod processes;
+mod secrets;
+mod services;
+mod templates;
+mod tools;
+mod tx;
+pub mod vault;
+
+use aiden_graph::Graph;
+
+pub use audit::Finding;
+pub use auth::NewUser;
+pub use error::Error;
+pub use processes::ProcessVersion;
+pub use secrets::{NewSecret, SecretPatch};
+pub use vault::Vault;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A page of a listing.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next_cursor: Option<String>,
+}
+
+/// `?limit=&cursor=` plus the listing's filter.
+#[derive(Debug, Clone, Default)]
+pub struct PageRequest {
+    pub limit: Option<i64>,
+    pub cursor: Option<String>,
+    pub include_archived: bool,
+}
+
+impl PageRequest {
+    pub const DEFAULT_LIMIT: i64 = 50;
+    pub const MAX_LIMIT: i64 = 500;
+
+    fn limit(&self) -> Result<i64> {
+        match self.limit {
+            None => Ok(Self::DEFAULT_LIMIT),
+            Some(l) if (1..=Self::MAX_LIMIT).contains(&l) => Ok(l),
+            Some(_) => Err(aiden_domain::Error::validation("/limit", "must be 1-500").into()),
+        }
+    }
+}
+
+/// The application core shared by every entry point.
+#[derive(Clone)]
+pub struct App {
+    graph: Graph,
+    vault: Vault,
+    http: reqwest::Client,
+}
+
+impl App {
+    pub fn new(graph: Graph, vault: Vault) -> Self {
+        let http = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(5))
+            .build()
+            .unwrap_or_default();
+        Self { graph, vault, http }
+    }
+
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}

@@ -1,0 +1,31 @@
+//! Service errors: a domain decision, or the graph failing under it.
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Domain(#[from] aiden_domain::Error),
+    #[error(transparent)]
+    Graph(aiden_graph::Error),
+    /// A concurrent writer changed the snapshot between read and write; the unit is retried.
+    #[error("lost a race with a concurrent change")]
+    LostRace,
+    /// The secret vault failed (never carries the secret).
+    #[error("vault: {0}")]
+    Vault(&'static str),
+}
+
+impl From<aiden_graph::Error> for Error {
+    fn from(e: aiden_graph::Error) -> Self {
+        match e {
+            // A uniqueness constraint at commit means the id was taken concurrently.
+            aiden_graph::Error::Constraint(_) => Error::Domain(aiden_domain::Error::conflict("id already taken")),
+            other => Error::Graph(other),
+        }
+    }
+}
+
+impl Error {
+    pub(crate) fn is_retryable(&self) -> bool {
+        matches!(self, Error::LostRace) || matches!(self, Error::Graph(g) if g.is_transient())
+    }
+}

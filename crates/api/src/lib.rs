@@ -1,1 +1,66 @@
-//! placeholder
+//! The HTTP API (axum): extracts, validates, calls one service method, maps the result.
+//! No Cypher and no domain rules here. Owns the error shape, auth, request ids and the
+//! OpenAPI document (built from the same table that registers the routes, so they cannot drift).
+
+mod error;
+mod extract;
+mod handlers;
+mod openapi;
+mod request_id;
+mod routes;
+
+use std::{net::SocketAddr, sync::Arc};
+
+use aiden_service::App;
+use tokio::net::TcpListener;
+
+pub use error::ApiError;
+pub use routes::router;
+
+/// What handlers share.
+#[derive(Clone)]
+pub struct State {
+    pub app: App,
+    pub amqp_uri: Arc<String>,
+    pub openapi: Arc<serde_json::Value>,
+}
+
+/// The server, bound and ready to run (tests bind port 0 and read `port()`).
+pub struct Application {
+    listener: TcpListener,
+    router: axum::Router,
+}
+
+impl Application {
+    pub async fn build(app: App, addr: &str, amqp_uri: String) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(addr).await?;
+        Ok(Self { listener, router: router(app, amqp_uri) })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.listener.local_addr().map(|a| a.port()).unwrap_or(0)
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    pub async fn run(self) -> std::io::Result<()> {
+        axum::serve(self.listener, self.router).with_graceful_shutdown(shutdown_signal()).await
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            s.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+}

@@ -1,1 +1,99 @@
-fn main() {}
+//! `aiden`: one binary for the API server, schema migration, loading definitions and auditing.
+//! Config is read once here (defaults → `AIDEN_*` env → flags) and passed down.
+
+mod apply;
+mod config;
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+
+use crate::config::{GraphArgs, ServeArgs};
+
+#[derive(Parser)]
+#[command(name = "aiden", version, about = "Graph-native Process / Tool / Service runtime")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// HTTP API (the run engine arrives with the execution work).
+    Serve(ServeArgs),
+    /// Apply the graph schema (constraints, indexes); idempotent.
+    Migrate(GraphArgs),
+    /// Create or update definitions from YAML/JSON files or folders through the HTTP API.
+    Apply(apply::ApplyArgs),
+    /// Read-only audit of the graph against the (audit) invariants; exit 1 on any violation.
+    Check(GraphArgs),
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    config::init_tracing();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(args) => serve(args).await.map(|_| ExitCode::SUCCESS),
+        Command::Migrate(args) => migrate(args).await.map(|_| ExitCode::SUCCESS),
+        Command::Apply(args) => apply::run(args).await,
+        Command::Check(args) => check(args).await,
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let graph = args.graph.connect().await?;
+    let applied = aiden_graph::migrate::run(&graph).await.context("applying the schema")?;
+    if !applied.is_empty() {
+        tracing::info!(?applied, "schema migrations applied");
+    }
+    let key = args.master_key.as_deref().context("AIDEN_MASTER_KEY is required (base64 of 32 bytes)")?;
+    let vault = aiden_service::Vault::from_base64(key).map_err(|e| anyhow::anyhow!("AIDEN_MASTER_KEY: {e}"))?;
+    let app = aiden_service::App::new(graph, vault);
+    match args.admin_token.as_deref() {
+        Some(token) => app.bootstrap_admin(token).await.map_err(|e| anyhow::anyhow!("bootstrap admin: {e}"))?,
+        None => tracing::warn!("AIDEN_ADMIN_TOKEN is not set: no admin can log in unless one exists already"),
+    }
+    let server = aiden_api::Application::build(app, &args.http_addr, args.amqp_uri.clone())
+        .await
+        .with_context(|| format!("binding {}", args.http_addr))?;
+    tracing::info!(addr = %server.local_addr()?, "aiden API listening");
+    server.run().await?;
+    Ok(())
+}
+
+async fn migrate(args: GraphArgs) -> anyhow::Result<()> {
+    let graph = args.connect().await?;
+    let applied = aiden_graph::migrate::run(&graph).await?;
+    if applied.is_empty() {
+        println!("schema up to date");
+    } else {
+        for id in applied {
+            println!("applied {id}");
+        }
+    }
+    Ok(())
+}
+
+async fn check(args: GraphArgs) -> anyhow::Result<ExitCode> {
+    let graph = args.connect().await?;
+    let findings = aiden_service::Auditor::new(graph).audit().await.map_err(|e| anyhow::anyhow!("audit failed: {e}"))?;
+    if findings.is_empty() {
+        println!("check: no violations");
+        return Ok(ExitCode::SUCCESS);
+    }
+    for f in &findings {
+        println!("{}\t{}\t{}", f.invariant, f.id, f.message);
+    }
+    println!("check: {} violation(s)", findings.len());
+    Ok(ExitCode::FAILURE)
+}

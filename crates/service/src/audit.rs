@@ -4,7 +4,7 @@ use aiden_domain::{service::Service, tool::Tool};
 use aiden_graph::{audit, Kind};
 use serde::Serialize;
 
-use crate::{tx::read_tx, App, Result};
+use crate::{tx::read_tx, Result};
 
 /// One stored violation.
 #[derive(Debug, Clone, Serialize)]
@@ -14,7 +14,16 @@ pub struct Finding {
     pub message: String,
 }
 
-impl App {
+/// The audit needs only the graph (no vault, no HTTP client).
+pub struct Auditor {
+    graph: aiden_graph::Graph,
+}
+
+impl Auditor {
+    pub fn new(graph: aiden_graph::Graph) -> Self {
+        Self { graph }
+    }
+
     pub async fn audit(&self) -> Result<Vec<Finding>> {
         read_tx!(self, |tx| {
             let mut findings = Vec::new();

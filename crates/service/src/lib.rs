@@ -17,7 +17,7 @@ pub mod vault;
 
 use aiden_graph::Graph;
 
-pub use audit::Finding;
+pub use audit::{Auditor, Finding};
 pub use auth::NewUser;
 pub use error::Error;
 pub use processes::ProcessVersion;

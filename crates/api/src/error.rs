@@ -1,0 +1,79 @@
+//! The error shape of contract.md and the one exhaustive mapping from errors to statuses.
+
+use aiden_domain::{Error as Rule, Violation};
+use axum::{
+    http::StatusCode,
+    response::{IntoResponse, Response},
+    Json,
+};
+use serde_json::json;
+
+#[derive(Debug)]
+pub enum ApiError {
+    Service(aiden_service::Error),
+    Unauthenticated,
+    PayloadTooLarge,
+    UnsupportedMediaType(String),
+}
+
+impl From<aiden_service::Error> for ApiError {
+    fn from(e: aiden_service::Error) -> Self {
+        Self::Service(e)
+    }
+}
+
+impl From<Rule> for ApiError {
+    fn from(e: Rule) -> Self {
+        Self::Service(e.into())
+    }
+}
+
+struct Body {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+    details: Vec<Violation>,
+}
+
+impl ApiError {
+    fn body(self) -> Body {
+        use aiden_service::Error as S;
+        let plain = |status, code, message: String| Body { status, code, message, details: Vec::new() };
+        match self {
+            ApiError::Unauthenticated => plain(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", "missing or unknown bearer token".into()),
+            ApiError::PayloadTooLarge => plain(StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE", "request body too large".into()),
+            ApiError::UnsupportedMediaType(m) => plain(StatusCode::UNSUPPORTED_MEDIA_TYPE, "VALIDATION_ERROR", m),
+            ApiError::Service(S::Domain(rule)) => {
+                let details = rule.details().to_vec();
+                let (status, code) = match &rule {
+                    Rule::Validation(_) => (StatusCode::BAD_REQUEST, "VALIDATION_ERROR"),
+                    Rule::Invariant(_) => (StatusCode::UNPROCESSABLE_ENTITY, "INVARIANT_VIOLATION"),
+                    Rule::NotFound => (StatusCode::NOT_FOUND, "NOT_FOUND"),
+                    Rule::Forbidden(_) => (StatusCode::FORBIDDEN, "FORBIDDEN"),
+                    Rule::Conflict { .. } => (StatusCode::CONFLICT, "CONFLICT"),
+                    Rule::NotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "NOT_ALLOWED"),
+                };
+                Body { status, code, message: rule.to_string(), details }
+            }
+            ApiError::Service(S::Graph(aiden_graph::Error::Unavailable(cause))) => {
+                tracing::error!(%cause, "graph unavailable");
+                plain(StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE", "a backing service is unavailable".into())
+            }
+            ApiError::Service(e @ (S::Graph(_) | S::LostRace | S::Vault(_))) => {
+                tracing::error!(error = %e, "internal error");
+                plain(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error".into())
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let b = self.body();
+        let body = json!({"error": {"code": b.code, "message": b.message, "requestId": crate::request_id::current(), "details": b.details}});
+        (b.status, Json(body)).into_response()
+    }
+}
+
+/// A handler's result.
+pub type ApiResult<T> = Result<T, ApiError>;

@@ -1,0 +1,114 @@
+//! Extractors that answer in our error shape: JSON bodies, the caller, `If-Match`, paging.
+
+use aiden_domain::{user::Caller, Error as Rule, Violation};
+use aiden_service::PageRequest;
+use axum::{
+    extract::{rejection::JsonRejection, FromRequest, FromRequestParts, Query, Request},
+    http::{request::Parts, StatusCode},
+};
+use serde::{de::DeserializeOwned, Deserialize};
+
+use crate::{ApiError, State};
+
+/// `Json<T>` whose rejections are 400/413/415 in our shape, with the serde path of the problem.
+pub struct AppJson<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<State> for AppJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &State) -> Result<Self, Self::Rejection> {
+        match axum::Json::<serde_json::Value>::from_request(req, state).await {
+            Ok(axum::Json(value)) => {
+                let mut track = serde_path_to_error::Track::new();
+                let de = serde_path_to_error::Deserializer::new(value, &mut track);
+                T::deserialize(de).map(AppJson).map_err(|e| {
+                    let path = pointer(&track.path());
+                    Rule::Validation(vec![Violation::field(path, e.to_string())]).into()
+                })
+            }
+            Err(rejection) => Err(reject(rejection)),
+        }
+    }
+}
+
+fn pointer(path: &serde_path_to_error::Path) -> String {
+    let s = path.to_string();
+    if s == "." {
+        String::new()
+    } else {
+        format!("/{}", s.replace('.', "/"))
+    }
+}
+
+fn reject(rejection: JsonRejection) -> ApiError {
+    match rejection.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::PayloadTooLarge,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::UnsupportedMediaType("expected Content-Type: application/json".into()),
+        _ => Rule::validation("", format!("malformed JSON: {}", rejection.body_text())).into(),
+    }
+}
+
+/// The authenticated caller (401 otherwise).
+pub struct Auth(pub Caller);
+
+impl FromRequestParts<State> for Auth {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &State) -> Result<Self, Self::Rejection> {
+        let token = parts
+            .headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or(ApiError::Unauthenticated)?;
+        match state.app.authenticate(token).await? {
+            Some(caller) => Ok(Auth(caller)),
+            None => Err(ApiError::Unauthenticated),
+        }
+    }
+}
+
+/// `If-Match: "<revision>"` (quotes optional): the revision the client last read.
+pub struct IfMatch(pub Option<i64>);
+
+impl FromRequestParts<State> for IfMatch {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &State) -> Result<Self, Self::Rejection> {
+        match parts.headers.get(axum::http::header::IF_MATCH) {
+            None => Ok(IfMatch(None)),
+            Some(v) => v
+                .to_str()
+                .ok()
+                .map(|s| s.trim().trim_start_matches("W/").trim_matches('"'))
+                .and_then(|s| s.parse::<i64>().ok())
+                .map(|r| IfMatch(Some(r)))
+                .ok_or_else(|| Rule::validation("If-Match", "must be a revision number").into()),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PageQuery {
+    limit: Option<i64>,
+    cursor: Option<String>,
+    #[serde(default)]
+    include_archived: bool,
+}
+
+/// `?limit=&cursor=&includeArchived=`.
+pub struct Paging(pub PageRequest);
+
+impl FromRequestParts<State> for Paging {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &State) -> Result<Self, Self::Rejection> {
+        let Query(q) = Query::<PageQuery>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| ApiError::from(Rule::validation("query", e.body_text())))?;
+        Ok(Paging(PageRequest { limit: q.limit, cursor: q.cursor, include_archived: q.include_archived }))
+    }
+}

@@ -1,0 +1,6 @@
+//! Handlers: `verb_noun`, each one service call.
+
+pub mod catalog;
+pub mod ops;
+pub mod processes;
+pub mod users;

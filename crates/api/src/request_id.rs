@@ -1,0 +1,37 @@
+//! `x-request-id`: echoed when the client sends one, else minted; visible to error bodies
+//! through a task-local, since errors are rendered far from the request.
+
+use axum::{extract::Request, http::HeaderValue, middleware::Next, response::Response};
+
+tokio::task_local! {
+    static REQUEST_ID: String;
+}
+
+pub const HEADER: &str = "x-request-id";
+
+pub fn current() -> String {
+    REQUEST_ID.try_with(Clone::clone).unwrap_or_default()
+}
+
+pub async fn layer(req: Request, next: Next) -> Response {
+    let id = req
+        .headers()
+        .get(HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 128 && v.chars().all(|c| c.is_ascii_graphic()))
+        .map(str::to_owned)
+        .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+    let span = tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.uri().path());
+    let mut response = REQUEST_ID.scope(id.clone(), async move {
+        let _enter = span.enter();
+        let started = std::time::Instant::now();
+        let response = next.run(req).await;
+        tracing::info!(status = response.status().as_u16(), elapsed_ms = started.elapsed().as_millis() as u64, "handled");
+        response
+    })
+    .await;
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(HEADER, v);
+    }
+    response
+}

@@ -1,0 +1,58 @@
+//! Settings: flags with `AIDEN_*` environment fallbacks and the contract's defaults.
+
+use anyhow::Context;
+use clap::Args;
+
+#[derive(Args, Clone)]
+pub struct GraphArgs {
+    #[arg(long, env = "AIDEN_NEO4J_URI", default_value = "bolt://127.0.0.1:7687")]
+    pub neo4j_uri: String,
+    #[arg(long, env = "AIDEN_NEO4J_USER", default_value = "neo4j")]
+    pub neo4j_user: String,
+    #[arg(long, env = "AIDEN_NEO4J_PASSWORD", default_value = "", hide_env_values = true)]
+    pub neo4j_password: String,
+    #[arg(long, env = "AIDEN_NEO4J_DATABASE", default_value = "neo4j")]
+    pub neo4j_database: String,
+    #[arg(long, env = "AIDEN_NEO4J_MAX_CONNECTIONS", default_value_t = 32)]
+    pub neo4j_max_connections: usize,
+}
+
+impl GraphArgs {
+    pub async fn connect(&self) -> anyhow::Result<aiden_graph::Graph> {
+        let settings = aiden_graph::Settings {
+            uri: self.neo4j_uri.clone(),
+            user: self.neo4j_user.clone(),
+            password: self.neo4j_password.clone(),
+            database: self.neo4j_database.clone(),
+            max_connections: self.neo4j_max_connections,
+        };
+        aiden_graph::Graph::connect(&settings).await.with_context(|| format!("connecting to the graph at {}", self.neo4j_uri))
+    }
+}
+
+#[derive(Args, Clone)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub graph: GraphArgs,
+    #[arg(long, env = "AIDEN_AMQP_URI", default_value = "amqp://guest:guest@127.0.0.1:5672/%2f", hide_env_values = true)]
+    pub amqp_uri: String,
+    #[arg(long, env = "AIDEN_HTTP_ADDR", default_value = "127.0.0.1:8080")]
+    pub http_addr: String,
+    #[arg(long, env = "AIDEN_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+    #[arg(long, env = "AIDEN_MASTER_KEY", hide_env_values = true)]
+    pub master_key: Option<String>,
+}
+
+/// `RUST_LOG` filter (default info); JSON lines when `AIDEN_LOG_FORMAT=json`.
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,neo4rs=warn,lapin=warn"));
+    let json = std::env::var("AIDEN_LOG_FORMAT").is_ok_and(|v| v == "json");
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    if json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}

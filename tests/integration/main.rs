@@ -1,1 +1,10 @@
+//! Integration tests against the real Bolt server and RabbitMQ. Each invariant ID is named in
+//! the test that covers it.
 
+mod catalog;
+mod concurrency;
+mod http;
+mod identity;
+mod processes;
+mod secrets;
+mod tools;

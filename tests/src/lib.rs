@@ -1,1 +1,360 @@
+//! The integration-test harness: one `aiden` API server per test binary, started on port 0 in a
+//! background runtime against the real Bolt server and RabbitMQ that `scripts/stack.sh up`
+//! started. It fails loudly when they are unreachable; it never passes vacuously.
+//! Each test makes its own users and ids (`unique`), so tests run in parallel.
 
+use std::{
+    io::Write,
+    sync::{Arc, Mutex, OnceLock},
+};
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+pub mod fixtures;
+
+pub use serde_json;
+
+/// The shared server and what tests need to reach it.
+pub struct Server {
+    pub base: String,
+    pub admin_token: String,
+    pub graph: aiden_graph::Settings,
+    logs: Arc<Mutex<Vec<u8>>>,
+}
+
+static SERVER: OnceLock<Server> = OnceLock::new();
+
+/// Settings from `AIDEN_*`, falling back to the stack's generated `.stack/env`.
+fn setting(name: &str, default: Option<&str>) -> String {
+    if let Ok(v) = std::env::var(name) {
+        return v;
+    }
+    let env_file = concat!(env!("CARGO_MANIFEST_DIR"), "/../.stack/env");
+    if let Ok(text) = std::fs::read_to_string(env_file) {
+        for line in text.lines() {
+            let line = line.trim_start_matches("export ");
+            if let Some((k, v)) = line.split_once('=') {
+                if k == name {
+                    // `${NAME:-value}` as the stack script writes it
+                    let v = v
+                        .trim_start_matches(&format!("${{{name}:-"))
+                        .trim_end_matches('}');
+                    return v.to_owned();
+                }
+            }
+        }
+    }
+    default.map(str::to_owned).unwrap_or_else(|| {
+        panic!("{name} is not set and .stack/env has no value: run scripts/stack.sh up")
+    })
+}
+
+/// Captures the server's log lines so tests can assert what never appears in them.
+#[derive(Clone)]
+struct LogSink(Arc<Mutex<Vec<u8>>>);
+
+impl Write for LogSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+pub fn server() -> &'static Server {
+    SERVER.get_or_init(|| {
+        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+        let graph = aiden_graph::Settings {
+            uri: setting("AIDEN_NEO4J_URI", Some("bolt://127.0.0.1:7687")),
+            user: setting("AIDEN_NEO4J_USER", Some("root")),
+            password: setting("AIDEN_NEO4J_PASSWORD", None),
+            database: setting("AIDEN_NEO4J_DATABASE", Some("neo4j")),
+            max_connections: 32,
+        };
+        let amqp = setting(
+            "AIDEN_AMQP_URI",
+            Some("amqp://guest:guest@127.0.0.1:5672/%2f"),
+        );
+        let admin_token = setting(
+            "AIDEN_ADMIN_TOKEN",
+            Some("test-admin-token-0123456789abcdef"),
+        );
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        let sink = LogSink(logs.clone());
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter("debug,neo4rs=info,lapin=info,hyper=info,h2=info,reqwest=info")
+            .with_writer(move || sink.clone())
+            .with_ansi(false)
+            .finish();
+        let _ = tracing::subscriber::set_global_default(subscriber);
+
+        let (tx, rx) = std::sync::mpsc::channel();
+        let g = graph.clone();
+        let token = admin_token.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let graph = aiden_graph::Graph::connect(&g).await.unwrap_or_else(|e| {
+                    panic!(
+                        "cannot reach the Bolt server at {} ({e}): run scripts/stack.sh up",
+                        g.uri
+                    )
+                });
+                aiden_graph::migrate::run(&graph).await.expect("migrate");
+                let vault = aiden_service::Vault::from_base64(TEST_MASTER_KEY).unwrap();
+                let app = aiden_service::App::new(graph, vault);
+                app.bootstrap_admin(&token).await.expect("bootstrap admin");
+                let server = aiden_api::Application::build(app, "127.0.0.1:0", amqp)
+                    .await
+                    .expect("bind");
+                tx.send(server.port()).unwrap();
+                server.run().await.unwrap();
+            });
+        });
+        let port = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the test server did not start within 60 s");
+        Server {
+            base: format!("http://127.0.0.1:{port}"),
+            admin_token,
+            graph,
+            logs,
+        }
+    })
+}
+
+/// A fixed key for tests only (base64 of 32 bytes).
+pub const TEST_MASTER_KEY: &str = "dGVzdC1tYXN0ZXIta2V5LTMyLWJ5dGVzLWxvbmchISE=";
+
+impl Server {
+    /// Everything the server has logged so far.
+    pub fn logs(&self) -> String {
+        String::from_utf8_lossy(&self.logs.lock().unwrap()).into_owned()
+    }
+}
+
+/// A fresh id with a readable prefix, unique across tests and runs.
+pub fn unique(prefix: &str) -> String {
+    format!("{prefix}-{}", uuid::Uuid::now_v7().simple())
+}
+
+/// An HTTP response: status and JSON body (Null when empty).
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub body: Value,
+    pub headers: reqwest::header::HeaderMap,
+}
+
+impl Reply {
+    /// The invariant IDs named in `error.details`.
+    pub fn invariants(&self) -> Vec<String> {
+        self.body["error"]["details"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|d| d["invariant"].as_str().map(str::to_owned))
+            .collect()
+    }
+
+    /// Asserts the status and that `invariant` is named; returns self for more checks.
+    #[track_caller]
+    pub fn rejects(&self, status: u16, invariant: &str) -> &Self {
+        assert_eq!(
+            self.status.as_u16(),
+            status,
+            "expected {status} naming {invariant}, got {:?}",
+            self
+        );
+        assert!(
+            self.invariants().iter().any(|i| i == invariant),
+            "expected {invariant} in details, got {:?}",
+            self.body
+        );
+        assert!(
+            self.body["error"]["requestId"]
+                .as_str()
+                .is_some_and(|r| !r.is_empty()),
+            "error without requestId: {:?}",
+            self.body
+        );
+        self
+    }
+
+    #[track_caller]
+    pub fn ok(&self, status: u16) -> &Value {
+        assert_eq!(
+            self.status.as_u16(),
+            status,
+            "unexpected reply: {:?}",
+            self.body
+        );
+        &self.body
+    }
+
+    pub fn code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or("")
+    }
+}
+
+/// A caller with a bearer token.
+#[derive(Clone)]
+pub struct Client {
+    pub id: String,
+    pub token: String,
+    http: reqwest::Client,
+    base: String,
+}
+
+impl Client {
+    pub fn new(id: &str, token: &str) -> Self {
+        Self {
+            id: id.to_owned(),
+            token: token.to_owned(),
+            http: reqwest::Client::new(),
+            base: server().base.clone(),
+        }
+    }
+
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        headers: &[(&str, &str)],
+    ) -> Reply {
+        let mut req = self.http.request(method, format!("{}{path}", self.base));
+        if !self.token.is_empty() {
+            req = req.bearer_auth(&self.token);
+        }
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        let res = req.send().await.expect("request failed");
+        let status = res.status();
+        let headers = res.headers().clone();
+        let text = res.text().await.unwrap_or_default();
+        let body = serde_json::from_str(&text).unwrap_or(if text.is_empty() {
+            Value::Null
+        } else {
+            Value::String(text)
+        });
+        Reply {
+            status,
+            body,
+            headers,
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> Reply {
+        self.send(Method::GET, path, None, &[]).await
+    }
+    pub async fn post(&self, path: &str, body: Value) -> Reply {
+        self.send(Method::POST, path, Some(&body), &[]).await
+    }
+    pub async fn patch(&self, path: &str, body: Value) -> Reply {
+        self.send(Method::PATCH, path, Some(&body), &[]).await
+    }
+    pub async fn put(&self, path: &str, body: Value) -> Reply {
+        self.send(Method::PUT, path, Some(&body), &[]).await
+    }
+    pub async fn delete(&self, path: &str) -> Reply {
+        self.send(Method::DELETE, path, None, &[]).await
+    }
+
+    /// The raw client, for requests the helpers do not cover (bad bodies, odd headers).
+    pub fn raw(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
+        let req = self.http.request(method, format!("{}{path}", self.base));
+        if self.token.is_empty() {
+            req
+        } else {
+            req.bearer_auth(&self.token)
+        }
+    }
+}
+
+pub fn admin() -> Client {
+    Client::new("admin", &server().admin_token)
+}
+
+/// A new user (role `user` unless `admin`), made through `POST /v1/users`.
+pub async fn new_user(role: &str) -> Client {
+    let id = unique("u");
+    let reply = admin()
+        .post("/v1/users", json!({"id": id, "name": id, "role": role}))
+        .await;
+    let body = reply.ok(201);
+    Client::new(
+        &id,
+        body["token"].as_str().expect("token in create-user reply"),
+    )
+}
+
+pub async fn user() -> Client {
+    new_user("user").await
+}
+
+/// A fingerprint of everything a user owns: each owned node's id, revision and stored record,
+/// and how many edges touch them. Equal fingerprints before and after a rejected request show
+/// it left nothing half-written.
+pub async fn fingerprint(owner_id: &str) -> Vec<String> {
+    let graph = aiden_graph::Graph::connect(&server().graph)
+        .await
+        .expect("graph");
+    let mut tx = graph.begin().await.expect("tx");
+    #[derive(serde::Deserialize)]
+    struct Row {
+        id: String,
+        doc: Option<String>,
+        rels: i64,
+        enc: Option<String>,
+    }
+    let rows: Vec<Row> = tx
+        .rows(
+            aiden_graph_query(
+                "MATCH (n) WHERE n.ownerId = $owner OPTIONAL MATCH (n)-[r]-() \
+                 RETURN n.id AS id, n.doc AS doc, n.encryptedValue AS enc, count(r) AS rels ORDER BY id",
+            )
+            .param("owner", owner_id),
+        )
+        .await
+        .expect("fingerprint query");
+    let _ = tx.rollback().await;
+    rows.into_iter()
+        .map(|r| {
+            format!(
+                "{} {} {} {}",
+                r.id,
+                r.rels,
+                r.doc.unwrap_or_default(),
+                r.enc.unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
+/// A raw query for test assertions (tests may read the graph directly).
+pub fn aiden_graph_query(text: &str) -> neo4rs::Query {
+    neo4rs::query(text)
+}
+
+/// Runs a read query against the graph for assertions.
+pub async fn graph_rows<T: serde::de::DeserializeOwned>(q: neo4rs::Query) -> Vec<T> {
+    let graph = aiden_graph::Graph::connect(&server().graph)
+        .await
+        .expect("graph");
+    let mut tx = graph.begin().await.expect("tx");
+    let rows = tx.rows(q).await.expect("query");
+    let _ = tx.rollback().await;
+    rows
+}

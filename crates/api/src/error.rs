@@ -38,11 +38,26 @@ struct Body {
 impl ApiError {
     fn body(self) -> Body {
         use aiden_service::Error as S;
-        let plain = |status, code, message: String| Body { status, code, message, details: Vec::new() };
+        let plain = |status, code, message: String| Body {
+            status,
+            code,
+            message,
+            details: Vec::new(),
+        };
         match self {
-            ApiError::Unauthenticated => plain(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", "missing or unknown bearer token".into()),
-            ApiError::PayloadTooLarge => plain(StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE", "request body too large".into()),
-            ApiError::UnsupportedMediaType(m) => plain(StatusCode::UNSUPPORTED_MEDIA_TYPE, "VALIDATION_ERROR", m),
+            ApiError::Unauthenticated => plain(
+                StatusCode::UNAUTHORIZED,
+                "UNAUTHENTICATED",
+                "missing or unknown bearer token".into(),
+            ),
+            ApiError::PayloadTooLarge => plain(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "PAYLOAD_TOO_LARGE",
+                "request body too large".into(),
+            ),
+            ApiError::UnsupportedMediaType(m) => {
+                plain(StatusCode::UNSUPPORTED_MEDIA_TYPE, "VALIDATION_ERROR", m)
+            }
             ApiError::Service(S::Domain(rule)) => {
                 let details = rule.details().to_vec();
                 let (status, code) = match &rule {
@@ -53,15 +68,28 @@ impl ApiError {
                     Rule::Conflict { .. } => (StatusCode::CONFLICT, "CONFLICT"),
                     Rule::NotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "NOT_ALLOWED"),
                 };
-                Body { status, code, message: rule.to_string(), details }
+                Body {
+                    status,
+                    code,
+                    message: rule.to_string(),
+                    details,
+                }
             }
             ApiError::Service(S::Graph(aiden_graph::Error::Unavailable(cause))) => {
                 tracing::error!(%cause, "graph unavailable");
-                plain(StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE", "a backing service is unavailable".into())
+                plain(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "UNAVAILABLE",
+                    "a backing service is unavailable".into(),
+                )
             }
             ApiError::Service(e @ (S::Graph(_) | S::LostRace | S::Vault(_))) => {
                 tracing::error!(error = %e, "internal error");
-                plain(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error".into())
+                plain(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "INTERNAL",
+                    "internal error".into(),
+                )
             }
         }
     }

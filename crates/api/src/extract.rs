@@ -43,7 +43,9 @@ fn pointer(path: &serde_path_to_error::Path) -> String {
 fn reject(rejection: JsonRejection) -> ApiError {
     match rejection.status() {
         StatusCode::PAYLOAD_TOO_LARGE => ApiError::PayloadTooLarge,
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::UnsupportedMediaType("expected Content-Type: application/json".into()),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => {
+            ApiError::UnsupportedMediaType("expected Content-Type: application/json".into())
+        }
         _ => Rule::validation("", format!("malformed JSON: {}", rejection.body_text())).into(),
     }
 }
@@ -109,6 +111,10 @@ impl FromRequestParts<State> for Paging {
         let Query(q) = Query::<PageQuery>::from_request_parts(parts, state)
             .await
             .map_err(|e| ApiError::from(Rule::validation("query", e.body_text())))?;
-        Ok(Paging(PageRequest { limit: q.limit, cursor: q.cursor, include_archived: q.include_archived }))
+        Ok(Paging(PageRequest {
+            limit: q.limit,
+            cursor: q.cursor,
+            include_archived: q.include_archived,
+        }))
     }
 }

@@ -34,7 +34,10 @@ pub struct Application {
 impl Application {
     pub async fn build(app: App, addr: &str, amqp_uri: String) -> std::io::Result<Self> {
         let listener = TcpListener::bind(addr).await?;
-        Ok(Self { listener, router: router(app, amqp_uri) })
+        Ok(Self {
+            listener,
+            router: router(app, amqp_uri),
+        })
     }
 
     pub fn port(&self) -> u16 {
@@ -46,7 +49,9 @@ impl Application {
     }
 
     pub async fn run(self) -> std::io::Result<()> {
-        axum::serve(self.listener, self.router).with_graceful_shutdown(shutdown_signal()).await
+        axum::serve(self.listener, self.router)
+            .with_graceful_shutdown(shutdown_signal())
+            .await
     }
 }
 
@@ -56,7 +61,8 @@ async fn shutdown_signal() {
     };
     #[cfg(unix)]
     let term = async {
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
             s.recv().await;
         }
     };

@@ -14,19 +14,43 @@ pub struct Op {
 impl Op {
     /// No auth, no body (ops routes).
     pub fn open(summary: &'static str, status: u16) -> Self {
-        Self { summary, status, auth: false, body: false, list: false }
+        Self {
+            summary,
+            status,
+            auth: false,
+            body: false,
+            list: false,
+        }
     }
     /// Authenticated, no body.
     pub fn read(summary: &'static str, status: u16) -> Self {
-        Self { summary, status, auth: true, body: false, list: false }
+        Self {
+            summary,
+            status,
+            auth: true,
+            body: false,
+            list: false,
+        }
     }
     /// Authenticated, JSON body.
     pub fn body(summary: &'static str, status: u16) -> Self {
-        Self { summary, status, auth: true, body: true, list: false }
+        Self {
+            summary,
+            status,
+            auth: true,
+            body: true,
+            list: false,
+        }
     }
     /// Authenticated list with paging.
     pub fn list(summary: &'static str) -> Self {
-        Self { summary, status: 200, auth: true, body: false, list: true }
+        Self {
+            summary,
+            status: 200,
+            auth: true,
+            body: false,
+            list: true,
+        }
     }
 }
 
@@ -46,7 +70,9 @@ impl Spec {
         if op.list {
             params.push(json!({"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50}}));
             params.push(json!({"name": "cursor", "in": "query", "schema": {"type": "string"}}));
-            params.push(json!({"name": "includeArchived", "in": "query", "schema": {"type": "boolean"}}));
+            params.push(
+                json!({"name": "includeArchived", "in": "query", "schema": {"type": "boolean"}}),
+            );
         }
         let success = if op.status == 204 {
             json!({"description": "done"})
@@ -67,7 +93,10 @@ impl Spec {
         if op.body {
             operation["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": {"type": "object"}}}});
         }
-        let entry = self.paths.entry(path.to_owned()).or_insert_with(|| json!({}));
+        let entry = self
+            .paths
+            .entry(path.to_owned())
+            .or_insert_with(|| json!({}));
         entry[method.as_str()] = operation;
     }
 

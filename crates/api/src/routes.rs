@@ -25,7 +25,13 @@ struct Table {
 }
 
 impl Table {
-    fn add(mut self, method: &'static str, path: &'static str, op: Op, handler: MethodRouter<State>) -> Self {
+    fn add(
+        mut self,
+        method: &'static str,
+        path: &'static str,
+        op: Op,
+        handler: MethodRouter<State>,
+    ) -> Self {
         self.spec.add(method, path, op);
         let entry = self.paths.remove(path).unwrap_or_default();
         self.paths.insert(path, entry.merge(handler));
@@ -40,55 +46,293 @@ macro_rules! route {
 }
 
 pub fn router(app: App, amqp_uri: String) -> Router {
-    let t = Table { paths: BTreeMap::new(), spec: Spec::default() };
+    let t = Table {
+        paths: BTreeMap::new(),
+        spec: Spec::default(),
+    };
     let t = route!(t, GET, "/healthz", ops::healthz, Op::open("Liveness", 200));
-    let t = route!(t, GET, "/readyz", ops::readyz, Op::open("Readiness: graph and broker reachable", 200));
-    let t = route!(t, GET, "/metrics", ops::metrics, Op::open("Prometheus metrics", 200));
-    let t = route!(t, GET, "/openapi.json", ops::openapi, Op::open("This document", 200));
-    let t = route!(t, POST, "/v1/users", u::create_user, Op::body("Create a user (admin); the token is shown once", 201));
+    let t = route!(
+        t,
+        GET,
+        "/readyz",
+        ops::readyz,
+        Op::open("Readiness: graph and broker reachable", 200)
+    );
+    let t = route!(
+        t,
+        GET,
+        "/metrics",
+        ops::metrics,
+        Op::open("Prometheus metrics", 200)
+    );
+    let t = route!(
+        t,
+        GET,
+        "/openapi.json",
+        ops::openapi,
+        Op::open("This document", 200)
+    );
+    let t = route!(
+        t,
+        POST,
+        "/v1/users",
+        u::create_user,
+        Op::body("Create a user (admin); the token is shown once", 201)
+    );
     let t = route!(t, GET, "/v1/me", u::get_me, Op::read("The caller", 200));
 
-    let t = route!(t, POST, "/v1/service-templates", c::create_service_template, Op::body("Create a ServiceTemplate", 201));
-    let t = route!(t, GET, "/v1/service-templates", c::list_service_templates, Op::list("List ServiceTemplates"));
-    let t = route!(t, GET, "/v1/service-templates/{id}", c::get_service_template, Op::read("Get a ServiceTemplate", 200));
-    let t = route!(t, PATCH, "/v1/service-templates/{id}", c::patch_service_template, Op::body("Update name, description, shared, archived (TPL-1)", 200));
-    let t = route!(t, DELETE, "/v1/service-templates/{id}", c::delete_service_template, Op::read("Delete a ServiceTemplate (TPL-3)", 204));
+    let t = route!(
+        t,
+        POST,
+        "/v1/service-templates",
+        c::create_service_template,
+        Op::body("Create a ServiceTemplate", 201)
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/service-templates",
+        c::list_service_templates,
+        Op::list("List ServiceTemplates")
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/service-templates/{id}",
+        c::get_service_template,
+        Op::read("Get a ServiceTemplate", 200)
+    );
+    let t = route!(
+        t,
+        PATCH,
+        "/v1/service-templates/{id}",
+        c::patch_service_template,
+        Op::body("Update name, description, shared, archived (TPL-1)", 200)
+    );
+    let t = route!(
+        t,
+        DELETE,
+        "/v1/service-templates/{id}",
+        c::delete_service_template,
+        Op::read("Delete a ServiceTemplate (TPL-3)", 204)
+    );
 
-    let t = route!(t, POST, "/v1/tool-templates", c::create_tool_template, Op::body("Create a ToolTemplate", 201));
-    let t = route!(t, GET, "/v1/tool-templates", c::list_tool_templates, Op::list("List ToolTemplates"));
-    let t = route!(t, GET, "/v1/tool-templates/{id}", c::get_tool_template, Op::read("Get a ToolTemplate", 200));
-    let t = route!(t, PATCH, "/v1/tool-templates/{id}", c::patch_tool_template, Op::body("Update name, description, shared, archived (TPL-1)", 200));
-    let t = route!(t, DELETE, "/v1/tool-templates/{id}", c::delete_tool_template, Op::read("Delete a ToolTemplate (TPL-3)", 204));
+    let t = route!(
+        t,
+        POST,
+        "/v1/tool-templates",
+        c::create_tool_template,
+        Op::body("Create a ToolTemplate", 201)
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/tool-templates",
+        c::list_tool_templates,
+        Op::list("List ToolTemplates")
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/tool-templates/{id}",
+        c::get_tool_template,
+        Op::read("Get a ToolTemplate", 200)
+    );
+    let t = route!(
+        t,
+        PATCH,
+        "/v1/tool-templates/{id}",
+        c::patch_tool_template,
+        Op::body("Update name, description, shared, archived (TPL-1)", 200)
+    );
+    let t = route!(
+        t,
+        DELETE,
+        "/v1/tool-templates/{id}",
+        c::delete_tool_template,
+        Op::read("Delete a ToolTemplate (TPL-3)", 204)
+    );
 
-    let t = route!(t, POST, "/v1/services", c::create_service, Op::body("Create a Service, or instantiate a ServiceTemplate", 201));
-    let t = route!(t, GET, "/v1/services", c::list_services, Op::list("List visible Services"));
-    let t = route!(t, GET, "/v1/services/{id}", c::get_service, Op::read("Get a Service", 200));
-    let t = route!(t, PATCH, "/v1/services/{id}", c::patch_service, Op::body("Update a Service (If-Match: revision)", 200));
-    let t = route!(t, DELETE, "/v1/services/{id}", c::delete_service, Op::read("Delete a Service no Tool uses (SVC-5)", 204));
-    let t = route!(t, POST, "/v1/services/{id}/health-check", c::health_check_service, Op::read("Probe the endpoint now", 200));
+    let t = route!(
+        t,
+        POST,
+        "/v1/services",
+        c::create_service,
+        Op::body("Create a Service, or instantiate a ServiceTemplate", 201)
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/services",
+        c::list_services,
+        Op::list("List visible Services")
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/services/{id}",
+        c::get_service,
+        Op::read("Get a Service", 200)
+    );
+    let t = route!(
+        t,
+        PATCH,
+        "/v1/services/{id}",
+        c::patch_service,
+        Op::body("Update a Service (If-Match: revision)", 200)
+    );
+    let t = route!(
+        t,
+        DELETE,
+        "/v1/services/{id}",
+        c::delete_service,
+        Op::read("Delete a Service no Tool uses (SVC-5)", 204)
+    );
+    let t = route!(
+        t,
+        POST,
+        "/v1/services/{id}/health-check",
+        c::health_check_service,
+        Op::read("Probe the endpoint now", 200)
+    );
 
-    let t = route!(t, POST, "/v1/secrets", c::create_secret, Op::body("Store an encrypted Secret; the value is never returned", 201));
-    let t = route!(t, GET, "/v1/secrets", c::list_secrets, Op::list("List the caller's Secrets (metadata)"));
-    let t = route!(t, GET, "/v1/secrets/{id}", c::get_secret, Op::read("Get a Secret's metadata", 200));
-    let t = route!(t, PATCH, "/v1/secrets/{id}", c::patch_secret, Op::body("Rename or rotate a Secret (SEC-4)", 200));
-    let t = route!(t, DELETE, "/v1/secrets/{id}", c::delete_secret, Op::read("Delete a Secret no Tool uses (SEC-5)", 204));
+    let t = route!(
+        t,
+        POST,
+        "/v1/secrets",
+        c::create_secret,
+        Op::body(
+            "Store an encrypted Secret; the value is never returned",
+            201
+        )
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/secrets",
+        c::list_secrets,
+        Op::list("List the caller's Secrets (metadata)")
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/secrets/{id}",
+        c::get_secret,
+        Op::read("Get a Secret's metadata", 200)
+    );
+    let t = route!(
+        t,
+        PATCH,
+        "/v1/secrets/{id}",
+        c::patch_secret,
+        Op::body("Rename or rotate a Secret (SEC-4)", 200)
+    );
+    let t = route!(
+        t,
+        DELETE,
+        "/v1/secrets/{id}",
+        c::delete_secret,
+        Op::read("Delete a Secret no Tool uses (SEC-5)", 204)
+    );
 
-    let t = route!(t, POST, "/v1/tools", c::create_tool, Op::body("Create a Tool, or instantiate a ToolTemplate", 201));
-    let t = route!(t, GET, "/v1/tools", c::list_tools, Op::list("List visible Tools"));
-    let t = route!(t, GET, "/v1/tools/{id}", c::get_tool, Op::read("Get a Tool", 200));
-    let t = route!(t, PATCH, "/v1/tools/{id}", c::patch_tool, Op::body("Update a Tool (If-Match: revision)", 200));
-    let t = route!(t, DELETE, "/v1/tools/{id}", c::delete_tool, Op::read("Delete a Tool no step calls (TOOL-8)", 204));
+    let t = route!(
+        t,
+        POST,
+        "/v1/tools",
+        c::create_tool,
+        Op::body("Create a Tool, or instantiate a ToolTemplate", 201)
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/tools",
+        c::list_tools,
+        Op::list("List visible Tools")
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/tools/{id}",
+        c::get_tool,
+        Op::read("Get a Tool", 200)
+    );
+    let t = route!(
+        t,
+        PATCH,
+        "/v1/tools/{id}",
+        c::patch_tool,
+        Op::body("Update a Tool (If-Match: revision)", 200)
+    );
+    let t = route!(
+        t,
+        DELETE,
+        "/v1/tools/{id}",
+        c::delete_tool,
+        Op::read("Delete a Tool no step calls (TOOL-8)", 204)
+    );
 
-    let t = route!(t, POST, "/v1/processes", p::create_process, Op::body("Create a Process (version 1)", 201));
-    let t = route!(t, GET, "/v1/processes", p::list_processes, Op::list("List visible Processes"));
-    let t = route!(t, GET, "/v1/processes/{id}", p::get_process, Op::read("Get a Process at its current version", 200));
-    let t = route!(t, PUT, "/v1/processes/{id}", p::put_process, Op::body("Replace a Process; a changed definition is a new version (PROC-9)", 200));
-    let t = route!(t, PATCH, "/v1/processes/{id}", p::patch_process, Op::body("Update a Process; a changed definition is a new version (PROC-9)", 200));
-    let t = route!(t, DELETE, "/v1/processes/{id}", p::delete_process, Op::read("Delete an unreferenced Process (PROC-10)", 204));
-    let t = route!(t, GET, "/v1/processes/{id}/versions", p::list_process_versions, Op::read("Every version of a Process", 200));
+    let t = route!(
+        t,
+        POST,
+        "/v1/processes",
+        p::create_process,
+        Op::body("Create a Process (version 1)", 201)
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/processes",
+        p::list_processes,
+        Op::list("List visible Processes")
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/processes/{id}",
+        p::get_process,
+        Op::read("Get a Process at its current version", 200)
+    );
+    let t = route!(
+        t,
+        PUT,
+        "/v1/processes/{id}",
+        p::put_process,
+        Op::body(
+            "Replace a Process; a changed definition is a new version (PROC-9)",
+            200
+        )
+    );
+    let t = route!(
+        t,
+        PATCH,
+        "/v1/processes/{id}",
+        p::patch_process,
+        Op::body(
+            "Update a Process; a changed definition is a new version (PROC-9)",
+            200
+        )
+    );
+    let t = route!(
+        t,
+        DELETE,
+        "/v1/processes/{id}",
+        p::delete_process,
+        Op::read("Delete an unreferenced Process (PROC-10)", 204)
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/processes/{id}/versions",
+        p::list_process_versions,
+        Op::read("Every version of a Process", 200)
+    );
 
     let Table { paths, spec } = t;
-    let state = State { app, amqp_uri: Arc::new(amqp_uri), openapi: Arc::new(spec.document()) };
+    let state = State {
+        app,
+        amqp_uri: Arc::new(amqp_uri),
+        openapi: Arc::new(spec.document()),
+    };
     let mut router = Router::new();
     for (path, methods) in paths {
         router = router.route(path, methods);

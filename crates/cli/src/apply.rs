@@ -61,27 +61,41 @@ impl Kind {
 pub async fn run(args: ApplyArgs) -> anyhow::Result<ExitCode> {
     let mut docs = Vec::new();
     for path in files(&args.files)? {
-        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-        let text = substitute_env(&text, |k| std::env::var(k).ok()).with_context(|| format!("in {}", path.display()))?;
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let text = substitute_env(&text, |k| std::env::var(k).ok())
+            .with_context(|| format!("in {}", path.display()))?;
         for de in serde_yaml_ng::Deserializer::from_str(&text) {
-            let value = Value::deserialize(de).with_context(|| format!("parsing {}", path.display()))?;
+            let value =
+                Value::deserialize(de).with_context(|| format!("parsing {}", path.display()))?;
             if value.is_null() {
                 continue;
             }
-            let doc: Document = serde_json::from_value(value).with_context(|| format!("in {}: expected {{kind, spec}}", path.display()))?;
+            let doc: Document = serde_json::from_value(value)
+                .with_context(|| format!("in {}: expected {{kind, spec}}", path.display()))?;
             if doc.spec.get("id").and_then(Value::as_str).is_none() {
-                bail!("in {}: every {:?} needs an explicit spec.id so apply can find it again", path.display(), doc.kind);
+                bail!(
+                    "in {}: every {:?} needs an explicit spec.id so apply can find it again",
+                    path.display(),
+                    doc.kind
+                );
             }
             docs.push(doc);
         }
     }
     let docs = order(docs)?;
     let client = reqwest::Client::new();
-    let api = Api { client: &client, base: args.server.trim_end_matches('/'), token: &args.token };
+    let api = Api {
+        client: &client,
+        base: args.server.trim_end_matches('/'),
+        token: &args.token,
+    };
     let (mut created, mut updated, mut unchanged) = (0, 0, 0);
     for doc in &docs {
         let id = doc.spec["id"].as_str().unwrap_or_default();
-        let outcome = apply_one(&api, doc, args.rotate_secrets).await.with_context(|| format!("{:?} {id}", doc.kind))?;
+        let outcome = apply_one(&api, doc, args.rotate_secrets)
+            .await
+            .with_context(|| format!("{:?} {id}", doc.kind))?;
         match outcome {
             Outcome::Created => created += 1,
             Outcome::Updated => updated += 1,
@@ -116,12 +130,23 @@ struct Api<'a> {
 }
 
 impl Api<'_> {
-    async fn call(&self, method: Method, path: &str, body: Option<&Value>) -> anyhow::Result<(StatusCode, Value)> {
-        let mut req = self.client.request(method, format!("{}{path}", self.base)).bearer_auth(self.token);
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> anyhow::Result<(StatusCode, Value)> {
+        let mut req = self
+            .client
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(self.token);
         if let Some(b) = body {
             req = req.json(b);
         }
-        let res = req.send().await.with_context(|| format!("calling {}{path}", self.base))?;
+        let res = req
+            .send()
+            .await
+            .with_context(|| format!("calling {}{path}", self.base))?;
         let status = res.status();
         let value = res.json::<Value>().await.unwrap_or(Value::Null);
         Ok((status, value))
@@ -134,7 +159,13 @@ async fn apply_one(api: &Api<'_>, doc: &Document, rotate_secrets: bool) -> anyho
     let (status, current) = api.call(Method::GET, &path, None).await?;
     match status {
         StatusCode::NOT_FOUND => {
-            let (status, body) = api.call(Method::POST, &format!("/v1/{}", doc.kind.collection()), Some(&doc.spec)).await?;
+            let (status, body) = api
+                .call(
+                    Method::POST,
+                    &format!("/v1/{}", doc.kind.collection()),
+                    Some(&doc.spec),
+                )
+                .await?;
             expect(status, &body, StatusCode::CREATED)?;
             Ok(Outcome::Created)
         }
@@ -146,7 +177,11 @@ async fn apply_one(api: &Api<'_>, doc: &Document, rotate_secrets: bool) -> anyho
                 let obj = spec.as_object_mut().context("spec must be an object")?;
                 obj.retain(|k, _| k == "name" || (keep_value && k == "value"));
             }
-            let method = if doc.kind == Kind::Process { Method::PUT } else { Method::PATCH };
+            let method = if doc.kind == Kind::Process {
+                Method::PUT
+            } else {
+                Method::PATCH
+            };
             let (status, body) = api.call(method, &path, Some(&spec)).await?;
             expect(status, &body, StatusCode::OK)?;
             if body.get("revision") == current.get("revision") {
@@ -167,7 +202,10 @@ fn expect(status: StatusCode, body: &Value, want: StatusCode) -> anyhow::Result<
         return Ok(());
     }
     let err = &body["error"];
-    let mut msg = format!("{status}: {}", err["message"].as_str().unwrap_or("no error body"));
+    let mut msg = format!(
+        "{status}: {}",
+        err["message"].as_str().unwrap_or("no error body")
+    );
     for d in err["details"].as_array().into_iter().flatten() {
         msg.push_str(&format!(
             "\n  [{}] {} {}",
@@ -182,22 +220,38 @@ fn expect(status: StatusCode, body: &Value, want: StatusCode) -> anyhow::Result<
 /// Kinds in dependency order; Processes after the Processes they call.
 fn order(mut docs: Vec<Document>) -> anyhow::Result<Vec<Document>> {
     docs.sort_by_key(|d| d.kind);
-    let split = docs.iter().position(|d| d.kind == Kind::Process).unwrap_or(docs.len());
+    let split = docs
+        .iter()
+        .position(|d| d.kind == Kind::Process)
+        .unwrap_or(docs.len());
     let processes = docs.split_off(split);
-    let ids: BTreeSet<String> = processes.iter().filter_map(|d| d.spec["id"].as_str().map(str::to_owned)).collect();
-    let mut pending: BTreeMap<String, Document> =
-        processes.into_iter().map(|d| (d.spec["id"].as_str().unwrap_or_default().to_owned(), d)).collect();
+    let ids: BTreeSet<String> = processes
+        .iter()
+        .filter_map(|d| d.spec["id"].as_str().map(str::to_owned))
+        .collect();
+    let mut pending: BTreeMap<String, Document> = processes
+        .into_iter()
+        .map(|d| (d.spec["id"].as_str().unwrap_or_default().to_owned(), d))
+        .collect();
     let mut placed: BTreeSet<String> = BTreeSet::new();
     while !pending.is_empty() {
         let ready: Vec<String> = pending
             .iter()
             .filter(|(_, d)| {
-                d.spec["steps"].as_array().into_iter().flatten().filter_map(|s| s["process"].as_str()).all(|c| !ids.contains(c) || placed.contains(c))
+                d.spec["steps"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|s| s["process"].as_str())
+                    .all(|c| !ids.contains(c) || placed.contains(c))
             })
             .map(|(id, _)| id.clone())
             .collect();
         if ready.is_empty() {
-            bail!("these Processes call each other in a cycle: {:?}", pending.keys().collect::<Vec<_>>());
+            bail!(
+                "these Processes call each other in a cycle: {:?}",
+                pending.keys().collect::<Vec<_>>()
+            );
         }
         for id in ready {
             if let Some(d) = pending.remove(&id) {
@@ -219,12 +273,17 @@ fn files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 
 fn collect(path: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
     if path.is_dir() {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
         entries.sort();
         for e in entries {
             collect(&e, out)?;
         }
-    } else if matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json")) {
+    } else if matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("yaml" | "yml" | "json")
+    ) {
         out.push(path.to_owned());
     } else if !path.exists() {
         bail!("no such file or folder");
@@ -233,7 +292,10 @@ fn collect(path: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
 }
 
 /// `${VAR}` and `${VAR:-default}` (the default also applies when VAR is empty); `$$` is `$`.
-pub fn substitute_env(text: &str, lookup: impl Fn(&str) -> Option<String>) -> anyhow::Result<String> {
+pub fn substitute_env(
+    text: &str,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> anyhow::Result<String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     let mut missing = Vec::new();
@@ -275,7 +337,10 @@ mod tests {
     #[test]
     fn substitutes_with_defaults_and_reports_missing() {
         let env = |k: &str| (k == "SET").then(|| "v".to_owned());
-        assert_eq!(substitute_env("a ${SET} ${UNSET:-d} $$x $q", env).unwrap(), "a v d $x $q");
+        assert_eq!(
+            substitute_env("a ${SET} ${UNSET:-d} $$x $q", env).unwrap(),
+            "a v d $x $q"
+        );
         assert!(substitute_env("${UNSET}", env).is_err());
     }
 }

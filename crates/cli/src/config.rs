@@ -9,7 +9,12 @@ pub struct GraphArgs {
     pub neo4j_uri: String,
     #[arg(long, env = "AIDEN_NEO4J_USER", default_value = "neo4j")]
     pub neo4j_user: String,
-    #[arg(long, env = "AIDEN_NEO4J_PASSWORD", default_value = "", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "AIDEN_NEO4J_PASSWORD",
+        default_value = "",
+        hide_env_values = true
+    )]
     pub neo4j_password: String,
     #[arg(long, env = "AIDEN_NEO4J_DATABASE", default_value = "neo4j")]
     pub neo4j_database: String,
@@ -26,7 +31,9 @@ impl GraphArgs {
             database: self.neo4j_database.clone(),
             max_connections: self.neo4j_max_connections,
         };
-        aiden_graph::Graph::connect(&settings).await.with_context(|| format!("connecting to the graph at {}", self.neo4j_uri))
+        aiden_graph::Graph::connect(&settings)
+            .await
+            .with_context(|| format!("connecting to the graph at {}", self.neo4j_uri))
     }
 }
 
@@ -34,7 +41,12 @@ impl GraphArgs {
 pub struct ServeArgs {
     #[command(flatten)]
     pub graph: GraphArgs,
-    #[arg(long, env = "AIDEN_AMQP_URI", default_value = "amqp://guest:guest@127.0.0.1:5672/%2f", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "AIDEN_AMQP_URI",
+        default_value = "amqp://guest:guest@127.0.0.1:5672/%2f",
+        hide_env_values = true
+    )]
     pub amqp_uri: String,
     #[arg(long, env = "AIDEN_HTTP_ADDR", default_value = "127.0.0.1:8080")]
     pub http_addr: String,
@@ -49,7 +61,9 @@ pub fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,neo4rs=warn,lapin=warn"));
     let json = std::env::var("AIDEN_LOG_FORMAT").is_ok_and(|v| v == "json");
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     if json {
         builder.json().init();
     } else {

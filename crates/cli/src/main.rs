@@ -12,7 +12,11 @@ use clap::{Parser, Subcommand};
 use crate::config::{GraphArgs, ServeArgs};
 
 #[derive(Parser)]
-#[command(name = "aiden", version, about = "Graph-native Process / Tool / Service runtime")]
+#[command(
+    name = "aiden",
+    version,
+    about = "Graph-native Process / Tool / Service runtime"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -52,16 +56,27 @@ async fn main() -> ExitCode {
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let graph = args.graph.connect().await?;
-    let applied = aiden_graph::migrate::run(&graph).await.context("applying the schema")?;
+    let applied = aiden_graph::migrate::run(&graph)
+        .await
+        .context("applying the schema")?;
     if !applied.is_empty() {
         tracing::info!(?applied, "schema migrations applied");
     }
-    let key = args.master_key.as_deref().context("AIDEN_MASTER_KEY is required (base64 of 32 bytes)")?;
-    let vault = aiden_service::Vault::from_base64(key).map_err(|e| anyhow::anyhow!("AIDEN_MASTER_KEY: {e}"))?;
+    let key = args
+        .master_key
+        .as_deref()
+        .context("AIDEN_MASTER_KEY is required (base64 of 32 bytes)")?;
+    let vault = aiden_service::Vault::from_base64(key)
+        .map_err(|e| anyhow::anyhow!("AIDEN_MASTER_KEY: {e}"))?;
     let app = aiden_service::App::new(graph, vault);
     match args.admin_token.as_deref() {
-        Some(token) => app.bootstrap_admin(token).await.map_err(|e| anyhow::anyhow!("bootstrap admin: {e}"))?,
-        None => tracing::warn!("AIDEN_ADMIN_TOKEN is not set: no admin can log in unless one exists already"),
+        Some(token) => app
+            .bootstrap_admin(token)
+            .await
+            .map_err(|e| anyhow::anyhow!("bootstrap admin: {e}"))?,
+        None => tracing::warn!(
+            "AIDEN_ADMIN_TOKEN is not set: no admin can log in unless one exists already"
+        ),
     }
     let server = aiden_api::Application::build(app, &args.http_addr, args.amqp_uri.clone())
         .await
@@ -86,7 +101,10 @@ async fn migrate(args: GraphArgs) -> anyhow::Result<()> {
 
 async fn check(args: GraphArgs) -> anyhow::Result<ExitCode> {
     let graph = args.connect().await?;
-    let findings = aiden_service::Auditor::new(graph).audit().await.map_err(|e| anyhow::anyhow!("audit failed: {e}"))?;
+    let findings = aiden_service::Auditor::new(graph)
+        .audit()
+        .await
+        .map_err(|e| anyhow::anyhow!("audit failed: {e}"))?;
     if findings.is_empty() {
         println!("check: no violations");
         return Ok(ExitCode::SUCCESS);

@@ -46,7 +46,9 @@ pub fn ensure_owner(caller: &Caller, owned: &Owned<'_>) -> Result<(), Error> {
     if owned.owner_id == caller.id.as_str() {
         Ok(())
     } else {
-        Err(Error::Forbidden("only the owner may change this resource (OWN-3)".into()))
+        Err(Error::Forbidden(
+            "only the owner may change this resource (OWN-3)".into(),
+        ))
     }
 }
 
@@ -64,12 +66,19 @@ mod tests {
     use crate::{user::Role, Id};
 
     fn caller(id: &str, role: Role) -> Caller {
-        Caller { id: Id::parse(id).unwrap(), role }
+        Caller {
+            id: Id::parse(id).unwrap(),
+            role,
+        }
     }
 
     #[test]
     fn own_2_owner_only_kinds_ignore_shared_even_for_admins() {
-        let secret = Owned { owner_id: "alice", shared: true, sharing: Sharing::OwnerOnly };
+        let secret = Owned {
+            owner_id: "alice",
+            shared: true,
+            sharing: Sharing::OwnerOnly,
+        };
         assert!(can_read(&caller("alice", Role::User), &secret));
         assert!(!can_read(&caller("bob", Role::User), &secret));
         assert!(!can_read(&caller("root", Role::Admin), &secret));
@@ -77,9 +86,22 @@ mod tests {
 
     #[test]
     fn own_3_shared_is_read_only_for_others() {
-        let tool = Owned { owner_id: "alice", shared: true, sharing: Sharing::Shareable };
-        assert!(matches!(ensure_owner(&caller("bob", Role::User), &tool), Err(Error::Forbidden(_))));
-        let private = Owned { shared: false, ..tool };
-        assert!(matches!(ensure_owner(&caller("bob", Role::User), &private), Err(Error::NotFound)));
+        let tool = Owned {
+            owner_id: "alice",
+            shared: true,
+            sharing: Sharing::Shareable,
+        };
+        assert!(matches!(
+            ensure_owner(&caller("bob", Role::User), &tool),
+            Err(Error::Forbidden(_))
+        ));
+        let private = Owned {
+            shared: false,
+            ..tool
+        };
+        assert!(matches!(
+            ensure_owner(&caller("bob", Role::User), &private),
+            Err(Error::NotFound)
+        ));
     }
 }

@@ -12,12 +12,24 @@ pub struct Violation {
 }
 
 impl Violation {
-    pub fn rule(invariant: &'static str, path: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { invariant: Some(invariant), path: path.into(), message: message.into() }
+    pub fn rule(
+        invariant: &'static str,
+        path: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            invariant: Some(invariant),
+            path: path.into(),
+            message: message.into(),
+        }
     }
 
     pub fn field(path: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { invariant: None, path: path.into(), message: message.into() }
+        Self {
+            invariant: None,
+            path: path.into(),
+            message: message.into(),
+        }
     }
 }
 
@@ -37,7 +49,10 @@ pub enum Error {
     Forbidden(String),
     /// Referenced, taken, or lost to a concurrent change (409).
     #[error("conflict: {message}")]
-    Conflict { message: String, details: Vec<Violation> },
+    Conflict {
+        message: String,
+        details: Vec<Violation>,
+    },
     /// The operation never applies to this resource (405).
     #[error("not allowed: {0}")]
     NotAllowed(String),
@@ -48,17 +63,27 @@ impl Error {
         Self::Validation(vec![Violation::field(path, message)])
     }
 
-    pub fn invariant(id: &'static str, path: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn invariant(
+        id: &'static str,
+        path: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
         Self::Invariant(vec![Violation::rule(id, path, message)])
     }
 
     pub fn referenced(id: &'static str, message: impl Into<String>) -> Self {
         let message = message.into();
-        Self::Conflict { details: vec![Violation::rule(id, "", message.clone())], message }
+        Self::Conflict {
+            details: vec![Violation::rule(id, "", message.clone())],
+            message,
+        }
     }
 
     pub fn conflict(message: impl Into<String>) -> Self {
-        Self::Conflict { message: message.into(), details: Vec::new() }
+        Self::Conflict {
+            message: message.into(),
+            details: Vec::new(),
+        }
     }
 
     pub fn details(&self) -> &[Violation] {

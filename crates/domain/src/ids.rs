@@ -14,11 +14,16 @@ impl Id {
     pub fn parse(raw: &str) -> Result<Self, Error> {
         let ok = !raw.is_empty()
             && raw.len() <= 128
-            && raw.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+            && raw
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
         if ok {
             Ok(Self(raw.to_owned()))
         } else {
-            Err(Error::validation("/id", "ids are 1-128 letters, digits, '-', '_' or '.'"))
+            Err(Error::validation(
+                "/id",
+                "ids are 1-128 letters, digits, '-', '_' or '.'",
+            ))
         }
     }
 

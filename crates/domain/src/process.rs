@@ -152,10 +152,19 @@ pub struct ProcessPatch {
 /// What the rules know about a step's target.
 #[derive(Debug, Clone)]
 pub enum Target {
-    Tool { owner_id: Id, shared: bool, input_schema: Value },
+    Tool {
+        owner_id: Id,
+        shared: bool,
+        input_schema: Value,
+    },
     /// `depth`: the length of the longest static CALLS_PROCESS chain starting at that Process
     /// (1 when it calls none); `None` when the chain reaches back to the Process being defined.
-    Process { owner_id: Id, shared: bool, initial_context: Vec<String>, depth: Option<u32> },
+    Process {
+        owner_id: Id,
+        shared: bool,
+        initial_context: Vec<String>,
+        depth: Option<u32>,
+    },
 }
 
 /// Targets by id, looked up by the service before deciding. Absent ids are missing here.
@@ -170,7 +179,10 @@ impl Definition {
     }
 
     pub fn process_ids(&self) -> BTreeSet<Id> {
-        self.steps.iter().filter_map(|s| s.process.clone()).collect()
+        self.steps
+            .iter()
+            .filter_map(|s| s.process.clone())
+            .collect()
     }
 
     /// The static depth of this definition given its callees' depths (PROC-7).
@@ -194,11 +206,18 @@ impl Definition {
         self.check_targets(owner, targets, &mut v);
         self.check_variables(&mut v);
         match self.depth(targets) {
-            None => v.rule("PROC-7", "/steps", "the CALLS_PROCESS chain leads back to this Process"),
+            None => v.rule(
+                "PROC-7",
+                "/steps",
+                "the CALLS_PROCESS chain leads back to this Process",
+            ),
             Some(d) if d > self.max_recursion_depth => v.rule(
                 "PROC-7",
                 "/maxRecursionDepth",
-                format!("the static CALLS_PROCESS chain is {d} deep, above maxRecursionDepth {}", self.max_recursion_depth),
+                format!(
+                    "the static CALLS_PROCESS chain is {d} deep, above maxRecursionDepth {}",
+                    self.max_recursion_depth
+                ),
             ),
             Some(_) => {}
         }
@@ -211,7 +230,10 @@ impl Definition {
             v.rule("PROC-1", "/steps", "a Process needs at least one step");
         }
         if self.steps.len() > MAX_STEPS {
-            return Err(Error::validation("/steps", format!("at most {MAX_STEPS} steps")));
+            return Err(Error::validation(
+                "/steps",
+                format!("at most {MAX_STEPS} steps"),
+            ));
         }
         if !(1..=32).contains(&self.max_recursion_depth) {
             return Err(Error::validation("/maxRecursionDepth", "must be 1-32"));
@@ -219,22 +241,39 @@ impl Definition {
         let mut seen = BTreeSet::new();
         for (i, step) in self.steps.iter().enumerate() {
             if Id::parse(&step.id).is_err() {
-                return Err(Error::validation(format!("/steps/{i}/id"), "step ids are 1-128 letters, digits, '-', '_' or '.'"));
+                return Err(Error::validation(
+                    format!("/steps/{i}/id"),
+                    "step ids are 1-128 letters, digits, '-', '_' or '.'",
+                ));
             }
             if !seen.insert(step.id.as_str()) {
-                v.rule("PROC-1", format!("/steps/{i}/id"), format!("step id '{}' is used twice", step.id));
+                v.rule(
+                    "PROC-1",
+                    format!("/steps/{i}/id"),
+                    format!("step id '{}' is used twice", step.id),
+                );
             }
-            let max = if step.process.is_some() { PROCESS_MAX_TIMEOUT_MS } else { TOOL_MAX_TIMEOUT_MS };
+            let max = if step.process.is_some() {
+                PROCESS_MAX_TIMEOUT_MS
+            } else {
+                TOOL_MAX_TIMEOUT_MS
+            };
             if let Some(t) = step.execution.timeout {
                 if t == 0 || t > max {
-                    return Err(Error::validation(format!("/steps/{i}/execution/timeout"), format!("must be 1-{max} ms")));
+                    return Err(Error::validation(
+                        format!("/steps/{i}/execution/timeout"),
+                        format!("must be 1-{max} ms"),
+                    ));
                 }
             }
         }
         let mut names = BTreeSet::new();
         for (i, name) in self.initial_context.iter().enumerate() {
             if !is_identifier(name) {
-                return Err(Error::validation(format!("/initialContext/{i}"), "must be an identifier"));
+                return Err(Error::validation(
+                    format!("/initialContext/{i}"),
+                    "must be an identifier",
+                ));
             }
             names.insert(name.as_str());
         }
@@ -243,20 +282,28 @@ impl Definition {
 
     /// PROC-3 and PROC-4.
     fn check_dependencies(&self, v: &mut Violations) {
-        let position: HashMap<&str, usize> = self.steps.iter().enumerate().map(|(i, s)| (s.id.as_str(), i)).collect();
+        let position: HashMap<&str, usize> = self
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.id.as_str(), i))
+            .collect();
         for (i, step) in self.steps.iter().enumerate() {
             for (k, dep) in step.depends_on.iter().enumerate() {
                 let path = format!("/steps/{i}/dependsOn/{k}");
                 match position.get(dep.as_str()) {
                     Some(&j) if j == i => v.rule("PROC-3", path, "a step cannot depend on itself"),
-                    Some(&j) if j > i => v.rule("PROC-3", path, format!("'{dep}' is listed after this step")),
+                    Some(&j) if j > i => {
+                        v.rule("PROC-3", path, format!("'{dep}' is listed after this step"))
+                    }
                     Some(_) => {}
                     None => v.rule("PROC-3", path, format!("no step '{dep}' in this Process")),
                 }
             }
         }
         for group in parallel_groups(&self.steps) {
-            let members: BTreeSet<&str> = group.iter().map(|&i| self.steps[i].id.as_str()).collect();
+            let members: BTreeSet<&str> =
+                group.iter().map(|&i| self.steps[i].id.as_str()).collect();
             for &i in &group {
                 for (k, dep) in self.steps[i].depends_on.iter().enumerate() {
                     if members.contains(dep.as_str()) {
@@ -277,7 +324,11 @@ impl Definition {
             let path = format!("/steps/{i}");
             let target = match (&step.tool, &step.process) {
                 (Some(_), Some(_)) | (None, None) => {
-                    v.rule("PROC-2", &path, "a step calls exactly one of `tool` or `process`");
+                    v.rule(
+                        "PROC-2",
+                        &path,
+                        "a step calls exactly one of `tool` or `process`",
+                    );
                     continue;
                 }
                 (Some(id), None) => targets.tools.get(id).map(|t| (t, "tool")),
@@ -285,15 +336,38 @@ impl Definition {
             };
             let visible = |o: &Id, shared: bool| o == owner || shared;
             match target {
-                Some((Target::Tool { owner_id, shared, input_schema }, _)) if visible(owner_id, *shared) => {
+                Some((
+                    Target::Tool {
+                        owner_id,
+                        shared,
+                        input_schema,
+                    },
+                    _,
+                )) if visible(owner_id, *shared) => {
                     check_tool_inputs(&path, &step.inputs, input_schema, v);
                 }
-                Some((Target::Process { owner_id, shared, initial_context, .. }, _)) if visible(owner_id, *shared) => {
+                Some((
+                    Target::Process {
+                        owner_id,
+                        shared,
+                        initial_context,
+                        ..
+                    },
+                    _,
+                )) if visible(owner_id, *shared) => {
                     check_process_inputs(&path, &step.inputs, initial_context, v);
                 }
                 _ => {
-                    let field = if step.tool.is_some() { "tool" } else { "process" };
-                    v.rule("PROC-2", format!("{path}/{field}"), format!("no {field} with this id that the Process owner can use"));
+                    let field = if step.tool.is_some() {
+                        "tool"
+                    } else {
+                        "process"
+                    };
+                    v.rule(
+                        "PROC-2",
+                        format!("{path}/{field}"),
+                        format!("no {field} with this id that the Process owner can use"),
+                    );
                 }
             }
         }
@@ -326,10 +400,17 @@ impl Definition {
             for (key, value) in &step.inputs {
                 let mut vars = BTreeSet::new();
                 collect_vars(value, &mut vars);
-                used.extend(vars.into_iter().map(|var| (format!("/steps/{i}/inputs/{key}"), var)));
+                used.extend(
+                    vars.into_iter()
+                        .map(|var| (format!("/steps/{i}/inputs/{key}"), var)),
+                );
             }
             if let Some(c) = &step.execution.condition {
-                used.extend(template_variables(c).into_iter().map(|var| (format!("/steps/{i}/execution/condition"), var)));
+                used.extend(
+                    template_variables(c)
+                        .into_iter()
+                        .map(|var| (format!("/steps/{i}/execution/condition"), var)),
+                );
             }
             for (path, var) in used {
                 if !defined_for(Some(i), &var) {
@@ -340,7 +421,11 @@ impl Definition {
         if let Some(t) = &self.output_template {
             for var in template_variables(t) {
                 if !defined_for(None, &var) {
-                    v.rule("PROC-6", "/outputTemplate", format!("'{var}' is not in initialContext nor produced by any step"));
+                    v.rule(
+                        "PROC-6",
+                        "/outputTemplate",
+                        format!("'{var}' is not in initialContext nor produced by any step"),
+                    );
                 }
             }
         }
@@ -349,7 +434,12 @@ impl Definition {
     /// For each step, the steps certain to have finished before it starts: a sequential step
     /// waits for every earlier step; a parallel one only for its `dependsOn` (transitively).
     pub fn guaranteed_before(&self) -> Vec<BTreeSet<usize>> {
-        let position: HashMap<&str, usize> = self.steps.iter().enumerate().map(|(i, s)| (s.id.as_str(), i)).collect();
+        let position: HashMap<&str, usize> = self
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.id.as_str(), i))
+            .collect();
         let mut before: Vec<BTreeSet<usize>> = Vec::with_capacity(self.steps.len());
         for (i, step) in self.steps.iter().enumerate() {
             let set = match step.execution.mode {
@@ -408,47 +498,79 @@ fn is_templated_value(value: &Value) -> bool {
 
 fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// PROC-5 for a Tool: required keys present, no unknown keys, literals type-checked now.
 fn check_tool_inputs(path: &str, inputs: &Map<String, Value>, schema: &Value, v: &mut Violations) {
     for key in required_names(schema) {
         if !inputs.contains_key(&key) {
-            v.rule("PROC-5", format!("{path}/inputs"), format!("the Tool requires input '{key}'"));
+            v.rule(
+                "PROC-5",
+                format!("{path}/inputs"),
+                format!("the Tool requires input '{key}'"),
+            );
         }
     }
     let declared: BTreeSet<String> = property_names(schema).into_iter().collect();
     let properties = schema.get("properties");
     for (key, value) in inputs {
         if !declared.contains(key) {
-            v.rule("PROC-5", format!("{path}/inputs/{key}"), format!("the Tool has no input '{key}'"));
+            v.rule(
+                "PROC-5",
+                format!("{path}/inputs/{key}"),
+                format!("the Tool has no input '{key}'"),
+            );
             continue;
         }
         if is_templated_value(value) {
             continue; // checked at execution time, once interpolated
         }
         if let Some(prop) = properties.and_then(|p| p.get(key)) {
-            v.extend(check_instance("PROC-5", &format!("{path}/inputs/{key}"), prop, value));
+            v.extend(check_instance(
+                "PROC-5",
+                &format!("{path}/inputs/{key}"),
+                prop,
+                value,
+            ));
         }
     }
 }
 
 /// PROC-5 for a called Process: every initialContext variable provided, nothing unknown.
-fn check_process_inputs(path: &str, inputs: &Map<String, Value>, initial_context: &[String], v: &mut Violations) {
+fn check_process_inputs(
+    path: &str,
+    inputs: &Map<String, Value>,
+    initial_context: &[String],
+    v: &mut Violations,
+) {
     for name in initial_context {
         if !inputs.contains_key(name) {
-            v.rule("PROC-5", format!("{path}/inputs"), format!("the called Process requires '{name}'"));
+            v.rule(
+                "PROC-5",
+                format!("{path}/inputs"),
+                format!("the called Process requires '{name}'"),
+            );
         }
     }
     for key in inputs.keys() {
         if !initial_context.contains(key) {
-            v.rule("PROC-5", format!("{path}/inputs/{key}"), format!("the called Process has no initialContext '{key}'"));
+            v.rule(
+                "PROC-5",
+                format!("{path}/inputs/{key}"),
+                format!("the called Process has no initialContext '{key}'"),
+            );
         }
     }
 }
 
-pub fn decide_create(input: NewProcess, targets: &Targets, owner: &Id, now: &str) -> Result<Checked<Process>, Error> {
+pub fn decide_create(
+    input: NewProcess,
+    targets: &Targets,
+    owner: &Id,
+    now: &str,
+) -> Result<Checked<Process>, Error> {
     check_name(&input.name)?;
     input.definition.check(owner, targets)?;
     Ok(Checked::new(Process {
@@ -475,11 +597,17 @@ pub fn merge_patch(current: &Process, patch: ProcessPatch) -> Result<NewProcess,
     Ok(NewProcess {
         id: Some(current.id.clone()),
         name: patch.name.unwrap_or_else(|| current.name.clone()),
-        description: patch.description.unwrap_or_else(|| current.description.clone()),
+        description: patch
+            .description
+            .unwrap_or_else(|| current.description.clone()),
         definition: Definition {
-            initial_context: patch.initial_context.unwrap_or_else(|| d.initial_context.clone()),
+            initial_context: patch
+                .initial_context
+                .unwrap_or_else(|| d.initial_context.clone()),
             steps: patch.steps.unwrap_or_else(|| d.steps.clone()),
-            output_template: patch.output_template.unwrap_or_else(|| d.output_template.clone()),
+            output_template: patch
+                .output_template
+                .unwrap_or_else(|| d.output_template.clone()),
             token_budget: patch.token_budget.unwrap_or(d.token_budget),
             max_recursion_depth: patch.max_recursion_depth.unwrap_or(d.max_recursion_depth),
         },
@@ -494,7 +622,12 @@ pub struct Update {
     pub new_version: bool,
 }
 
-pub fn decide_update(current: &Process, input: NewProcess, targets: &Targets, now: &str) -> Result<Checked<Update>, Error> {
+pub fn decide_update(
+    current: &Process,
+    input: NewProcess,
+    targets: &Targets,
+    now: &str,
+) -> Result<Checked<Update>, Error> {
     if input.id.as_ref().is_some_and(|id| *id != current.id) {
         return Err(Error::validation("/id", "immutable"));
     }
@@ -516,7 +649,10 @@ pub fn decide_update(current: &Process, input: NewProcess, targets: &Targets, no
         next.updated_at = now.to_owned();
         next.revision += 1;
     }
-    Ok(Checked::new(Update { process: next, new_version }))
+    Ok(Checked::new(Update {
+        process: next,
+        new_version,
+    }))
 }
 
 #[cfg(test)]

@@ -8,30 +8,63 @@ use crate::Violation;
 /// A schema must be valid per its meta-schema and describe an object.
 pub fn check_object_schema(invariant: &'static str, path: &str, schema: &Value) -> Vec<Violation> {
     if !schema.is_object() {
-        return vec![Violation::rule(invariant, path, "must be a JSON Schema object")];
+        return vec![Violation::rule(
+            invariant,
+            path,
+            "must be a JSON Schema object",
+        )];
     }
     if let Err(e) = jsonschema::meta::validate(schema) {
-        return vec![Violation::rule(invariant, path, format!("not a valid JSON Schema: {e}"))];
+        return vec![Violation::rule(
+            invariant,
+            path,
+            format!("not a valid JSON Schema: {e}"),
+        )];
     }
     if let Err(e) = jsonschema::validator_for(schema) {
-        return vec![Violation::rule(invariant, path, format!("not a usable JSON Schema: {e}"))];
+        return vec![Violation::rule(
+            invariant,
+            path,
+            format!("not a usable JSON Schema: {e}"),
+        )];
     }
     match schema.get("type") {
         Some(Value::String(t)) if t == "object" => Vec::new(),
-        _ => vec![Violation::rule(invariant, format!("{path}/type"), "must be \"object\"")],
+        _ => vec![Violation::rule(
+            invariant,
+            format!("{path}/type"),
+            "must be \"object\"",
+        )],
     }
 }
 
 /// Every way `instance` fails `schema`, each pointing at the offending place under `path`.
 /// An unusable schema is reported as one violation rather than silently passing.
-pub fn check_instance(invariant: &'static str, path: &str, schema: &Value, instance: &Value) -> Vec<Violation> {
+pub fn check_instance(
+    invariant: &'static str,
+    path: &str,
+    schema: &Value,
+    instance: &Value,
+) -> Vec<Violation> {
     let validator = match jsonschema::validator_for(schema) {
         Ok(v) => v,
-        Err(e) => return vec![Violation::rule(invariant, path, format!("schema is not usable: {e}"))],
+        Err(e) => {
+            return vec![Violation::rule(
+                invariant,
+                path,
+                format!("schema is not usable: {e}"),
+            )]
+        }
     };
     validator
         .iter_errors(instance)
-        .map(|e| Violation::rule(invariant, format!("{path}{}", e.instance_path), e.to_string()))
+        .map(|e| {
+            Violation::rule(
+                invariant,
+                format!("{path}{}", e.instance_path),
+                e.to_string(),
+            )
+        })
         .collect()
 }
 
@@ -49,7 +82,12 @@ pub fn required_names(schema: &Value) -> Vec<String> {
     schema
         .get("required")
         .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -69,7 +107,12 @@ mod tests {
     #[test]
     fn instance_errors_carry_the_pointer() {
         let schema = json!({"type": "object", "properties": {"endpoint": {"type": "string"}}, "required": ["endpoint"]});
-        let v = check_instance("TOOL-1", "/connectionParams", &schema, &json!({"endpoint": 5}));
+        let v = check_instance(
+            "TOOL-1",
+            "/connectionParams",
+            &schema,
+            &json!({"endpoint": 5}),
+        );
         assert_eq!(v.len(), 1);
         assert_eq!(v[0].path, "/connectionParams/endpoint");
     }

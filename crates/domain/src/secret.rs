@@ -45,7 +45,10 @@ pub struct Secret {
 
 pub fn check_value(value: &str) -> Result<(), Error> {
     if value.is_empty() || value.len() > MAX_VALUE_BYTES {
-        return Err(Error::validation("/value", format!("must be 1-{MAX_VALUE_BYTES} bytes")));
+        return Err(Error::validation(
+            "/value",
+            format!("must be 1-{MAX_VALUE_BYTES} bytes"),
+        ));
     }
     Ok(())
 }
@@ -73,7 +76,12 @@ pub fn decide_create(
 }
 
 /// SEC-4: rotation keeps the id; a rename keeps the value.
-pub fn decide_update(current: &Secret, name: Option<String>, rotated: bool, now: &str) -> Result<Checked<Secret>, Error> {
+pub fn decide_update(
+    current: &Secret,
+    name: Option<String>,
+    rotated: bool,
+    now: &str,
+) -> Result<Checked<Secret>, Error> {
     let mut next = current.clone();
     if let Some(name) = name {
         check_name(&name)?;

@@ -3,12 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{
-    error::Violations,
-    schema::check_object_schema,
-    template::ServiceTemplate,
-    Error, Id,
-};
+use crate::{error::Violations, schema::check_object_schema, template::ServiceTemplate, Error, Id};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -102,10 +97,18 @@ impl ServiceStructure {
             v.push(crate::Violation::rule(
                 "SVC-1",
                 "/protocol",
-                format!("{} services cannot use protocol {}", self.service_type.as_str(), self.protocol.as_str()),
+                format!(
+                    "{} services cannot use protocol {}",
+                    self.service_type.as_str(),
+                    self.protocol.as_str()
+                ),
             ));
         }
-        v.extend(check_object_schema("SVC-2", "/connectionSchema", &self.connection_schema));
+        v.extend(check_object_schema(
+            "SVC-2",
+            "/connectionSchema",
+            &self.connection_schema,
+        ));
         v
     }
 }
@@ -201,8 +204,12 @@ pub fn decide_create(
         }
         (Some(_), None) => return Err(Error::NotFound),
         (None, _) => ServiceStructure {
-            service_type: input.service_type.ok_or_else(|| Error::validation("/type", "required"))?,
-            protocol: input.protocol.ok_or_else(|| Error::validation("/protocol", "required"))?,
+            service_type: input
+                .service_type
+                .ok_or_else(|| Error::validation("/type", "required"))?,
+            protocol: input
+                .protocol
+                .ok_or_else(|| Error::validation("/protocol", "required"))?,
             connection_schema: input
                 .connection_schema
                 .ok_or_else(|| Error::validation("/connectionSchema", "required"))?,
@@ -221,7 +228,11 @@ pub fn decide_create(
         enabled: input.enabled,
         shared: input.shared,
         // SVC-4: never healthy before a probe; a disabled one is down.
-        status: if input.enabled { HealthStatus::Degraded } else { HealthStatus::Down },
+        status: if input.enabled {
+            HealthStatus::Degraded
+        } else {
+            HealthStatus::Down
+        },
         last_health_check: None,
         error_message: None,
         schema_version: 1,
@@ -234,7 +245,11 @@ pub fn decide_create(
 }
 
 /// SVC-2, SVC-3, SVC-4: the Service after a PATCH.
-pub fn decide_update(current: &Service, patch: ServicePatch, now: &str) -> Result<crate::Checked<Service>, Error> {
+pub fn decide_update(
+    current: &Service,
+    patch: ServicePatch,
+    now: &str,
+) -> Result<crate::Checked<Service>, Error> {
     let mut v = Violations::default();
     let s = &current.structure;
     let immutable = |changed: bool, path: &str, v: &mut Violations| {
@@ -242,12 +257,31 @@ pub fn decide_update(current: &Service, patch: ServicePatch, now: &str) -> Resul
             v.rule("SVC-3", path, "immutable after creation");
         }
     };
-    immutable(patch.id.as_ref().is_some_and(|id| *id != current.id), "/id", &mut v);
-    immutable(patch.service_type.is_some_and(|t| t != s.service_type), "/type", &mut v);
-    immutable(patch.protocol.is_some_and(|p| p != s.protocol), "/protocol", &mut v);
-    immutable(patch.requires_secret.is_some_and(|r| r != s.requires_secret), "/requiresSecret", &mut v);
     immutable(
-        patch.service_template_id.is_some() && patch.service_template_id != current.service_template_id,
+        patch.id.as_ref().is_some_and(|id| *id != current.id),
+        "/id",
+        &mut v,
+    );
+    immutable(
+        patch.service_type.is_some_and(|t| t != s.service_type),
+        "/type",
+        &mut v,
+    );
+    immutable(
+        patch.protocol.is_some_and(|p| p != s.protocol),
+        "/protocol",
+        &mut v,
+    );
+    immutable(
+        patch
+            .requires_secret
+            .is_some_and(|r| r != s.requires_secret),
+        "/requiresSecret",
+        &mut v,
+    );
+    immutable(
+        patch.service_template_id.is_some()
+            && patch.service_template_id != current.service_template_id,
         "/serviceTemplateId",
         &mut v,
     );
@@ -288,7 +322,12 @@ pub fn decide_update(current: &Service, patch: ServicePatch, now: &str) -> Resul
 }
 
 /// SVC-4: the outcome of a probe; a disabled Service stays down whatever the probe saw.
-pub fn decide_health(current: &Service, probed: HealthStatus, message: Option<String>, now: &str) -> crate::Checked<Service> {
+pub fn decide_health(
+    current: &Service,
+    probed: HealthStatus,
+    message: Option<String>,
+    now: &str,
+) -> crate::Checked<Service> {
     let mut next = current.clone();
     if current.enabled {
         next.status = probed;

@@ -102,11 +102,17 @@ impl TemplatePatch {
         for (name, given) in fields {
             if let Some(given) = given {
                 if stored.get(name) != Some(given) {
-                    v.rule("TPL-1", format!("/{name}"), "template structure is immutable");
+                    v.rule(
+                        "TPL-1",
+                        format!("/{name}"),
+                        "template structure is immutable",
+                    );
                 }
             }
         }
-        if self.id.is_some() && self.id.as_ref().map(Id::as_str) != stored.get("id").and_then(Value::as_str) {
+        if self.id.is_some()
+            && self.id.as_ref().map(Id::as_str) != stored.get("id").and_then(Value::as_str)
+        {
             v.rule("TPL-1", "/id", "immutable");
         }
         v.into_result()
@@ -137,7 +143,11 @@ pub fn decide_create_service_template(
     }))
 }
 
-pub fn decide_create_tool_template(input: NewToolTemplate, owner: &Id, now: &str) -> Result<Checked<ToolTemplate>, Error> {
+pub fn decide_create_tool_template(
+    input: NewToolTemplate,
+    owner: &Id,
+    now: &str,
+) -> Result<Checked<ToolTemplate>, Error> {
     check_name(&input.name)?;
     let violations = input.structure.check();
     if !violations.is_empty() {
@@ -166,7 +176,11 @@ pub struct TemplateMeta<'a> {
 }
 
 /// TPL-1: apply the mutable fields of a PATCH; reject structural changes.
-pub fn apply_patch(stored: &Value, patch: TemplatePatch, meta: TemplateMeta<'_>) -> Result<(), Error> {
+pub fn apply_patch(
+    stored: &Value,
+    patch: TemplatePatch,
+    meta: TemplateMeta<'_>,
+) -> Result<(), Error> {
     patch.check_structure(stored)?;
     if let Some(name) = patch.name {
         check_name(&name)?;
@@ -208,7 +222,11 @@ pub fn decide_update_service_template(
     Ok(Checked::new(next))
 }
 
-pub fn decide_update_tool_template(current: &ToolTemplate, patch: TemplatePatch, now: &str) -> Result<Checked<ToolTemplate>, Error> {
+pub fn decide_update_tool_template(
+    current: &ToolTemplate,
+    patch: TemplatePatch,
+    now: &str,
+) -> Result<Checked<ToolTemplate>, Error> {
     let stored = serde_json::to_value(current).unwrap_or(Value::Null);
     let mut next = current.clone();
     apply_patch(

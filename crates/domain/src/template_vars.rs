@@ -9,8 +9,8 @@
 use std::collections::BTreeSet;
 
 const HELPERS: &[&str] = &[
-    "if", "unless", "each", "with", "lookup", "log", "json", "eq", "ne", "gt", "gte", "lt", "lte", "and", "or", "not",
-    "len", "else",
+    "if", "unless", "each", "with", "lookup", "log", "json", "eq", "ne", "gt", "gte", "lt", "lte",
+    "and", "or", "not", "len", "else",
 ];
 const SCOPED_BLOCKS: &[&str] = &["each", "with"];
 
@@ -22,7 +22,9 @@ pub fn template_variables(template: &str) -> BTreeSet<String> {
     while let Some(start) = rest.find("{{") {
         let after = &rest[start + 2..];
         let Some(end) = after.find("}}") else { break };
-        let inner = after[..end].trim_matches(|c| c == '{' || c == '}' || c == '~' || c == '&').trim();
+        let inner = after[..end]
+            .trim_matches(|c| c == '{' || c == '}' || c == '~' || c == '&')
+            .trim();
         rest = &after[end + 2..];
         if inner.starts_with('!') {
             continue; // comment
@@ -33,7 +35,8 @@ pub fn template_variables(template: &str) -> BTreeSet<String> {
             }
             continue;
         }
-        let (opens_block, body) = match inner.strip_prefix('#').or_else(|| inner.strip_prefix('^')) {
+        let (opens_block, body) = match inner.strip_prefix('#').or_else(|| inner.strip_prefix('^'))
+        {
             Some(b) => (true, b),
             None => (false, inner),
         };
@@ -82,7 +85,10 @@ fn seed_step_variables(template: &str) -> BTreeSet<String> {
     let mut rest = template;
     while let Some(start) = rest.find("{step.") {
         let after = &rest[start + 6..];
-        let name: String = after.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        let name: String = after
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
         if !name.is_empty() && after[name.len()..].starts_with('}') {
             vars.insert(name.clone());
         }
@@ -99,7 +105,10 @@ pub fn sole_variable(template: &str) -> Option<String> {
         .and_then(|s| s.strip_suffix("}}"))
         .or_else(|| t.strip_prefix("{step.").and_then(|s| s.strip_suffix('}')))?;
     let inner = inner.trim();
-    let valid = !inner.is_empty() && inner.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+    let valid = !inner.is_empty()
+        && inner
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
     valid.then(|| inner.split('.').next().unwrap_or(inner).to_owned())
 }
 
@@ -127,8 +136,10 @@ pub fn cypher_parameters(query: &str) -> BTreeSet<String> {
                 }
             }
             None if c == '$' => {
-                let name: String =
-                    chars[i + 1..].iter().take_while(|c| c.is_ascii_alphanumeric() || **c == '_').collect();
+                let name: String = chars[i + 1..]
+                    .iter()
+                    .take_while(|c| c.is_ascii_alphanumeric() || **c == '_')
+                    .collect();
                 if !name.is_empty() {
                     i += name.len();
                     params.insert(name);
@@ -151,18 +162,39 @@ mod tests {
 
     #[test]
     fn finds_plain_helper_and_block_variables() {
-        assert_eq!(template_variables("{{instruction}}\n\n{{content}}"), set(&["content", "instruction"]));
-        assert_eq!(template_variables("{{json searchResults}}"), set(&["searchResults"]));
-        assert_eq!(template_variables("{{#if a.b}}x{{else}}{{c}}{{/if}}"), set(&["a", "c"]));
-        assert_eq!(template_variables("{{#each items}}{{name}}{{/each}}{{z}}"), set(&["items", "z"]));
-        assert_eq!(template_variables("{{{raw}}} {{! note}} {{lookup m \"k\"}}"), set(&["m", "raw"]));
-        assert_eq!(template_variables("use {step.searchResults} here"), set(&["searchResults"]));
+        assert_eq!(
+            template_variables("{{instruction}}\n\n{{content}}"),
+            set(&["content", "instruction"])
+        );
+        assert_eq!(
+            template_variables("{{json searchResults}}"),
+            set(&["searchResults"])
+        );
+        assert_eq!(
+            template_variables("{{#if a.b}}x{{else}}{{c}}{{/if}}"),
+            set(&["a", "c"])
+        );
+        assert_eq!(
+            template_variables("{{#each items}}{{name}}{{/each}}{{z}}"),
+            set(&["items", "z"])
+        );
+        assert_eq!(
+            template_variables("{{{raw}}} {{! note}} {{lookup m \"k\"}}"),
+            set(&["m", "raw"])
+        );
+        assert_eq!(
+            template_variables("use {step.searchResults} here"),
+            set(&["searchResults"])
+        );
     }
 
     #[test]
     fn sole_variable_passes_json_through() {
         assert_eq!(sole_variable("{{userMessage}}"), Some("userMessage".into()));
-        assert_eq!(sole_variable("{step.searchResults}"), Some("searchResults".into()));
+        assert_eq!(
+            sole_variable("{step.searchResults}"),
+            Some("searchResults".into())
+        );
         assert_eq!(sole_variable("x {{a}}"), None);
         assert_eq!(sole_variable("{{json a}}"), None);
     }

@@ -51,7 +51,12 @@ pub enum HttpMethod {
 
 /// What a Tool does, by operation type (contract.md, "operation by Service type").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase", deny_unknown_fields)]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase",
+    deny_unknown_fields
+)]
 pub enum Operation {
     GraphQuery {
         query: String,
@@ -110,14 +115,23 @@ impl Operation {
     pub fn variables(&self) -> BTreeSet<String> {
         match self {
             Self::GraphQuery { query, .. } => cypher_parameters(query),
-            Self::LlmCall { system_prompt, prompt_template, .. } => {
+            Self::LlmCall {
+                system_prompt,
+                prompt_template,
+                ..
+            } => {
                 let mut v = template_variables(prompt_template);
                 if let Some(s) = system_prompt {
                     v.extend(template_variables(s));
                 }
                 v
             }
-            Self::RestApi { path, headers, body_template, .. } => {
+            Self::RestApi {
+                path,
+                headers,
+                body_template,
+                ..
+            } => {
                 let mut v = template_variables(path);
                 for h in headers.values() {
                     v.extend(template_variables(h));
@@ -158,10 +172,17 @@ impl ToolStructure {
     /// TOOL-5 and TOOL-6.
     pub fn check(&self) -> Vec<crate::Violation> {
         let mut v = check_object_schema("TOOL-6", "/inputSchema", &self.input_schema);
-        v.extend(check_object_schema("TOOL-6", "/outputSchema", &self.output_schema));
+        v.extend(check_object_schema(
+            "TOOL-6",
+            "/outputSchema",
+            &self.output_schema,
+        ));
         if let Operation::McpCall { arguments, .. } = &self.operation {
             if !arguments.is_object() {
-                v.push(crate::Violation::field("/operation/arguments", "must be an object"));
+                v.push(crate::Violation::field(
+                    "/operation/arguments",
+                    "must be an object",
+                ));
             }
         }
         let used = self.operation.variables();
@@ -273,7 +294,11 @@ impl ToolContext<'_> {
         let service = match self.service {
             Some(s) if s.owner_id == *self.owner || s.shared => s,
             _ => {
-                v.rule("TOOL-3", "/serviceId", "no Service with this id that you own or that is shared");
+                v.rule(
+                    "TOOL-3",
+                    "/serviceId",
+                    "no Service with this id that you own or that is shared",
+                );
                 return v.into_vec();
             }
         };
@@ -289,13 +314,22 @@ impl ToolContext<'_> {
                 ),
             );
         }
-        v.extend(check_instance("TOOL-1", "/connectionParams", &service.structure.connection_schema, &tool.connection_params));
+        v.extend(check_instance(
+            "TOOL-1",
+            "/connectionParams",
+            &service.structure.connection_schema,
+            &tool.connection_params,
+        ));
         match (&tool.secret_id, self.secret_owner) {
             (None, _) if service.structure.requires_secret => {
                 v.rule("TOOL-2", "/secretId", "the Service requires a Secret");
             }
             (Some(_), Some(owner)) if owner == self.owner => {}
-            (Some(_), _) => v.rule("SEC-6", "/secretId", "no Secret with this id owned by the Tool's owner"),
+            (Some(_), _) => v.rule(
+                "SEC-6",
+                "/secretId",
+                "no Secret with this id owned by the Tool's owner",
+            ),
             (None, _) => {}
         }
         v.into_vec()
@@ -321,7 +355,10 @@ pub fn decide_create(
     check_name(&input.name)?;
     let structure = match (&input.tool_template_id, template) {
         (Some(_), Some(t)) => {
-            if input.operation.is_some() || input.input_schema.is_some() || input.output_schema.is_some() {
+            if input.operation.is_some()
+                || input.input_schema.is_some()
+                || input.output_schema.is_some()
+            {
                 return Err(Error::validation(
                     "/toolTemplateId",
                     "a Tool made from a template copies its operation and schemas; omit them",
@@ -331,9 +368,15 @@ pub fn decide_create(
         }
         (Some(_), None) => return Err(Error::NotFound),
         (None, _) => ToolStructure {
-            operation: input.operation.ok_or_else(|| Error::validation("/operation", "required"))?,
-            input_schema: input.input_schema.ok_or_else(|| Error::validation("/inputSchema", "required"))?,
-            output_schema: input.output_schema.ok_or_else(|| Error::validation("/outputSchema", "required"))?,
+            operation: input
+                .operation
+                .ok_or_else(|| Error::validation("/operation", "required"))?,
+            input_schema: input
+                .input_schema
+                .ok_or_else(|| Error::validation("/inputSchema", "required"))?,
+            output_schema: input
+                .output_schema
+                .ok_or_else(|| Error::validation("/outputSchema", "required"))?,
         },
     };
     let tool = Tool {
@@ -364,10 +407,23 @@ pub fn decide_create(
 }
 
 /// TOOL-7: the Service binding is fixed; everything else is re-checked after the change.
-pub fn decide_update(current: &Tool, patch: ToolPatch, ctx: &ToolContext<'_>, now: &str) -> Result<Checked<Tool>, Error> {
+pub fn decide_update(
+    current: &Tool,
+    patch: ToolPatch,
+    ctx: &ToolContext<'_>,
+    now: &str,
+) -> Result<Checked<Tool>, Error> {
     let mut v = Violations::default();
-    if patch.service_id.as_ref().is_some_and(|s| *s != current.service_id) {
-        v.rule("TOOL-7", "/serviceId", "the Service a Tool uses is fixed at creation");
+    if patch
+        .service_id
+        .as_ref()
+        .is_some_and(|s| *s != current.service_id)
+    {
+        v.rule(
+            "TOOL-7",
+            "/serviceId",
+            "the Service a Tool uses is fixed at creation",
+        );
     }
     if patch.tool_template_id.is_some() && patch.tool_template_id != current.tool_template_id {
         v.rule("TOOL-7", "/toolTemplateId", "provenance is immutable");
@@ -422,5 +478,11 @@ pub fn decide_update(current: &Tool, patch: ToolPatch, ctx: &ToolContext<'_>, no
 
 /// SVC-3 at audit time: the stored Tools whose parameters no longer fit their Service's schema.
 pub fn params_fit(service: &Service, tool: &Tool) -> bool {
-    check_instance("TOOL-1", "", &service.structure.connection_schema, &tool.connection_params).is_empty()
+    check_instance(
+        "TOOL-1",
+        "",
+        &service.structure.connection_schema,
+        &tool.connection_params,
+    )
+    .is_empty()
 }

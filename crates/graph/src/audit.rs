@@ -25,25 +25,39 @@ pub struct ToolParams {
 
 /// OWN-1: nodes of `kind` without exactly one `OWNED_BY` matching their `ownerId`.
 pub async fn bad_owners(tx: &mut Tx, kind: Kind) -> Result<Vec<Owners>, Error> {
-    tx.rows(cypher(query_file!("audit/owners.cypher"), Some(kind.label()))).await
+    tx.rows(cypher(
+        query_file!("audit/owners.cypher"),
+        Some(kind.label()),
+    ))
+    .await
 }
 
 /// SVC-4.
 pub async fn healthy_while_disabled(tx: &mut Tx) -> Result<Vec<IdRow>, Error> {
-    tx.rows(cypher(query_file!("audit/healthy_while_disabled.cypher"), None)).await
+    tx.rows(cypher(
+        query_file!("audit/healthy_while_disabled.cypher"),
+        None,
+    ))
+    .await
 }
 
 /// TOOL-2.
 pub async fn tools_missing_secret(tx: &mut Tx) -> Result<Vec<IdRow>, Error> {
-    tx.rows(cypher(query_file!("audit/tools_missing_secret.cypher"), None)).await
+    tx.rows(cypher(
+        query_file!("audit/tools_missing_secret.cypher"),
+        None,
+    ))
+    .await
 }
 
 /// SVC-3 / TOOL-1: every Tool's parameters with its Service, checked by the caller.
 pub async fn tool_params(tx: &mut Tx) -> Result<Vec<ToolParams>, Error> {
-    tx.rows(cypher(query_file!("audit/tool_params.cypher"), None)).await
+    tx.rows(cypher(query_file!("audit/tool_params.cypher"), None))
+        .await
 }
 
 /// SEC-2: Secrets without a well-formed ciphertext.
 pub async fn unencrypted_secrets(tx: &mut Tx) -> Result<Vec<IdRow>, Error> {
-    tx.rows(cypher(query_file!("audit/plaintext_secrets.cypher"), None)).await
+    tx.rows(cypher(query_file!("audit/plaintext_secrets.cypher"), None))
+        .await
 }

@@ -28,7 +28,8 @@ impl Error {
         match &e {
             neo4rs::Error::Neo4j(n) => {
                 let code = n.code();
-                if code.contains("TransientError") || n.message().contains("ConcurrentModification") {
+                if code.contains("TransientError") || n.message().contains("ConcurrentModification")
+                {
                     Error::Transient(format!("{code}: {}", n.message()))
                 } else if code.contains("ConstraintValidationFailed") {
                     Error::Constraint(n.message().to_owned())
@@ -41,7 +42,9 @@ impl Error {
             | neo4rs::Error::ConnectionTimedOut
             | neo4rs::Error::AuthenticationError(_)
             | neo4rs::Error::ServerUnavailableError(_) => Error::Unavailable(e.to_string()),
-            neo4rs::Error::DeserializationError(_) | neo4rs::Error::ConversionError => Error::Decode(e.to_string()),
+            neo4rs::Error::DeserializationError(_) | neo4rs::Error::ConversionError => {
+                Error::Decode(e.to_string())
+            }
             _ => Error::Query(e.to_string()),
         }
     }

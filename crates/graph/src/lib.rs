@@ -2,8 +2,8 @@
 //! classification, the schema migrations and every Cypher statement (loaded from `cypher/`).
 //! Must not decide domain rules: write methods take `Checked<_>` values from the domain crate.
 
-mod error;
 pub mod audit;
+mod error;
 pub mod migrate;
 pub mod processes;
 pub mod references;
@@ -72,7 +72,11 @@ impl Graph {
 
     /// Opens an explicit transaction. Callers retry the whole unit on `Error::is_transient`.
     pub async fn begin(&self) -> Result<Tx, Error> {
-        self.inner.start_txn().await.map(Tx::new).map_err(Error::from_driver)
+        self.inner
+            .start_txn()
+            .await
+            .map(Tx::new)
+            .map_err(Error::from_driver)
     }
 }
 
@@ -87,7 +91,11 @@ pub(crate) fn cypher(text: &str, label: Option<&str>) -> neo4rs::Query {
 
 macro_rules! query_file {
     ($path:literal) => {
-        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../cypher/queries/", $path))
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../cypher/queries/",
+            $path
+        ))
     };
 }
 pub(crate) use query_file;

@@ -7,14 +7,33 @@ use crate::{Error, Graph};
 
 /// The schema files, embedded so the binary carries its own schema.
 pub const MIGRATIONS: &[(&str, &str)] = &[
-    ("0001_constraints", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../cypher/schema/0001_constraints.cypher"))),
-    ("0002_indexes", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../cypher/schema/0002_indexes.cypher"))),
+    (
+        "0001_constraints",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../cypher/schema/0001_constraints.cypher"
+        )),
+    ),
+    (
+        "0002_indexes",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../cypher/schema/0002_indexes.cypher"
+        )),
+    ),
 ];
 
 /// Statements of one file: split on `;`, comment lines dropped.
 pub fn statements(text: &str) -> Vec<String> {
     text.split(';')
-        .map(|s| s.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n").trim().to_owned())
+        .map(|s| {
+            s.lines()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .collect::<Vec<_>>()
+                .join("\n")
+                .trim()
+                .to_owned()
+        })
         .filter(|s| !s.is_empty())
         .collect()
 }
@@ -27,7 +46,9 @@ struct Applied {
 /// Applies what is missing; returns the ids applied now.
 pub async fn run(graph: &Graph) -> Result<Vec<String>, Error> {
     let mut tx = graph.begin().await?;
-    let applied: Vec<Applied> = tx.rows(neo4rs::query("MATCH (m:SchemaMigration) RETURN m.id AS id")).await?;
+    let applied: Vec<Applied> = tx
+        .rows(neo4rs::query("MATCH (m:SchemaMigration) RETURN m.id AS id"))
+        .await?;
     tx.commit().await?;
     let mut done = Vec::new();
     for (id, text) in MIGRATIONS {
@@ -42,8 +63,12 @@ pub async fn run(graph: &Graph) -> Result<Vec<String>, Error> {
         }
         let mut tx = graph.begin().await?;
         let now = chrono::Utc::now().to_rfc3339();
-        tx.run(neo4rs::query("MERGE (m:SchemaMigration {id: $id}) ON CREATE SET m.appliedAt = $now").param("id", *id).param("now", now))
-            .await?;
+        tx.run(
+            neo4rs::query("MERGE (m:SchemaMigration {id: $id}) ON CREATE SET m.appliedAt = $now")
+                .param("id", *id)
+                .param("now", now),
+        )
+        .await?;
         tx.commit().await?;
         done.push((*id).to_owned());
     }

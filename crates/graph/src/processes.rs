@@ -23,15 +23,36 @@ fn step_key(version_id: &str, step_id: &str) -> String {
 
 pub async fn create(tx: &mut Tx, process: &Checked<Process>, now: &str) -> Result<(), Error> {
     let p = process.get();
-    resources::create(tx, Kind::Process, p.id.as_str(), p.owner_id.as_str(), p, now).await?;
+    resources::create(
+        tx,
+        Kind::Process,
+        p.id.as_str(),
+        p.owner_id.as_str(),
+        p,
+        now,
+    )
+    .await?;
     write_version(tx, p, now).await
 }
 
 /// Writes the change if `current_revision` still holds, adding a version when the definition
 /// changed; `false` on a lost race.
-pub async fn update(tx: &mut Tx, current_revision: i64, update: &Checked<Update>, now: &str) -> Result<bool, Error> {
+pub async fn update(
+    tx: &mut Tx,
+    current_revision: i64,
+    update: &Checked<Update>,
+    now: &str,
+) -> Result<bool, Error> {
     let u = update.get();
-    if !resources::update(tx, Kind::Process, u.process.id.as_str(), current_revision, &u.process).await? {
+    if !resources::update(
+        tx,
+        Kind::Process,
+        u.process.id.as_str(),
+        current_revision,
+        &u.process,
+    )
+    .await?
+    {
         return Ok(false);
     }
     if u.new_version {
@@ -50,8 +71,11 @@ struct VersionDoc<'a> {
 
 async fn write_version(tx: &mut Tx, p: &Process, now: &str) -> Result<(), Error> {
     let vid = version_id(p.id.as_str(), p.version);
-    let doc = serde_json::to_string(&VersionDoc { version: p.version, definition: &p.definition })
-        .map_err(|e| Error::Decode(e.to_string()))?;
+    let doc = serde_json::to_string(&VersionDoc {
+        version: p.version,
+        definition: &p.definition,
+    })
+    .map_err(|e| Error::Decode(e.to_string()))?;
     let q = cypher(query_file!("process/create_version.cypher"), None)
         .param("processId", p.id.as_str())
         .param("versionId", vid.as_str())
@@ -70,7 +94,14 @@ async fn write_version(tx: &mut Tx, p: &Process, now: &str) -> Result<(), Error>
                    "outputVariable": s.output.variable})
         })
         .collect();
-    run_unwind(tx, query_file!("process/create_steps.cypher"), "steps", rows, Some(&vid)).await?;
+    run_unwind(
+        tx,
+        query_file!("process/create_steps.cypher"),
+        "steps",
+        rows,
+        Some(&vid),
+    )
+    .await?;
 
     let mut tools = Vec::new();
     let mut processes = Vec::new();
@@ -78,7 +109,10 @@ async fn write_version(tx: &mut Tx, p: &Process, now: &str) -> Result<(), Error>
     for s in steps {
         let key = step_key(&vid, &s.id);
         if let Some(t) = &s.tool {
-            let timeout = s.execution.timeout.unwrap_or(aiden_domain::process::TOOL_DEFAULT_TIMEOUT_MS);
+            let timeout = s
+                .execution
+                .timeout
+                .unwrap_or(aiden_domain::process::TOOL_DEFAULT_TIMEOUT_MS);
             let mode = match s.execution.interaction_mode {
                 aiden_domain::process::InteractionMode::Manual => "manual",
                 aiden_domain::process::InteractionMode::Auto => "auto",
@@ -86,23 +120,54 @@ async fn write_version(tx: &mut Tx, p: &Process, now: &str) -> Result<(), Error>
             tools.push(json!({"step": key, "target": t.as_str(), "timeout": timeout, "interactionMode": mode}));
         }
         if let Some(c) = &s.process {
-            let timeout = s.execution.timeout.unwrap_or(aiden_domain::process::PROCESS_MAX_TIMEOUT_MS);
+            let timeout = s
+                .execution
+                .timeout
+                .unwrap_or(aiden_domain::process::PROCESS_MAX_TIMEOUT_MS);
             processes.push(json!({"step": key, "target": c.as_str(), "timeout": timeout}));
         }
         for (order, d) in s.depends_on.iter().enumerate() {
             deps.push(json!({"step": key, "target": step_key(&vid, d), "order": order}));
         }
     }
-    run_unwind(tx, query_file!("process/link_step_tools.cypher"), "links", tools, None).await?;
-    run_unwind(tx, query_file!("process/link_step_processes.cypher"), "links", processes, None).await?;
-    run_unwind(tx, query_file!("process/link_step_dependencies.cypher"), "links", deps, None).await
+    run_unwind(
+        tx,
+        query_file!("process/link_step_tools.cypher"),
+        "links",
+        tools,
+        None,
+    )
+    .await?;
+    run_unwind(
+        tx,
+        query_file!("process/link_step_processes.cypher"),
+        "links",
+        processes,
+        None,
+    )
+    .await?;
+    run_unwind(
+        tx,
+        query_file!("process/link_step_dependencies.cypher"),
+        "links",
+        deps,
+        None,
+    )
+    .await
 }
 
-async fn run_unwind(tx: &mut Tx, text: &str, name: &str, rows: Vec<Value>, version: Option<&str>) -> Result<(), Error> {
+async fn run_unwind(
+    tx: &mut Tx,
+    text: &str,
+    name: &str,
+    rows: Vec<Value>,
+    version: Option<&str>,
+) -> Result<(), Error> {
     if rows.is_empty() {
         return Ok(());
     }
-    let list = neo4rs::BoltType::try_from(Value::Array(rows)).map_err(|e| Error::Decode(e.to_string()))?;
+    let list =
+        neo4rs::BoltType::try_from(Value::Array(rows)).map_err(|e| Error::Decode(e.to_string()))?;
     let mut q = cypher(text, None).param(name, list);
     if let Some(v) = version {
         q = q.param("versionId", v);
@@ -119,7 +184,10 @@ pub struct VersionRow {
 }
 
 pub async fn versions(tx: &mut Tx, process_id: &str) -> Result<Vec<VersionRow>, Error> {
-    tx.rows(cypher(query_file!("process/list_versions.cypher"), None).param("processId", process_id)).await
+    tx.rows(
+        cypher(query_file!("process/list_versions.cypher"), None).param("processId", process_id),
+    )
+    .await
 }
 
 #[derive(Deserialize)]
@@ -130,12 +198,18 @@ struct CalleeRow {
 
 /// The Processes each of `ids` calls in its current version.
 pub async fn callees(tx: &mut Tx, ids: &[String]) -> Result<HashMap<String, Vec<String>>, Error> {
-    let rows: Vec<CalleeRow> = tx.rows(cypher(query_file!("process/callees.cypher"), None).param("ids", ids.to_vec())).await?;
+    let rows: Vec<CalleeRow> = tx
+        .rows(cypher(query_file!("process/callees.cypher"), None).param("ids", ids.to_vec()))
+        .await?;
     Ok(rows.into_iter().map(|r| (r.id, r.callees)).collect())
 }
 
 pub async fn delete(tx: &mut Tx, process_id: &str) -> Result<(), Error> {
-    tx.run(cypher(query_file!("process/delete_steps.cypher"), None).param("processId", process_id)).await?;
-    tx.run(cypher(query_file!("process/delete_versions.cypher"), None).param("processId", process_id)).await?;
+    tx.run(cypher(query_file!("process/delete_steps.cypher"), None).param("processId", process_id))
+        .await?;
+    tx.run(
+        cypher(query_file!("process/delete_versions.cypher"), None).param("processId", process_id),
+    )
+    .await?;
     resources::delete(tx, Kind::Process, process_id).await
 }

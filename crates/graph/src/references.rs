@@ -10,7 +10,10 @@ struct Count {
 }
 
 async fn count(tx: &mut Tx, text: &str, id: &str) -> Result<i64, Error> {
-    Ok(tx.one::<Count>(cypher(text, None).param("id", id)).await?.map_or(0, |c| c.n))
+    Ok(tx
+        .one::<Count>(cypher(text, None).param("id", id))
+        .await?
+        .map_or(0, |c| c.n))
 }
 
 pub async fn tools_using_service(tx: &mut Tx, id: &str) -> Result<i64, Error> {
@@ -34,5 +37,9 @@ pub struct ProcessReferences {
 
 pub async fn process_references(tx: &mut Tx, id: &str) -> Result<ProcessReferences, Error> {
     let q = cypher(query_file!("reference/process_references.cypher"), None).param("id", id);
-    Ok(tx.one(q).await?.unwrap_or(ProcessReferences { conversations: 0, alternatives: 0, callers: 0 }))
+    Ok(tx.one(q).await?.unwrap_or(ProcessReferences {
+        conversations: 0,
+        alternatives: 0,
+        callers: 0,
+    }))
 }

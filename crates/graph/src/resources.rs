@@ -30,8 +30,14 @@ impl Kind {
     }
 
     /// OWN-1: the kinds that carry an `OWNED_BY` edge (templates too, for one ownership model).
-    pub const OWNED: [Kind; 6] =
-        [Kind::ServiceTemplate, Kind::ToolTemplate, Kind::Service, Kind::Secret, Kind::Tool, Kind::Process];
+    pub const OWNED: [Kind; 6] = [
+        Kind::ServiceTemplate,
+        Kind::ToolTemplate,
+        Kind::Service,
+        Kind::Secret,
+        Kind::Tool,
+        Kind::Process,
+    ];
 }
 
 #[derive(Deserialize)]
@@ -49,7 +55,12 @@ struct IdRow {
 fn properties(record: &Value) -> Value {
     let scalars: Map<String, Value> = record
         .as_object()
-        .map(|o| o.iter().filter(|(_, v)| !v.is_object() && !v.is_array()).map(|(k, v)| (k.clone(), v.clone())).collect())
+        .map(|o| {
+            o.iter()
+                .filter(|(_, v)| !v.is_object() && !v.is_array())
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
         .unwrap_or_default();
     Value::Object(scalars)
 }
@@ -65,7 +76,14 @@ fn bolt(value: Value) -> Result<neo4rs::BoltType, Error> {
 }
 
 /// Creates the node and its `OWNED_BY` edge. `record` must serialize `id` and `ownerId`.
-pub async fn create<T: Serialize>(tx: &mut Tx, kind: Kind, id: &str, owner_id: &str, record: &T, now: &str) -> Result<(), Error> {
+pub async fn create<T: Serialize>(
+    tx: &mut Tx,
+    kind: Kind,
+    id: &str,
+    owner_id: &str,
+    record: &T,
+    now: &str,
+) -> Result<(), Error> {
     let (props, doc) = encode(record)?;
     let q = cypher(query_file!("resource/create.cypher"), Some(kind.label()))
         .param("ownerId", owner_id)
@@ -79,10 +97,16 @@ pub async fn create<T: Serialize>(tx: &mut Tx, kind: Kind, id: &str, owner_id: &
     }
 }
 
-pub async fn get<T: DeserializeOwned>(tx: &mut Tx, kind: Kind, id: &str) -> Result<Option<T>, Error> {
+pub async fn get<T: DeserializeOwned>(
+    tx: &mut Tx,
+    kind: Kind,
+    id: &str,
+) -> Result<Option<T>, Error> {
     let q = cypher(query_file!("resource/get.cypher"), Some(kind.label())).param("id", id);
     match tx.one::<Doc>(q).await? {
-        Some(d) => serde_json::from_str(&d.doc).map(Some).map_err(|e| Error::Decode(e.to_string())),
+        Some(d) => serde_json::from_str(&d.doc)
+            .map(Some)
+            .map_err(|e| Error::Decode(e.to_string())),
         None => Ok(None),
     }
 }
@@ -98,7 +122,11 @@ pub struct ListFilter<'a> {
     pub limit: i64,
 }
 
-pub async fn list<T: DeserializeOwned>(tx: &mut Tx, kind: Kind, f: &ListFilter<'_>) -> Result<Vec<T>, Error> {
+pub async fn list<T: DeserializeOwned>(
+    tx: &mut Tx,
+    kind: Kind,
+    f: &ListFilter<'_>,
+) -> Result<Vec<T>, Error> {
     let q = cypher(query_file!("resource/list.cypher"), Some(kind.label()))
         .param("after", f.after)
         .param("callerId", f.caller_id)
@@ -115,7 +143,13 @@ pub async fn list<T: DeserializeOwned>(tx: &mut Tx, kind: Kind, f: &ListFilter<'
 
 /// Writes the new record if the stored revision is still `expected_revision`; `false` when a
 /// concurrent change got there first.
-pub async fn update<T: Serialize>(tx: &mut Tx, kind: Kind, id: &str, expected_revision: i64, record: &T) -> Result<bool, Error> {
+pub async fn update<T: Serialize>(
+    tx: &mut Tx,
+    kind: Kind,
+    id: &str,
+    expected_revision: i64,
+    record: &T,
+) -> Result<bool, Error> {
     let (props, doc) = encode(record)?;
     let q = cypher(query_file!("resource/update.cypher"), Some(kind.label()))
         .param("id", id)
@@ -128,6 +162,20 @@ pub async fn update<T: Serialize>(tx: &mut Tx, kind: Kind, id: &str, expected_re
 /// Removes the node and its outgoing edges. Incoming edges make the server refuse, a backstop
 /// for the reference checks the service makes first.
 pub async fn delete(tx: &mut Tx, kind: Kind, id: &str) -> Result<(), Error> {
-    tx.run(cypher(query_file!("resource/delete_outgoing.cypher"), Some(kind.label())).param("id", id)).await?;
-    tx.run(cypher(query_file!("resource/delete_node.cypher"), Some(kind.label())).param("id", id)).await
+    tx.run(
+        cypher(
+            query_file!("resource/delete_outgoing.cypher"),
+            Some(kind.label()),
+        )
+        .param("id", id),
+    )
+    .await?;
+    tx.run(
+        cypher(
+            query_file!("resource/delete_node.cypher"),
+            Some(kind.label()),
+        )
+        .param("id", id),
+    )
+    .await
 }

@@ -26,7 +26,13 @@ pub async fn create(tx: &mut Tx, tool: &Checked<Tool>, now: &str) -> Result<(), 
 }
 
 /// Writes the change if `current_revision` still holds; `false` on a lost race.
-pub async fn update(tx: &mut Tx, current_revision: i64, tool: &Checked<Tool>, secret_changed: bool, now: &str) -> Result<bool, Error> {
+pub async fn update(
+    tx: &mut Tx,
+    current_revision: i64,
+    tool: &Checked<Tool>,
+    secret_changed: bool,
+    now: &str,
+) -> Result<bool, Error> {
     let t = tool.get();
     if !resources::update(tx, Kind::Tool, t.id.as_str(), current_revision, t).await? {
         return Ok(false);
@@ -36,14 +42,19 @@ pub async fn update(tx: &mut Tx, current_revision: i64, tool: &Checked<Tool>, se
         .param("connectionParams", t.connection_params.to_string());
     tx.run(q).await?;
     if secret_changed {
-        tx.run(cypher(query_file!("tool/unlink_secret.cypher"), None).param("toolId", t.id.as_str())).await?;
+        tx.run(
+            cypher(query_file!("tool/unlink_secret.cypher"), None).param("toolId", t.id.as_str()),
+        )
+        .await?;
         link_secret(tx, t, now).await?;
     }
     Ok(true)
 }
 
 async fn link_secret(tx: &mut Tx, t: &Tool, now: &str) -> Result<(), Error> {
-    let Some(secret_id) = &t.secret_id else { return Ok(()) };
+    let Some(secret_id) = &t.secret_id else {
+        return Ok(());
+    };
     let q = cypher(query_file!("tool/link_secret.cypher"), None)
         .param("toolId", t.id.as_str())
         .param("secretId", secret_id.as_str())

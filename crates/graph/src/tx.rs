@@ -16,7 +16,11 @@ impl Tx {
     pub async fn rows<T: DeserializeOwned>(&mut self, q: neo4rs::Query) -> Result<Vec<T>, Error> {
         let mut stream = self.inner.execute(q).await.map_err(Error::from_driver)?;
         let mut out = Vec::new();
-        while let Some(row) = stream.next(&mut self.inner).await.map_err(Error::from_driver)? {
+        while let Some(row) = stream
+            .next(&mut self.inner)
+            .await
+            .map_err(Error::from_driver)?
+        {
             out.push(row.to::<T>().map_err(|e| Error::Decode(e.to_string()))?);
         }
         Ok(out)
@@ -27,7 +31,11 @@ impl Tx {
     }
 
     pub async fn run(&mut self, q: neo4rs::Query) -> Result<(), Error> {
-        self.inner.run(q).await.map(|_| ()).map_err(Error::from_driver)
+        self.inner
+            .run(q)
+            .await
+            .map(|_| ())
+            .map_err(Error::from_driver)
     }
 
     pub async fn commit(self) -> Result<(), Error> {

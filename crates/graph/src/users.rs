@@ -19,7 +19,14 @@ struct IdRow {
     id: String,
 }
 
-pub async fn create(tx: &mut Tx, id: &str, name: &str, role: &str, token_hash: &str, now: &str) -> Result<(), Error> {
+pub async fn create(
+    tx: &mut Tx,
+    id: &str,
+    name: &str,
+    role: &str,
+    token_hash: &str,
+    now: &str,
+) -> Result<(), Error> {
     let q = cypher(query_file!("user/create_user.cypher"), None)
         .param("id", id)
         .param("name", name)
@@ -40,9 +47,14 @@ pub async fn ensure_admin(tx: &mut Tx, id: &str, token_hash: &str, now: &str) ->
 }
 
 pub async fn find_by_token_hash(tx: &mut Tx, token_hash: &str) -> Result<Option<UserRow>, Error> {
-    tx.one(cypher(query_file!("user/find_user_by_token_hash.cypher"), None).param("tokenHash", token_hash)).await
+    tx.one(
+        cypher(query_file!("user/find_user_by_token_hash.cypher"), None)
+            .param("tokenHash", token_hash),
+    )
+    .await
 }
 
 pub async fn get(tx: &mut Tx, id: &str) -> Result<Option<UserRow>, Error> {
-    tx.one(cypher(query_file!("user/get_user.cypher"), None).param("id", id)).await
+    tx.one(cypher(query_file!("user/get_user.cypher"), None).param("id", id))
+        .await
 }

@@ -32,12 +32,20 @@ impl Auditor {
                     findings.push(Finding {
                         invariant: "OWN-1",
                         id: row.id,
-                        message: format!("{} has {} OWNED_BY edge(s) matching its ownerId, not 1", kind.label(), row.owners),
+                        message: format!(
+                            "{} has {} OWNED_BY edge(s) matching its ownerId, not 1",
+                            kind.label(),
+                            row.owners
+                        ),
                     });
                 }
             }
             for row in audit::healthy_while_disabled(&mut tx).await? {
-                findings.push(Finding { invariant: "SVC-4", id: row.id, message: "disabled Service reports healthy".into() });
+                findings.push(Finding {
+                    invariant: "SVC-4",
+                    id: row.id,
+                    message: "disabled Service reports healthy".into(),
+                });
             }
             for row in audit::tools_missing_secret(&mut tx).await? {
                 findings.push(Finding {
@@ -47,10 +55,14 @@ impl Auditor {
                 });
             }
             for row in audit::tool_params(&mut tx).await? {
-                let service: Service = serde_json::from_str(&row.service).map_err(|e| aiden_graph::Error::Decode(e.to_string()))?;
-                let params: serde_json::Value =
-                    serde_json::from_str(&row.connection_params).map_err(|e| aiden_graph::Error::Decode(e.to_string()))?;
-                let probe = Tool { connection_params: params, ..placeholder_tool(&service) };
+                let service: Service = serde_json::from_str(&row.service)
+                    .map_err(|e| aiden_graph::Error::Decode(e.to_string()))?;
+                let params: serde_json::Value = serde_json::from_str(&row.connection_params)
+                    .map_err(|e| aiden_graph::Error::Decode(e.to_string()))?;
+                let probe = Tool {
+                    connection_params: params,
+                    ..placeholder_tool(&service)
+                };
                 if !aiden_domain::tool::params_fit(&service, &probe) {
                     findings.push(Finding {
                         invariant: "SVC-3",
@@ -63,7 +75,11 @@ impl Auditor {
                 }
             }
             for row in audit::unencrypted_secrets(&mut tx).await? {
-                findings.push(Finding { invariant: "SEC-2", id: row.id, message: "Secret without a well-formed ciphertext".into() });
+                findings.push(Finding {
+                    invariant: "SEC-2",
+                    id: row.id,
+                    message: "Secret without a well-formed ciphertext".into(),
+                });
             }
             Ok(findings)
         })
@@ -79,7 +95,10 @@ fn placeholder_tool(service: &Service) -> Tool {
         service_id: service.id.clone(),
         connection_params: serde_json::Value::Null,
         structure: aiden_domain::tool::ToolStructure {
-            operation: aiden_domain::tool::Operation::McpCall { tool_name: String::new(), arguments: serde_json::json!({}) },
+            operation: aiden_domain::tool::Operation::McpCall {
+                tool_name: String::new(),
+                arguments: serde_json::json!({}),
+            },
             input_schema: serde_json::json!({}),
             output_schema: serde_json::json!({}),
         },

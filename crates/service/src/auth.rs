@@ -53,7 +53,11 @@ impl App {
     /// Creates or re-keys the bootstrap admin so `AIDEN_ADMIN_TOKEN` works.
     pub async fn bootstrap_admin(&self, token: &str) -> Result<()> {
         if token.len() < 16 {
-            return Err(aiden_domain::Error::validation("AIDEN_ADMIN_TOKEN", "must be at least 16 characters").into());
+            return Err(aiden_domain::Error::validation(
+                "AIDEN_ADMIN_TOKEN",
+                "must be at least 16 characters",
+            )
+            .into());
         }
         let hash = hash_token(token);
         write_tx!(self, |tx| {
@@ -65,8 +69,15 @@ impl App {
     /// The caller a bearer token stands for, if any.
     pub async fn authenticate(&self, token: &str) -> Result<Option<Caller>> {
         let hash = hash_token(token);
-        let row = read_tx!(self, |tx| { Ok(aiden_graph::users::find_by_token_hash(&mut tx, &hash).await?) })?;
-        Ok(row.and_then(|r| Some(Caller { id: Id::from_stored(r.id), role: Role::parse(&r.role)? })))
+        let row = read_tx!(self, |tx| {
+            Ok(aiden_graph::users::find_by_token_hash(&mut tx, &hash).await?)
+        })?;
+        Ok(row.and_then(|r| {
+            Some(Caller {
+                id: Id::from_stored(r.id),
+                role: Role::parse(&r.role)?,
+            })
+        }))
     }
 
     pub async fn create_user(&self, caller: &Caller, input: NewUser) -> Result<User> {
@@ -76,18 +87,41 @@ impl App {
         let token = new_token();
         let hash = hash_token(&token);
         write_tx!(self, |tx| {
-            if aiden_graph::users::get(&mut tx, id.as_str()).await?.is_some() {
+            if aiden_graph::users::get(&mut tx, id.as_str())
+                .await?
+                .is_some()
+            {
                 return Err(aiden_domain::Error::conflict("id already taken").into());
             }
-            aiden_graph::users::create(&mut tx, id.as_str(), &input.name, input.role.as_str(), &hash, &now()).await?;
+            aiden_graph::users::create(
+                &mut tx,
+                id.as_str(),
+                &input.name,
+                input.role.as_str(),
+                &hash,
+                &now(),
+            )
+            .await?;
             Ok(())
         })?;
-        Ok(User { id: id.to_string(), name: input.name, role: input.role, token: Some(token) })
+        Ok(User {
+            id: id.to_string(),
+            name: input.name,
+            role: input.role,
+            token: Some(token),
+        })
     }
 
     pub async fn me(&self, caller: &Caller) -> Result<User> {
-        let row = read_tx!(self, |tx| { Ok(aiden_graph::users::get(&mut tx, caller.id.as_str()).await?) })?;
+        let row = read_tx!(self, |tx| {
+            Ok(aiden_graph::users::get(&mut tx, caller.id.as_str()).await?)
+        })?;
         let row = row.ok_or(aiden_domain::Error::NotFound)?;
-        Ok(User { id: row.id, name: row.name, role: caller.role, token: None })
+        Ok(User {
+            id: row.id,
+            name: row.name,
+            role: caller.role,
+            token: None,
+        })
     }
 }

@@ -18,7 +18,9 @@ impl From<aiden_graph::Error> for Error {
     fn from(e: aiden_graph::Error) -> Self {
         match e {
             // A uniqueness constraint at commit means the id was taken concurrently.
-            aiden_graph::Error::Constraint(_) => Error::Domain(aiden_domain::Error::conflict("id already taken")),
+            aiden_graph::Error::Constraint(_) => {
+                Error::Domain(aiden_domain::Error::conflict("id already taken"))
+            }
             other => Error::Graph(other),
         }
     }

@@ -12,9 +12,16 @@ use tokio::{
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
-pub(crate) async fn probe(http: &reqwest::Client, protocol: Protocol, endpoint: Option<&str>) -> (HealthStatus, Option<String>) {
+pub(crate) async fn probe(
+    http: &reqwest::Client,
+    protocol: Protocol,
+    endpoint: Option<&str>,
+) -> (HealthStatus, Option<String>) {
     let Some(endpoint) = endpoint else {
-        return (HealthStatus::Degraded, Some("no endpoint configured to probe".into()));
+        return (
+            HealthStatus::Degraded,
+            Some("no endpoint configured to probe".into()),
+        );
     };
     let outcome = match protocol {
         Protocol::Bolt | Protocol::BoltS => bolt(endpoint, protocol == Protocol::Bolt).await,
@@ -35,8 +42,14 @@ fn host_port(endpoint: &str, default_port: u16) -> Result<String, String> {
     if authority.is_empty() {
         return Err(format!("cannot read a host from '{endpoint}'"));
     }
-    let has_port = authority.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok());
-    Ok(if has_port { authority.to_owned() } else { format!("{authority}:{default_port}") })
+    let has_port = authority
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok());
+    Ok(if has_port {
+        authority.to_owned()
+    } else {
+        format!("{authority}:{default_port}")
+    })
 }
 
 /// Bolt: the 4-byte magic and four version proposals; a server answers a non-zero version.
@@ -68,7 +81,9 @@ async fn bolt(endpoint: &str, plain: bool) -> Result<Option<String>, String> {
         .map_err(|_| format!("{addr} did not answer the Bolt handshake"))?
         .map_err(|e| format!("Bolt handshake with {addr} failed: {e}"))?;
     if answer == [0, 0, 0, 0] {
-        Err(format!("{addr} speaks Bolt but accepts none of our protocol versions"))
+        Err(format!(
+            "{addr} speaks Bolt but accepts none of our protocol versions"
+        ))
     } else {
         Ok(None)
     }
@@ -79,7 +94,10 @@ async fn http_probe(http: &reqwest::Client, endpoint: &str) -> Result<Option<Str
         if e.is_timeout() {
             format!("timed out requesting {endpoint}")
         } else {
-            format!("cannot reach {endpoint}: {}", std::error::Error::source(&e).map_or(e.to_string(), |s| s.to_string()))
+            format!(
+                "cannot reach {endpoint}: {}",
+                std::error::Error::source(&e).map_or(e.to_string(), |s| s.to_string())
+            )
         }
     })?;
     let status = response.status();
@@ -96,7 +114,8 @@ fn executable(command: &str) -> Result<Option<String>, String> {
     let found = if program.contains('/') {
         std::path::Path::new(program).is_file()
     } else {
-        std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+        std::env::var_os("PATH")
+            .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
     };
     if found {
         Ok(None)
@@ -113,6 +132,9 @@ mod tests {
     fn host_port_reads_uris() {
         assert_eq!(host_port("bolt://db:7688", 7687).unwrap(), "db:7688");
         assert_eq!(host_port("bolt://u:p@db", 7687).unwrap(), "db:7687");
-        assert_eq!(host_port("neo4j.local/x", 7687).unwrap(), "neo4j.local:7687");
+        assert_eq!(
+            host_port("neo4j.local/x", 7687).unwrap(),
+            "neo4j.local:7687"
+        );
     }
 }

@@ -10,12 +10,7 @@ use aiden_graph::{references, resources, secrets, Kind};
 use serde::Deserialize;
 use zeroize::Zeroizing;
 
-use crate::{
-    now,
-    templates::ensure_absent,
-    tx::write_tx,
-    App, Page, PageRequest, Result,
-};
+use crate::{now, templates::ensure_absent, tx::write_tx, App, Page, PageRequest, Result};
 
 /// Create body. `value` is wiped from memory when dropped and never printed.
 #[derive(Deserialize)]
@@ -39,28 +34,54 @@ pub struct SecretPatch {
 
 impl std::fmt::Debug for NewSecret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NewSecret").field("id", &self.id).field("name", &self.name).field("value", &"[REDACTED]").finish()
+        f.debug_struct("NewSecret")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("value", &"[REDACTED]")
+            .finish()
     }
 }
 
 impl std::fmt::Debug for SecretPatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SecretPatch").field("name", &self.name).field("value", &self.value.as_ref().map(|_| "[REDACTED]")).finish()
+        f.debug_struct("SecretPatch")
+            .field("name", &self.name)
+            .field("value", &self.value.as_ref().map(|_| "[REDACTED]"))
+            .finish()
     }
 }
 
 fn owned(s: &Secret) -> Owned<'_> {
-    Owned { owner_id: s.owner_id.as_str(), shared: s.shared, sharing: Sharing::OwnerOnly }
+    Owned {
+        owner_id: s.owner_id.as_str(),
+        shared: s.shared,
+        sharing: Sharing::OwnerOnly,
+    }
 }
 
 impl App {
     pub async fn create_secret(&self, caller: &Caller, input: NewSecret) -> Result<Secret> {
         check_value(&input.value)?;
-        let s = decide_create(input.id.clone(), input.name.clone(), input.secret_type, input.shared, &caller.id, &now())?;
+        let s = decide_create(
+            input.id.clone(),
+            input.name.clone(),
+            input.secret_type,
+            input.shared,
+            &caller.id,
+            &now(),
+        )?;
         let ciphertext = self.vault.encrypt(s.get().id.as_str(), &input.value)?;
         write_tx!(self, |tx| {
             ensure_absent(&mut tx, Kind::Secret, s.get().id.as_str()).await?;
-            resources::create(&mut tx, Kind::Secret, s.get().id.as_str(), caller.id.as_str(), s.get(), &now()).await?;
+            resources::create(
+                &mut tx,
+                Kind::Secret,
+                s.get().id.as_str(),
+                caller.id.as_str(),
+                s.get(),
+                &now(),
+            )
+            .await?;
             secrets::set_ciphertext(&mut tx, s.get().id.as_str(), &ciphertext).await?;
             Ok(())
         })?;
@@ -75,11 +96,23 @@ impl App {
     }
 
     pub async fn list_secrets(&self, caller: &Caller, page: PageRequest) -> Result<Page<Secret>> {
-        self.list(caller, Kind::Secret, Sharing::OwnerOnly, page, |s: &Secret| s.id.to_string()).await
+        self.list(
+            caller,
+            Kind::Secret,
+            Sharing::OwnerOnly,
+            page,
+            |s: &Secret| s.id.to_string(),
+        )
+        .await
     }
 
     /// SEC-4: rotation replaces the value and keeps the id.
-    pub async fn update_secret(&self, caller: &Caller, id: &str, patch: SecretPatch) -> Result<Secret> {
+    pub async fn update_secret(
+        &self,
+        caller: &Caller,
+        id: &str,
+        patch: SecretPatch,
+    ) -> Result<Secret> {
         if let Some(v) = &patch.value {
             check_value(v)?;
         }
@@ -88,11 +121,15 @@ impl App {
             None => None,
         };
         write_tx!(self, |tx| {
-            let current: Secret = resources::get(&mut tx, Kind::Secret, id).await?.ok_or(Rule::NotFound)?;
+            let current: Secret = resources::get(&mut tx, Kind::Secret, id)
+                .await?
+                .ok_or(Rule::NotFound)?;
             ensure_owner(caller, &owned(&current)).map_err(|_| Rule::NotFound)?;
             let next = decide_update(&current, patch.name.clone(), ciphertext.is_some(), &now())?;
             if next.get().revision != current.revision {
-                if !resources::update(&mut tx, Kind::Secret, id, current.revision, next.get()).await? {
+                if !resources::update(&mut tx, Kind::Secret, id, current.revision, next.get())
+                    .await?
+                {
                     return Err(crate::Error::LostRace);
                 }
                 if let Some(c) = &ciphertext {
@@ -106,11 +143,15 @@ impl App {
     /// SEC-5: only when no Tool uses it.
     pub async fn delete_secret(&self, caller: &Caller, id: &str) -> Result<()> {
         write_tx!(self, |tx| {
-            let current: Secret = resources::get(&mut tx, Kind::Secret, id).await?.ok_or(Rule::NotFound)?;
+            let current: Secret = resources::get(&mut tx, Kind::Secret, id)
+                .await?
+                .ok_or(Rule::NotFound)?;
             ensure_owner(caller, &owned(&current)).map_err(|_| Rule::NotFound)?;
             let users = references::tools_using_secret(&mut tx, id).await?;
             if users > 0 {
-                return Err(Rule::referenced("SEC-5", format!("{users} Tool(s) use this Secret")).into());
+                return Err(
+                    Rule::referenced("SEC-5", format!("{users} Tool(s) use this Secret")).into(),
+                );
             }
             resources::delete(&mut tx, Kind::Secret, id).await?;
             Ok(())

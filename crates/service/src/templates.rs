@@ -3,8 +3,9 @@
 use aiden_domain::{
     access::{ensure_owner, ensure_readable, Owned, Sharing},
     template::{
-        decide_create_service_template, decide_create_tool_template, decide_update_service_template,
-        decide_update_tool_template, NewServiceTemplate, NewToolTemplate, ServiceTemplate, TemplatePatch, ToolTemplate,
+        decide_create_service_template, decide_create_tool_template,
+        decide_update_service_template, decide_update_tool_template, NewServiceTemplate,
+        NewToolTemplate, ServiceTemplate, TemplatePatch, ToolTemplate,
     },
     user::Caller,
     Error as Rule,
@@ -18,15 +19,31 @@ use crate::{
 };
 
 fn owned<'a>(owner_id: &'a str, shared: bool) -> Owned<'a> {
-    Owned { owner_id, shared, sharing: Sharing::Shareable }
+    Owned {
+        owner_id,
+        shared,
+        sharing: Sharing::Shareable,
+    }
 }
 
 impl App {
-    pub async fn create_service_template(&self, caller: &Caller, input: NewServiceTemplate) -> Result<ServiceTemplate> {
+    pub async fn create_service_template(
+        &self,
+        caller: &Caller,
+        input: NewServiceTemplate,
+    ) -> Result<ServiceTemplate> {
         let t = decide_create_service_template(input, &caller.id, &now())?;
         write_tx!(self, |tx| {
             ensure_absent(&mut tx, Kind::ServiceTemplate, t.get().id.as_str()).await?;
-            resources::create(&mut tx, Kind::ServiceTemplate, t.get().id.as_str(), caller.id.as_str(), t.get(), &now()).await?;
+            resources::create(
+                &mut tx,
+                Kind::ServiceTemplate,
+                t.get().id.as_str(),
+                caller.id.as_str(),
+                t.get(),
+                &now(),
+            )
+            .await?;
             Ok(())
         })?;
         Ok(t.into_inner())
@@ -38,18 +55,43 @@ impl App {
         Ok(t)
     }
 
-    pub async fn list_service_templates(&self, caller: &Caller, page: PageRequest) -> Result<Page<ServiceTemplate>> {
-        self.list(caller, Kind::ServiceTemplate, Sharing::Shareable, page, |t: &ServiceTemplate| t.id.to_string()).await
+    pub async fn list_service_templates(
+        &self,
+        caller: &Caller,
+        page: PageRequest,
+    ) -> Result<Page<ServiceTemplate>> {
+        self.list(
+            caller,
+            Kind::ServiceTemplate,
+            Sharing::Shareable,
+            page,
+            |t: &ServiceTemplate| t.id.to_string(),
+        )
+        .await
     }
 
     /// TPL-1: only name, description, shared, archived change.
-    pub async fn update_service_template(&self, caller: &Caller, id: &str, patch: TemplatePatch) -> Result<ServiceTemplate> {
+    pub async fn update_service_template(
+        &self,
+        caller: &Caller,
+        id: &str,
+        patch: TemplatePatch,
+    ) -> Result<ServiceTemplate> {
         write_tx!(self, |tx| {
-            let current: ServiceTemplate = resources::get(&mut tx, Kind::ServiceTemplate, id).await?.ok_or(Rule::NotFound)?;
+            let current: ServiceTemplate = resources::get(&mut tx, Kind::ServiceTemplate, id)
+                .await?
+                .ok_or(Rule::NotFound)?;
             ensure_owner(caller, &owned(current.owner_id.as_str(), current.shared))?;
             let next = decide_update_service_template(&current, patch.clone(), &now())?;
             if next.get().revision != current.revision
-                && !resources::update(&mut tx, Kind::ServiceTemplate, id, current.revision, next.get()).await?
+                && !resources::update(
+                    &mut tx,
+                    Kind::ServiceTemplate,
+                    id,
+                    current.revision,
+                    next.get(),
+                )
+                .await?
             {
                 return Err(crate::Error::LostRace);
             }
@@ -60,18 +102,32 @@ impl App {
     /// TPL-3: always allowed; instances keep their copied structure and provenance id.
     pub async fn delete_service_template(&self, caller: &Caller, id: &str) -> Result<()> {
         write_tx!(self, |tx| {
-            let current: ServiceTemplate = resources::get(&mut tx, Kind::ServiceTemplate, id).await?.ok_or(Rule::NotFound)?;
+            let current: ServiceTemplate = resources::get(&mut tx, Kind::ServiceTemplate, id)
+                .await?
+                .ok_or(Rule::NotFound)?;
             ensure_owner(caller, &owned(current.owner_id.as_str(), current.shared))?;
             resources::delete(&mut tx, Kind::ServiceTemplate, id).await?;
             Ok(())
         })
     }
 
-    pub async fn create_tool_template(&self, caller: &Caller, input: NewToolTemplate) -> Result<ToolTemplate> {
+    pub async fn create_tool_template(
+        &self,
+        caller: &Caller,
+        input: NewToolTemplate,
+    ) -> Result<ToolTemplate> {
         let t = decide_create_tool_template(input, &caller.id, &now())?;
         write_tx!(self, |tx| {
             ensure_absent(&mut tx, Kind::ToolTemplate, t.get().id.as_str()).await?;
-            resources::create(&mut tx, Kind::ToolTemplate, t.get().id.as_str(), caller.id.as_str(), t.get(), &now()).await?;
+            resources::create(
+                &mut tx,
+                Kind::ToolTemplate,
+                t.get().id.as_str(),
+                caller.id.as_str(),
+                t.get(),
+                &now(),
+            )
+            .await?;
             Ok(())
         })?;
         Ok(t.into_inner())
@@ -83,17 +139,42 @@ impl App {
         Ok(t)
     }
 
-    pub async fn list_tool_templates(&self, caller: &Caller, page: PageRequest) -> Result<Page<ToolTemplate>> {
-        self.list(caller, Kind::ToolTemplate, Sharing::Shareable, page, |t: &ToolTemplate| t.id.to_string()).await
+    pub async fn list_tool_templates(
+        &self,
+        caller: &Caller,
+        page: PageRequest,
+    ) -> Result<Page<ToolTemplate>> {
+        self.list(
+            caller,
+            Kind::ToolTemplate,
+            Sharing::Shareable,
+            page,
+            |t: &ToolTemplate| t.id.to_string(),
+        )
+        .await
     }
 
-    pub async fn update_tool_template(&self, caller: &Caller, id: &str, patch: TemplatePatch) -> Result<ToolTemplate> {
+    pub async fn update_tool_template(
+        &self,
+        caller: &Caller,
+        id: &str,
+        patch: TemplatePatch,
+    ) -> Result<ToolTemplate> {
         write_tx!(self, |tx| {
-            let current: ToolTemplate = resources::get(&mut tx, Kind::ToolTemplate, id).await?.ok_or(Rule::NotFound)?;
+            let current: ToolTemplate = resources::get(&mut tx, Kind::ToolTemplate, id)
+                .await?
+                .ok_or(Rule::NotFound)?;
             ensure_owner(caller, &owned(current.owner_id.as_str(), current.shared))?;
             let next = decide_update_tool_template(&current, patch.clone(), &now())?;
             if next.get().revision != current.revision
-                && !resources::update(&mut tx, Kind::ToolTemplate, id, current.revision, next.get()).await?
+                && !resources::update(
+                    &mut tx,
+                    Kind::ToolTemplate,
+                    id,
+                    current.revision,
+                    next.get(),
+                )
+                .await?
             {
                 return Err(crate::Error::LostRace);
             }
@@ -103,7 +184,9 @@ impl App {
 
     pub async fn delete_tool_template(&self, caller: &Caller, id: &str) -> Result<()> {
         write_tx!(self, |tx| {
-            let current: ToolTemplate = resources::get(&mut tx, Kind::ToolTemplate, id).await?.ok_or(Rule::NotFound)?;
+            let current: ToolTemplate = resources::get(&mut tx, Kind::ToolTemplate, id)
+                .await?
+                .ok_or(Rule::NotFound)?;
             ensure_owner(caller, &owned(current.owner_id.as_str(), current.shared))?;
             resources::delete(&mut tx, Kind::ToolTemplate, id).await?;
             Ok(())
@@ -111,8 +194,15 @@ impl App {
     }
 
     /// One record by id, or 404.
-    pub(crate) async fn load<T: serde::de::DeserializeOwned>(&self, kind: Kind, id: &str) -> Result<T> {
-        read_tx!(self, |tx| { Ok(resources::get::<T>(&mut tx, kind, id).await?) })?.ok_or_else(|| Rule::NotFound.into())
+    pub(crate) async fn load<T: serde::de::DeserializeOwned>(
+        &self,
+        kind: Kind,
+        id: &str,
+    ) -> Result<T> {
+        read_tx!(self, |tx| {
+            Ok(resources::get::<T>(&mut tx, kind, id).await?)
+        })?
+        .ok_or_else(|| Rule::NotFound.into())
     }
 
     /// A page of what the caller may see, ordered by id; the cursor is the last id returned.
@@ -133,7 +223,9 @@ impl App {
             after: page.cursor.as_deref().unwrap_or(""),
             limit: limit + 1,
         };
-        let mut items: Vec<T> = read_tx!(self, |tx| { Ok(resources::list(&mut tx, kind, &filter).await?) })?;
+        let mut items: Vec<T> = read_tx!(self, |tx| {
+            Ok(resources::list(&mut tx, kind, &filter).await?)
+        })?;
         let next_cursor = if items.len() as i64 > limit {
             items.truncate(limit as usize);
             items.last().map(&id_of)
@@ -146,8 +238,13 @@ impl App {
 
 /// A caller-chosen id that is taken answers 409 (the unique constraint is the backstop).
 pub(crate) async fn ensure_absent(tx: &mut aiden_graph::Tx, kind: Kind, id: &str) -> Result<()> {
-    if resources::get::<serde_json::Value>(tx, kind, id).await?.is_some() {
-        return Err(Rule::conflict(format!("a {} with id '{id}' already exists", kind.label())).into());
+    if resources::get::<serde_json::Value>(tx, kind, id)
+        .await?
+        .is_some()
+    {
+        return Err(
+            Rule::conflict(format!("a {} with id '{id}' already exists", kind.label())).into(),
+        );
     }
     Ok(())
 }

@@ -12,22 +12,29 @@ use aiden_domain::{
 use aiden_graph::{references, resources, tools, Kind, Tx};
 
 use crate::{
-    now,
-    services::check_precondition,
-    templates::ensure_absent,
-    tx::write_tx,
-    App, Page, PageRequest, Result,
+    now, services::check_precondition, templates::ensure_absent, tx::write_tx, App, Page,
+    PageRequest, Result,
 };
 
 fn owned(t: &Tool) -> Owned<'_> {
-    Owned { owner_id: t.owner_id.as_str(), shared: t.shared, sharing: Sharing::Shareable }
+    Owned {
+        owner_id: t.owner_id.as_str(),
+        shared: t.shared,
+        sharing: Sharing::Shareable,
+    }
 }
 
 /// The Service and the Secret's owner, as the rules need them.
-async fn context_facts(tx: &mut Tx, service_id: &Id, secret_id: Option<&Id>) -> Result<(Option<Service>, Option<Id>)> {
+async fn context_facts(
+    tx: &mut Tx,
+    service_id: &Id,
+    secret_id: Option<&Id>,
+) -> Result<(Option<Service>, Option<Id>)> {
     let service: Option<Service> = resources::get(tx, Kind::Service, service_id.as_str()).await?;
     let secret_owner = match secret_id {
-        Some(id) => resources::get::<Secret>(tx, Kind::Secret, id.as_str()).await?.map(|s| s.owner_id),
+        Some(id) => resources::get::<Secret>(tx, Kind::Secret, id.as_str())
+            .await?
+            .map(|s| s.owner_id),
         None => None,
     };
     Ok((service, secret_owner))
@@ -38,19 +45,31 @@ impl App {
         write_tx!(self, |tx| {
             let template = match &input.tool_template_id {
                 Some(tid) => {
-                    let t: Option<ToolTemplate> = resources::get(&mut tx, Kind::ToolTemplate, tid.as_str()).await?;
+                    let t: Option<ToolTemplate> =
+                        resources::get(&mut tx, Kind::ToolTemplate, tid.as_str()).await?;
                     let visible = t.filter(|t| {
                         aiden_domain::access::can_read(
                             caller,
-                            &Owned { owner_id: t.owner_id.as_str(), shared: t.shared, sharing: Sharing::Shareable },
+                            &Owned {
+                                owner_id: t.owner_id.as_str(),
+                                shared: t.shared,
+                                sharing: Sharing::Shareable,
+                            },
                         )
                     });
-                    Some(visible.ok_or_else(|| Rule::validation("/toolTemplateId", "no visible ToolTemplate with this id"))?)
+                    Some(visible.ok_or_else(|| {
+                        Rule::validation("/toolTemplateId", "no visible ToolTemplate with this id")
+                    })?)
                 }
                 None => None,
             };
-            let (service, secret_owner) = context_facts(&mut tx, &input.service_id, input.secret_id.as_ref()).await?;
-            let ctx = ToolContext { owner: &caller.id, service: service.as_ref(), secret_owner: secret_owner.as_ref() };
+            let (service, secret_owner) =
+                context_facts(&mut tx, &input.service_id, input.secret_id.as_ref()).await?;
+            let ctx = ToolContext {
+                owner: &caller.id,
+                service: service.as_ref(),
+                secret_owner: secret_owner.as_ref(),
+            };
             let tool = decide_create(input.clone(), template.as_ref(), &ctx, &now())?;
             ensure_absent(&mut tx, Kind::Tool, tool.get().id.as_str()).await?;
             tools::create(&mut tx, &tool, &now()).await?;
@@ -65,24 +84,41 @@ impl App {
     }
 
     pub async fn list_tools(&self, caller: &Caller, page: PageRequest) -> Result<Page<Tool>> {
-        self.list(caller, Kind::Tool, Sharing::Shareable, page, |t: &Tool| t.id.to_string()).await
+        self.list(caller, Kind::Tool, Sharing::Shareable, page, |t: &Tool| {
+            t.id.to_string()
+        })
+        .await
     }
 
     /// Every rule re-checked against the merged Tool; `if_revision` is the client's `If-Match`.
-    pub async fn update_tool(&self, caller: &Caller, id: &str, patch: ToolPatch, if_revision: Option<i64>) -> Result<Tool> {
+    pub async fn update_tool(
+        &self,
+        caller: &Caller,
+        id: &str,
+        patch: ToolPatch,
+        if_revision: Option<i64>,
+    ) -> Result<Tool> {
         write_tx!(self, |tx| {
-            let current: Tool = resources::get(&mut tx, Kind::Tool, id).await?.ok_or(Rule::NotFound)?;
+            let current: Tool = resources::get(&mut tx, Kind::Tool, id)
+                .await?
+                .ok_or(Rule::NotFound)?;
             ensure_owner(caller, &owned(&current))?;
             check_precondition(if_revision, current.revision)?;
             let secret_id = match &patch.secret_id {
                 Some(s) => s.clone(),
                 None => current.secret_id.clone(),
             };
-            let (service, secret_owner) = context_facts(&mut tx, &current.service_id, secret_id.as_ref()).await?;
-            let ctx = ToolContext { owner: &current.owner_id, service: service.as_ref(), secret_owner: secret_owner.as_ref() };
+            let (service, secret_owner) =
+                context_facts(&mut tx, &current.service_id, secret_id.as_ref()).await?;
+            let ctx = ToolContext {
+                owner: &current.owner_id,
+                service: service.as_ref(),
+                secret_owner: secret_owner.as_ref(),
+            };
             let next = decide_update(&current, patch.clone(), &ctx, &now())?;
             if next.get().revision != current.revision {
-                let secret_changed = next.get().secret_id != current.secret_id || next.get().secret_scope != current.secret_scope;
+                let secret_changed = next.get().secret_id != current.secret_id
+                    || next.get().secret_scope != current.secret_scope;
                 if !tools::update(&mut tx, current.revision, &next, secret_changed, &now()).await? {
                     return Err(crate::Error::LostRace);
                 }
@@ -94,11 +130,17 @@ impl App {
     /// TOOL-8: only when no ProcessStep calls it.
     pub async fn delete_tool(&self, caller: &Caller, id: &str) -> Result<()> {
         write_tx!(self, |tx| {
-            let current: Tool = resources::get(&mut tx, Kind::Tool, id).await?.ok_or(Rule::NotFound)?;
+            let current: Tool = resources::get(&mut tx, Kind::Tool, id)
+                .await?
+                .ok_or(Rule::NotFound)?;
             ensure_owner(caller, &owned(&current))?;
             let callers = references::steps_calling_tool(&mut tx, id).await?;
             if callers > 0 {
-                return Err(Rule::referenced("TOOL-8", format!("{callers} ProcessStep(s) call this Tool")).into());
+                return Err(Rule::referenced(
+                    "TOOL-8",
+                    format!("{callers} ProcessStep(s) call this Tool"),
+                )
+                .into());
             }
             resources::delete(&mut tx, Kind::Tool, id).await?;
             Ok(())

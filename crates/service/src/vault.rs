@@ -28,11 +28,16 @@ impl std::fmt::Debug for Vault {
 impl Vault {
     /// `AIDEN_MASTER_KEY`: base64 of exactly 32 bytes.
     pub fn from_base64(key: &str) -> Result<Self, Error> {
-        let bytes = Zeroizing::new(STANDARD.decode(key.trim()).map_err(|_| Error::Vault("master key is not base64"))?);
+        let bytes = Zeroizing::new(
+            STANDARD
+                .decode(key.trim())
+                .map_err(|_| Error::Vault("master key is not base64"))?,
+        );
         if bytes.len() != 32 {
             return Err(Error::Vault("master key must be 32 bytes"));
         }
-        let cipher = XChaCha20Poly1305::new_from_slice(&bytes).map_err(|_| Error::Vault("bad master key"))?;
+        let cipher = XChaCha20Poly1305::new_from_slice(&bytes)
+            .map_err(|_| Error::Vault("bad master key"))?;
         Ok(Self { cipher })
     }
 
@@ -40,7 +45,13 @@ impl Vault {
         let nonce = XChaCha20Poly1305::generate_nonce(&mut OsRng);
         let ct = self
             .cipher
-            .encrypt(&nonce, Payload { msg: plaintext.as_bytes(), aad: secret_id.as_bytes() })
+            .encrypt(
+                &nonce,
+                Payload {
+                    msg: plaintext.as_bytes(),
+                    aad: secret_id.as_bytes(),
+                },
+            )
             .map_err(|_| Error::Vault("encryption failed"))?;
         let mut blob = nonce.to_vec();
         blob.extend_from_slice(&ct);
@@ -48,17 +59,29 @@ impl Vault {
     }
 
     pub fn decrypt(&self, secret_id: &str, stored: &str) -> Result<Zeroizing<String>, Error> {
-        let blob = stored.strip_prefix(PREFIX).ok_or(Error::Vault("unknown ciphertext format"))?;
-        let blob = STANDARD.decode(blob).map_err(|_| Error::Vault("corrupt ciphertext"))?;
+        let blob = stored
+            .strip_prefix(PREFIX)
+            .ok_or(Error::Vault("unknown ciphertext format"))?;
+        let blob = STANDARD
+            .decode(blob)
+            .map_err(|_| Error::Vault("corrupt ciphertext"))?;
         if blob.len() < NONCE_LEN {
             return Err(Error::Vault("corrupt ciphertext"));
         }
         let (nonce, ct) = blob.split_at(NONCE_LEN);
         let pt = self
             .cipher
-            .decrypt(XNonce::from_slice(nonce), Payload { msg: ct, aad: secret_id.as_bytes() })
+            .decrypt(
+                XNonce::from_slice(nonce),
+                Payload {
+                    msg: ct,
+                    aad: secret_id.as_bytes(),
+                },
+            )
             .map_err(|_| Error::Vault("ciphertext does not authenticate under this key"))?;
-        String::from_utf8(pt).map(Zeroizing::new).map_err(|_| Error::Vault("plaintext is not UTF-8"))
+        String::from_utf8(pt)
+            .map(Zeroizing::new)
+            .map_err(|_| Error::Vault("plaintext is not UTF-8"))
     }
 }
 
@@ -71,7 +94,10 @@ mod tests {
         let vault = Vault::from_base64(&STANDARD.encode([7u8; 32])).unwrap();
         let stored = vault.encrypt("secret-a", "hunter2-plaintext").unwrap();
         assert!(!stored.contains("hunter2"));
-        assert_eq!(vault.decrypt("secret-a", &stored).unwrap().as_str(), "hunter2-plaintext");
+        assert_eq!(
+            vault.decrypt("secret-a", &stored).unwrap().as_str(),
+            "hunter2-plaintext"
+        );
         assert!(vault.decrypt("secret-b", &stored).is_err());
         let other = Vault::from_base64(&STANDARD.encode([8u8; 32])).unwrap();
         assert!(other.decrypt("secret-a", &stored).is_err());

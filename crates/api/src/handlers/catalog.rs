@@ -32,90 +32,197 @@ pub fn deleted() -> Response {
     StatusCode::NO_CONTENT.into_response()
 }
 
-pub async fn create_service_template(S(st): S<State>, Auth(c): Auth, AppJson(b): AppJson<NewServiceTemplate>) -> ApiResult<Response> {
+pub async fn create_service_template(
+    S(st): S<State>,
+    Auth(c): Auth,
+    AppJson(b): AppJson<NewServiceTemplate>,
+) -> ApiResult<Response> {
     Ok(created(st.app.create_service_template(&c, b).await?))
 }
-pub async fn list_service_templates(S(st): S<State>, Auth(c): Auth, Paging(p): Paging) -> ApiResult<Response> {
+pub async fn list_service_templates(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Paging(p): Paging,
+) -> ApiResult<Response> {
     Ok(ok(st.app.list_service_templates(&c, p).await?))
 }
-pub async fn get_service_template(S(st): S<State>, Auth(c): Auth, Path(id): Path<String>) -> ApiResult<Response> {
+pub async fn get_service_template(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
     Ok(ok(st.app.get_service_template(&c, &id).await?))
 }
-pub async fn patch_service_template(S(st): S<State>, Auth(c): Auth, Path(id): Path<String>, AppJson(b): AppJson<TemplatePatch>) -> ApiResult<Response> {
+pub async fn patch_service_template(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+    AppJson(b): AppJson<TemplatePatch>,
+) -> ApiResult<Response> {
     Ok(ok(st.app.update_service_template(&c, &id, b).await?))
 }
-pub async fn delete_service_template(S(st): S<State>, Auth(c): Auth, Path(id): Path<String>) -> ApiResult<Response> {
+pub async fn delete_service_template(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
     st.app.delete_service_template(&c, &id).await?;
     Ok(deleted())
 }
 
-pub async fn create_tool_template(S(st): S<State>, Auth(c): Auth, AppJson(b): AppJson<NewToolTemplate>) -> ApiResult<Response> {
+pub async fn create_tool_template(
+    S(st): S<State>,
+    Auth(c): Auth,
+    AppJson(b): AppJson<NewToolTemplate>,
+) -> ApiResult<Response> {
     Ok(created(st.app.create_tool_template(&c, b).await?))
 }
-pub async fn list_tool_templates(S(st): S<State>, Auth(c): Auth, Paging(p): Paging) -> ApiResult<Response> {
+pub async fn list_tool_templates(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Paging(p): Paging,
+) -> ApiResult<Response> {
     Ok(ok(st.app.list_tool_templates(&c, p).await?))
 }
-pub async fn get_tool_template(S(st): S<State>, Auth(c): Auth, Path(id): Path<String>) -> ApiResult<Response> {
+pub async fn get_tool_template(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
     Ok(ok(st.app.get_tool_template(&c, &id).await?))
 }
-pub async fn patch_tool_template(S(st): S<State>, Auth(c): Auth, Path(id): Path<String>, AppJson(b): AppJson<TemplatePatch>) -> ApiResult<Response> {
+pub async fn patch_tool_template(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+    AppJson(b): AppJson<TemplatePatch>,
+) -> ApiResult<Response> {
     Ok(ok(st.app.update_tool_template(&c, &id, b).await?))
 }
-pub async fn delete_tool_template(S(st): S<State>, Auth(c): Auth, Path(id): Path<String>) -> ApiResult<Response> {
+pub async fn delete_tool_template(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
     st.app.delete_tool_template(&c, &id).await?;
     Ok(deleted())
 }
 
-pub async fn create_service(S(st): S<State>, Auth(c): Auth, AppJson(b): AppJson<NewService>) -> ApiResult<Response> {
+pub async fn create_service(
+    S(st): S<State>,
+    Auth(c): Auth,
+    AppJson(b): AppJson<NewService>,
+) -> ApiResult<Response> {
     Ok(created(st.app.create_service(&c, b).await?))
 }
-pub async fn list_services(S(st): S<State>, Auth(c): Auth, Paging(p): Paging) -> ApiResult<Response> {
+pub async fn list_services(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Paging(p): Paging,
+) -> ApiResult<Response> {
     Ok(ok(st.app.list_services(&c, p).await?))
 }
-pub async fn get_service(S(st): S<State>, Auth(c): Auth, Path(id): Path<String>) -> ApiResult<Response> {
+pub async fn get_service(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
     Ok(ok(st.app.get_service(&c, &id).await?))
 }
-pub async fn patch_service(S(st): S<State>, Auth(c): Auth, Path(id): Path<String>, IfMatch(r): IfMatch, AppJson(b): AppJson<ServicePatch>) -> ApiResult<Response> {
+pub async fn patch_service(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+    IfMatch(r): IfMatch,
+    AppJson(b): AppJson<ServicePatch>,
+) -> ApiResult<Response> {
     Ok(ok(st.app.update_service(&c, &id, b, r).await?))
 }
-pub async fn delete_service(S(st): S<State>, Auth(c): Auth, Path(id): Path<String>) -> ApiResult<Response> {
+pub async fn delete_service(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
     st.app.delete_service(&c, &id).await?;
     Ok(deleted())
 }
-pub async fn health_check_service(S(st): S<State>, Auth(c): Auth, Path(id): Path<String>) -> ApiResult<Response> {
+pub async fn health_check_service(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
     Ok(ok(st.app.health_check_service(&c, &id).await?))
 }
 
-pub async fn create_secret(S(st): S<State>, Auth(c): Auth, AppJson(b): AppJson<NewSecret>) -> ApiResult<Response> {
+pub async fn create_secret(
+    S(st): S<State>,
+    Auth(c): Auth,
+    AppJson(b): AppJson<NewSecret>,
+) -> ApiResult<Response> {
     Ok(created(st.app.create_secret(&c, b).await?))
 }
-pub async fn list_secrets(S(st): S<State>, Auth(c): Auth, Paging(p): Paging) -> ApiResult<Response> {
+pub async fn list_secrets(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Paging(p): Paging,
+) -> ApiResult<Response> {
     Ok(ok(st.app.list_secrets(&c, p).await?))
 }
-pub async fn get_secret(S(st): S<State>, Auth(c): Auth, Path(id): Path<String>) -> ApiResult<Response> {
+pub async fn get_secret(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
     Ok(ok(st.app.get_secret(&c, &id).await?))
 }
-pub async fn patch_secret(S(st): S<State>, Auth(c): Auth, Path(id): Path<String>, AppJson(b): AppJson<SecretPatch>) -> ApiResult<Response> {
+pub async fn patch_secret(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+    AppJson(b): AppJson<SecretPatch>,
+) -> ApiResult<Response> {
     Ok(ok(st.app.update_secret(&c, &id, b).await?))
 }
-pub async fn delete_secret(S(st): S<State>, Auth(c): Auth, Path(id): Path<String>) -> ApiResult<Response> {
+pub async fn delete_secret(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
     st.app.delete_secret(&c, &id).await?;
     Ok(deleted())
 }
 
-pub async fn create_tool(S(st): S<State>, Auth(c): Auth, AppJson(b): AppJson<NewTool>) -> ApiResult<Response> {
+pub async fn create_tool(
+    S(st): S<State>,
+    Auth(c): Auth,
+    AppJson(b): AppJson<NewTool>,
+) -> ApiResult<Response> {
     Ok(created(st.app.create_tool(&c, b).await?))
 }
 pub async fn list_tools(S(st): S<State>, Auth(c): Auth, Paging(p): Paging) -> ApiResult<Response> {
     Ok(ok(st.app.list_tools(&c, p).await?))
 }
-pub async fn get_tool(S(st): S<State>, Auth(c): Auth, Path(id): Path<String>) -> ApiResult<Response> {
+pub async fn get_tool(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
     Ok(ok(st.app.get_tool(&c, &id).await?))
 }
-pub async fn patch_tool(S(st): S<State>, Auth(c): Auth, Path(id): Path<String>, IfMatch(r): IfMatch, AppJson(b): AppJson<ToolPatch>) -> ApiResult<Response> {
+pub async fn patch_tool(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+    IfMatch(r): IfMatch,
+    AppJson(b): AppJson<ToolPatch>,
+) -> ApiResult<Response> {
     Ok(ok(st.app.update_tool(&c, &id, b, r).await?))
 }
-pub async fn delete_tool(S(st): S<State>, Auth(c): Auth, Path(id): Path<String>) -> ApiResult<Response> {
+pub async fn delete_tool(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
     st.app.delete_tool(&c, &id).await?;
     Ok(deleted())
 }

@@ -32,7 +32,11 @@ pub async fn readyz(S(st): S<State>) -> Response {
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err("timed out".to_owned()),
     };
-    let status = if graph.is_ok() && broker.is_ok() { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    let status = if graph.is_ok() && broker.is_ok() {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
     if let Err(e) = &graph {
         tracing::warn!(error = %e, "readiness: graph");
     }
@@ -40,7 +44,11 @@ pub async fn readyz(S(st): S<State>) -> Response {
         tracing::warn!(error = %e, "readiness: broker");
     }
     let word = |r: &Result<(), String>| if r.is_ok() { "up" } else { "down" };
-    (status, Json(json!({"graph": word(&graph), "broker": word(&broker)}))).into_response()
+    (
+        status,
+        Json(json!({"graph": word(&graph), "broker": word(&broker)})),
+    )
+        .into_response()
 }
 
 pub async fn metrics() -> Response {
@@ -48,7 +56,14 @@ pub async fn metrics() -> Response {
         "# HELP aiden_build_info Build information.\n# TYPE aiden_build_info gauge\naiden_build_info{{version=\"{}\"}} 1\n",
         env!("CARGO_PKG_VERSION")
     );
-    ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4",
+        )],
+        body,
+    )
+        .into_response()
 }
 
 pub async fn openapi(S(st): S<State>) -> Response {

@@ -3,14 +3,25 @@ use serde_json::json;
 use super::*;
 
 fn def(steps: Value) -> Definition {
-    serde_json::from_value(json!({"initialContext": ["q"], "steps": steps, "outputTemplate": "{{b}}"})).unwrap()
+    serde_json::from_value(
+        json!({"initialContext": ["q"], "steps": steps, "outputTemplate": "{{b}}"}),
+    )
+    .unwrap()
 }
 
 fn targets() -> Targets {
     let schema = json!({"type": "object", "required": ["x"], "properties": {"x": {"type": "string"}, "n": {"type": "number"}}});
     let owner = Id::parse("owner").unwrap();
     Targets {
-        tools: [(Id::parse("t").unwrap(), Target::Tool { owner_id: owner, shared: false, input_schema: schema })].into(),
+        tools: [(
+            Id::parse("t").unwrap(),
+            Target::Tool {
+                owner_id: owner,
+                shared: false,
+                input_schema: schema,
+            },
+        )]
+        .into(),
         processes: HashMap::new(),
     }
 }
@@ -43,11 +54,19 @@ fn parallel_step_cannot_read_an_unawaited_variable() {
         {"id": "a", "tool": "t", "inputs": {"x": "{{q}}"}, "output": {"variable": "a"}},
         {"id": "p", "tool": "t", "inputs": {"x": "{{a}}"}, "output": {"variable": "b"}, "execution": {"mode": "parallel"}}
     ]));
-    assert_eq!(invariants(d.check(&Id::parse("owner").unwrap(), &targets())), vec!["PROC-6"]);
+    assert_eq!(
+        invariants(d.check(&Id::parse("owner").unwrap(), &targets())),
+        vec!["PROC-6"]
+    );
 }
 
 #[test]
 fn literal_inputs_are_type_checked() {
-    let d = def(json!([{"id": "a", "tool": "t", "inputs": {"x": "ok", "n": "0.3"}, "output": {"variable": "b"}}]));
-    assert_eq!(invariants(d.check(&Id::parse("owner").unwrap(), &targets())), vec!["PROC-5"]);
+    let d = def(
+        json!([{"id": "a", "tool": "t", "inputs": {"x": "ok", "n": "0.3"}, "output": {"variable": "b"}}]),
+    );
+    assert_eq!(
+        invariants(d.check(&Id::parse("owner").unwrap(), &targets())),
+        vec!["PROC-5"]
+    );
 }

@@ -26,7 +26,7 @@ pub async fn readyz(S(st): S<State>) -> Response {
     .await;
     let broker = match broker {
         Ok(Ok(conn)) => {
-            let _ = conn.close(200, "readiness probe".into()).await;
+            let _ = conn.close(200, "readiness probe").await;
             Ok(())
         }
         Ok(Err(e)) => Err(e.to_string()),

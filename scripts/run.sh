@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The main job on the local stack: install/start the stack, build, migrate, start the API,
+# load seed/ through it, and print where everything is. Re-runnable: an API this script
+# started earlier is restarted on the new build.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+
+scripts/stack.sh up
+# shellcheck disable=SC1091
+. .stack/env
+export AIDEN_HTTP_ADDR=${AIDEN_HTTP_ADDR:-127.0.0.1:8080}
+
+echo "run: building aiden (release)"
+cargo build --release -p aiden --quiet
+BIN="$ROOT/target/release/aiden"
+
+"$BIN" migrate
+
+if [ -f .stack/serve.pid ] && kill -0 "$(cat .stack/serve.pid)" 2>/dev/null; then
+  kill "$(cat .stack/serve.pid)" && sleep 1
+fi
+nohup "$BIN" serve >.stack/serve.log 2>&1 &
+echo $! >.stack/serve.pid
+URL="http://$AIDEN_HTTP_ADDR"
+for _ in $(seq 1 60); do
+  curl -fsS "$URL/readyz" >/dev/null 2>&1 && break
+  sleep 0.5
+done
+curl -fsS "$URL/readyz" >/dev/null || { tail -20 .stack/serve.log; echo "run: the API did not become ready" >&2; exit 1; }
+
+AIDEN_SERVER="$URL" AIDEN_TOKEN="$AIDEN_ADMIN_TOKEN" "$BIN" apply -f seed/
+"$BIN" check
+
+cat <<TXT
+
+Aiden API: $URL   (logs: .stack/serve.log, stop: scripts/stop.sh)
+Admin token: in .stack/env (AIDEN_ADMIN_TOKEN).  Try:
+
+  . .stack/env
+  curl -s $URL/v1/me -H "Authorization: Bearer \$AIDEN_ADMIN_TOKEN"
+  curl -s $URL/v1/processes -H "Authorization: Bearer \$AIDEN_ADMIN_TOKEN"
+  curl -s $URL/v1/processes/process-answer/versions -H "Authorization: Bearer \$AIDEN_ADMIN_TOKEN"
+  curl -s -X POST $URL/v1/services/service-neo4j-graphiti/health-check -H "Authorization: Bearer \$AIDEN_ADMIN_TOKEN"
+  curl -s $URL/openapi.json
+
+Worker pools (aiden worker --type …) are not part of this build yet: see README "Status".
+TXT

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Stops the API that scripts/run.sh started, then the stack services scripts/stack.sh started.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+if [ -f .stack/serve.pid ]; then
+  kill "$(cat .stack/serve.pid)" 2>/dev/null || true
+  rm -f .stack/serve.pid
+  echo "stop: API stopped"
+fi
+scripts/stack.sh down

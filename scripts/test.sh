@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The whole test suite: starts the local stack if needed, then unit + integration tests against
+# the real Bolt server and RabbitMQ, the seed round trip through the real binary, and the
+# compose file check.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+
+scripts/stack.sh up
+# shellcheck disable=SC1091
+. .stack/env
+
+echo "test: cargo test (unit + integration against the local stack)"
+cargo test --workspace --quiet
+
+echo "test: seed round trip (apply twice, audit)"
+scripts/e2e-seed.sh
+
+echo "test: compose.yaml"
+scripts/check-compose.sh
+
+echo "test: all passed"

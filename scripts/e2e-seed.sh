@@ -7,7 +7,7 @@ cd "$ROOT"
 # shellcheck disable=SC1091
 . .stack/env
 cargo build -p aiden --quiet
-BIN="$ROOT/target/debug/aiden"
+BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/aiden"
 PORT=${AIDEN_E2E_PORT:-18181}
 export AIDEN_HTTP_ADDR=127.0.0.1:$PORT
 LOG=$(mktemp)

@@ -13,7 +13,7 @@ export AIDEN_HTTP_ADDR=${AIDEN_HTTP_ADDR:-127.0.0.1:8080}
 
 echo "run: building aiden (release)"
 cargo build --release -p aiden --quiet
-BIN="$ROOT/target/release/aiden"
+BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/aiden"
 
 "$BIN" migrate
 

@@ -1,0 +1,186 @@
+//! `aiden check`: each (audit) rule reports a stored violation, and stops reporting it once
+//! repaired. Violations the API refuses to create are written with raw Cypher, as a broken
+//! import or a bug elsewhere would; every test repairs what it broke, so the suite leaves the
+//! graph clean for the final `aiden check`.
+
+use aiden_tests::{aiden_graph_query, fixtures, server, unique, user};
+use serde_json::json;
+
+async fn findings_for(id: &str) -> Vec<&'static str> {
+    let graph = aiden_graph::Graph::connect(&server().graph)
+        .await
+        .expect("graph");
+    let findings = aiden_service::Auditor::new(graph)
+        .audit()
+        .await
+        .expect("audit");
+    findings
+        .into_iter()
+        .filter(|f| f.id == id)
+        .map(|f| f.invariant)
+        .collect()
+}
+
+async fn write(q: neo4rs::Query) {
+    let graph = aiden_graph::Graph::connect(&server().graph)
+        .await
+        .expect("graph");
+    let mut tx = graph.begin().await.expect("tx");
+    tx.run(q).await.expect("write");
+    tx.commit().await.expect("commit");
+}
+
+/// SVC-3: a schema change leaves a Tool whose params no longer validate; check reports it.
+#[tokio::test]
+async fn svc_3_check_reports_tools_whose_params_no_longer_validate() {
+    let u = user().await;
+    let service = fixtures::rest_service(&u, false).await;
+    let tool = fixtures::rest_tool(&u, &service).await;
+    assert!(findings_for(&tool).await.is_empty());
+    let stricter = json!({"type": "object", "required": ["endpoint", "region"],
+        "properties": {"endpoint": {"type": "string"}, "region": {"type": "string"}}});
+    let s = u
+        .patch(
+            &format!("/v1/services/{service}"),
+            json!({"connectionSchema": stricter}),
+        )
+        .await;
+    assert_eq!(s.ok(200)["schemaVersion"], 2);
+    assert_eq!(findings_for(&tool).await, vec!["SVC-3"]);
+    // Repair: give the Tool what the new schema requires.
+    u.patch(
+        &format!("/v1/tools/{tool}"),
+        json!({"connectionParams": {"endpoint": "http://x", "region": "eu"}}),
+    )
+    .await
+    .ok(200);
+    assert!(findings_for(&tool).await.is_empty());
+}
+
+/// SVC-4: a disabled Service stored as healthy is reported.
+#[tokio::test]
+async fn svc_4_check_reports_disabled_services_that_claim_healthy() {
+    let u = user().await;
+    let service = fixtures::rest_service(&u, false).await;
+    u.patch(
+        &format!("/v1/services/{service}"),
+        json!({"enabled": false}),
+    )
+    .await
+    .ok(200);
+    assert!(findings_for(&service).await.is_empty());
+    write(
+        aiden_graph_query("MATCH (s:Service {id: $id}) SET s.status = 'healthy'")
+            .param("id", service.as_str()),
+    )
+    .await;
+    assert_eq!(findings_for(&service).await, vec!["SVC-4"]);
+    write(
+        aiden_graph_query("MATCH (s:Service {id: $id}) SET s.status = 'down'")
+            .param("id", service.as_str()),
+    )
+    .await;
+    assert!(findings_for(&service).await.is_empty());
+}
+
+/// TOOL-2: a Tool of a secret-requiring Service without USES_SECRET is reported.
+#[tokio::test]
+async fn tool_2_check_reports_tools_without_their_required_secret() {
+    let u = user().await;
+    let secret = fixtures::secret(&u, "pw-tool-2").await;
+    let service = fixtures::create(&u, "services", fixtures::graph_service_body()).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let tool = fixtures::create(
+        &u,
+        "tools",
+        json!({"id": unique("tool"), "name": "q", "serviceId": service, "secretId": secret,
+               "connectionParams": {"endpoint": "bolt://127.0.0.1:7687", "database": "neo4j"},
+               "operation": {"type": "graph_query", "query": "MATCH (n) WHERE n.name = $name RETURN n.name AS name"},
+               "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
+               "outputSchema": {"type": "object"}}),
+    )
+    .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(findings_for(&tool).await.is_empty());
+    write(
+        aiden_graph_query("MATCH (:Tool {id: $id})-[r:USES_SECRET]->() DELETE r")
+            .param("id", tool.as_str()),
+    )
+    .await;
+    assert_eq!(findings_for(&tool).await, vec!["TOOL-2"]);
+    write(
+        aiden_graph_query(
+            "MATCH (t:Tool {id: $id}), (s:Secret {id: $s}) CREATE (t)-[:USES_SECRET]->(s)",
+        )
+        .param("id", tool.as_str())
+        .param("s", secret.as_str()),
+    )
+    .await;
+    assert!(findings_for(&tool).await.is_empty());
+}
+
+/// OWN-1: a node without (or with a second) OWNED_BY edge is reported.
+#[tokio::test]
+async fn own_1_check_reports_missing_or_extra_owners() {
+    let (u, other) = (user().await, user().await);
+    let service = fixtures::rest_service(&u, false).await;
+    write(
+        aiden_graph_query(
+            "MATCH (s:Service {id: $id}), (o:User {id: $o}) CREATE (s)-[:OWNED_BY]->(o)",
+        )
+        .param("id", service.as_str())
+        .param("o", other.id.as_str()),
+    )
+    .await;
+    assert_eq!(findings_for(&service).await, vec!["OWN-1"]);
+    write(
+        aiden_graph_query("MATCH (:Service {id: $id})-[r:OWNED_BY]->(:User {id: $o}) DELETE r")
+            .param("id", service.as_str())
+            .param("o", other.id.as_str()),
+    )
+    .await;
+    assert!(findings_for(&service).await.is_empty());
+    write(
+        aiden_graph_query("MATCH (:Service {id: $id})-[r:OWNED_BY]->() DELETE r")
+            .param("id", service.as_str()),
+    )
+    .await;
+    assert_eq!(findings_for(&service).await, vec!["OWN-1"]);
+    write(
+        aiden_graph_query(
+            "MATCH (s:Service {id: $id}), (o:User {id: $o}) CREATE (s)-[:OWNED_BY]->(o)",
+        )
+        .param("id", service.as_str())
+        .param("o", u.id.as_str()),
+    )
+    .await;
+    assert!(findings_for(&service).await.is_empty());
+}
+
+/// SEC-2: a Secret without a well-formed ciphertext is reported.
+#[tokio::test]
+async fn sec_2_check_reports_secrets_without_ciphertext() {
+    let u = user().await;
+    let secret = fixtures::secret(&u, "pw-sec-2").await;
+    assert!(findings_for(&secret).await.is_empty());
+    write(
+        aiden_graph_query("MATCH (s:Secret {id: $id}) SET s.encryptedValue = 'plain'")
+            .param("id", secret.as_str()),
+    )
+    .await;
+    assert_eq!(findings_for(&secret).await, vec!["SEC-2"]);
+    u.patch(
+        &format!("/v1/secrets/{secret}"),
+        json!({"value": "rotated"}),
+    )
+    .await
+    .ok(200);
+    assert!(
+        findings_for(&secret).await.is_empty(),
+        "rotation writes a fresh ciphertext"
+    );
+}

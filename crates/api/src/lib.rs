@@ -5,6 +5,7 @@
 mod error;
 mod extract;
 mod handlers;
+mod metrics;
 mod openapi;
 mod request_id;
 mod routes;

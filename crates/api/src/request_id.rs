@@ -2,6 +2,7 @@
 //! through a task-local, since errors are rendered far from the request.
 
 use axum::{extract::Request, http::HeaderValue, middleware::Next, response::Response};
+use tracing::Instrument;
 
 tokio::task_local! {
     static REQUEST_ID: String;
@@ -22,19 +23,19 @@ pub async fn layer(req: Request, next: Next) -> Response {
         .map(str::to_owned)
         .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
     let span = tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.uri().path());
-    let mut response = REQUEST_ID
-        .scope(id.clone(), async move {
-            let _enter = span.enter();
-            let started = std::time::Instant::now();
-            let response = next.run(req).await;
-            tracing::info!(
-                status = response.status().as_u16(),
-                elapsed_ms = started.elapsed().as_millis() as u64,
-                "handled"
-            );
-            response
-        })
-        .await;
+    let work = async move {
+        let started = std::time::Instant::now();
+        let response = next.run(req).await;
+        let elapsed = started.elapsed();
+        crate::metrics::record(response.status().as_u16(), elapsed.as_micros() as u64);
+        tracing::info!(
+            status = response.status().as_u16(),
+            elapsed_ms = elapsed.as_millis() as u64,
+            "handled"
+        );
+        response
+    };
+    let mut response = REQUEST_ID.scope(id.clone(), work.instrument(span)).await;
     if let Ok(v) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(HEADER, v);
     }

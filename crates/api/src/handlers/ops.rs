@@ -52,10 +52,7 @@ pub async fn readyz(S(st): S<State>) -> Response {
 }
 
 pub async fn metrics() -> Response {
-    let body = format!(
-        "# HELP aiden_build_info Build information.\n# TYPE aiden_build_info gauge\naiden_build_info{{version=\"{}\"}} 1\n",
-        env!("CARGO_PKG_VERSION")
-    );
+    let body = crate::metrics::render();
     (
         [(
             axum::http::header::CONTENT_TYPE,

@@ -60,6 +60,8 @@ start_arcadedb() {
   home=$(arcadedb_home)
   mkdir -p "$STACK/arcadedb/databases"
   log "starting ArcadeDB (Bolt 127.0.0.1:$BOLT_PORT)"
+  # ArcadeDB writes ./log relative to its working directory: keep it under .stack/.
+  cd "$STACK"
   nohup "$home/jre/bin/java" -Xmx2g -cp "$home/jars/*" \
     -Darcadedb.server.rootPassword="$AIDEN_NEO4J_PASSWORD" \
     -Darcadedb.server.rootPath="$STACK/arcadedb" \
@@ -70,6 +72,7 @@ start_arcadedb() {
     "-Darcadedb.server.defaultDatabases=$AIDEN_NEO4J_DATABASE[root]" \
     com.arcadedb.server.ArcadeDBServer >"$STACK/arcadedb.log" 2>&1 &
   echo $! >"$STACK/arcadedb.pid"
+  cd "$ROOT"
   for _ in $(seq 1 120); do
     if grep -q 'ArcadeDB Server started' "$STACK/arcadedb.log" 2>/dev/null && listening "$BOLT_PORT"; then
       log "ArcadeDB ready"

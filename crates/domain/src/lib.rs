@@ -6,6 +6,7 @@ pub mod access;
 pub mod checked;
 pub mod error;
 pub mod ids;
+pub mod nullable;
 pub mod process;
 pub mod schema;
 pub mod secret;

@@ -122,12 +122,32 @@ pub struct NewProcess {
     pub id: Option<Id>,
     pub name: String,
     pub description: Option<String>,
-    #[serde(flatten)]
-    pub definition: Definition,
+    #[serde(default)]
+    pub initial_context: Vec<String>,
+    pub steps: Vec<Step>,
+    #[serde(default)]
+    pub output_template: Option<String>,
+    #[serde(default)]
+    pub token_budget: Option<u64>,
+    #[serde(default = "default_depth")]
+    pub max_recursion_depth: u32,
     #[serde(default = "yes")]
     pub enabled: bool,
     #[serde(default)]
     pub shared: bool,
+}
+
+impl NewProcess {
+    /// The versioned part of the body.
+    pub fn definition(&self) -> Definition {
+        Definition {
+            initial_context: self.initial_context.clone(),
+            steps: self.steps.clone(),
+            output_template: self.output_template.clone(),
+            token_budget: self.token_budget,
+            max_recursion_depth: self.max_recursion_depth,
+        }
+    }
 }
 
 fn yes() -> bool {
@@ -139,10 +159,13 @@ fn yes() -> bool {
 pub struct ProcessPatch {
     pub id: Option<Id>,
     pub name: Option<String>,
+    #[serde(default, with = "crate::nullable")]
     pub description: Option<Option<String>>,
     pub initial_context: Option<Vec<String>>,
     pub steps: Option<Vec<Step>>,
+    #[serde(default, with = "crate::nullable")]
     pub output_template: Option<Option<String>>,
+    #[serde(default, with = "crate::nullable")]
     pub token_budget: Option<Option<u64>>,
     pub max_recursion_depth: Option<u32>,
     pub enabled: Option<bool>,
@@ -572,12 +595,13 @@ pub fn decide_create(
     now: &str,
 ) -> Result<Checked<Process>, Error> {
     check_name(&input.name)?;
-    input.definition.check(owner, targets)?;
+    let definition = input.definition();
+    definition.check(owner, targets)?;
     Ok(Checked::new(Process {
         id: crate::ids::id_or_new(input.id),
         name: input.name,
         description: input.description,
-        definition: input.definition,
+        definition,
         version: 1,
         enabled: input.enabled,
         shared: input.shared,
@@ -600,17 +624,15 @@ pub fn merge_patch(current: &Process, patch: ProcessPatch) -> Result<NewProcess,
         description: patch
             .description
             .unwrap_or_else(|| current.description.clone()),
-        definition: Definition {
-            initial_context: patch
-                .initial_context
-                .unwrap_or_else(|| d.initial_context.clone()),
-            steps: patch.steps.unwrap_or_else(|| d.steps.clone()),
-            output_template: patch
-                .output_template
-                .unwrap_or_else(|| d.output_template.clone()),
-            token_budget: patch.token_budget.unwrap_or(d.token_budget),
-            max_recursion_depth: patch.max_recursion_depth.unwrap_or(d.max_recursion_depth),
-        },
+        initial_context: patch
+            .initial_context
+            .unwrap_or_else(|| d.initial_context.clone()),
+        steps: patch.steps.unwrap_or_else(|| d.steps.clone()),
+        output_template: patch
+            .output_template
+            .unwrap_or_else(|| d.output_template.clone()),
+        token_budget: patch.token_budget.unwrap_or(d.token_budget),
+        max_recursion_depth: patch.max_recursion_depth.unwrap_or(d.max_recursion_depth),
         enabled: patch.enabled.unwrap_or(current.enabled),
         shared: patch.shared.unwrap_or(current.shared),
     })
@@ -632,9 +654,10 @@ pub fn decide_update(
         return Err(Error::validation("/id", "immutable"));
     }
     check_name(&input.name)?;
-    let new_version = input.definition != current.definition;
+    let definition = input.definition();
+    let new_version = definition != current.definition;
     if new_version {
-        input.definition.check(&current.owner_id, targets)?;
+        definition.check(&current.owner_id, targets)?;
     }
     let mut next = current.clone();
     next.name = input.name;
@@ -642,7 +665,7 @@ pub fn decide_update(
     next.enabled = input.enabled;
     next.shared = input.shared;
     if new_version {
-        next.definition = input.definition;
+        next.definition = definition;
         next.version += 1;
     }
     if next != *current {

@@ -5,6 +5,14 @@ use serde_json::Value;
 
 use crate::Violation;
 
+const KNOWN_DRAFTS: &[&str] = &[
+    "http://json-schema.org/draft-04/schema",
+    "http://json-schema.org/draft-06/schema",
+    "http://json-schema.org/draft-07/schema",
+    "https://json-schema.org/draft/2019-09/schema",
+    "https://json-schema.org/draft/2020-12/schema",
+];
+
 /// A schema must be valid per its meta-schema and describe an object.
 pub fn check_object_schema(invariant: &'static str, path: &str, schema: &Value) -> Vec<Violation> {
     if !schema.is_object() {
@@ -13,6 +21,20 @@ pub fn check_object_schema(invariant: &'static str, path: &str, schema: &Value) 
             path,
             "must be a JSON Schema object",
         )];
+    }
+    // The meta-schema lookup panics on a `$schema` it does not know, so vet it first.
+    if let Some(declared) = schema.get("$schema") {
+        let known = declared
+            .as_str()
+            .is_some_and(|d| KNOWN_DRAFTS.contains(&d.trim_end_matches('#')));
+        if !known {
+            let message = "unsupported $schema: use draft 4, 6, 7, 2019-09 or 2020-12";
+            return vec![Violation::rule(
+                invariant,
+                format!("{path}/$schema"),
+                message,
+            )];
+        }
     }
     if let Err(e) = jsonschema::meta::validate(schema) {
         return vec![Violation::rule(
@@ -102,6 +124,15 @@ mod tests {
         assert!(!check_object_schema("SVC-2", "/s", &json!({"type": "nope"})).is_empty());
         assert!(!check_object_schema("SVC-2", "/s", &json!({"type": "string"})).is_empty());
         assert!(!check_object_schema("SVC-2", "/s", &json!([1])).is_empty());
+        assert!(!check_object_schema(
+            "SVC-2",
+            "/s",
+            &json!({"type": "object", "$schema": "http://nope/"})
+        )
+        .is_empty());
+        let draft7 =
+            json!({"type": "object", "$schema": "http://json-schema.org/draft-07/schema#"});
+        assert!(check_object_schema("SVC-2", "/s", &draft7).is_empty());
     }
 
     #[test]

@@ -167,6 +167,7 @@ fn yes() -> bool {
 pub struct ServicePatch {
     pub id: Option<Id>,
     pub name: Option<String>,
+    #[serde(default, with = "crate::nullable")]
     pub description: Option<Option<String>>,
     #[serde(rename = "type")]
     pub service_type: Option<ServiceType>,
@@ -174,6 +175,7 @@ pub struct ServicePatch {
     pub connection_schema: Option<Value>,
     pub requires_secret: Option<bool>,
     pub service_template_id: Option<Id>,
+    #[serde(default, with = "crate::nullable")]
     pub endpoint: Option<Option<String>>,
     pub enabled: Option<bool>,
     pub shared: Option<bool>,

@@ -48,8 +48,12 @@ pub struct NewServiceTemplate {
     pub id: Option<Id>,
     pub name: String,
     pub description: Option<String>,
-    #[serde(flatten)]
-    pub structure: ServiceStructure,
+    #[serde(rename = "type")]
+    pub service_type: crate::service::ServiceType,
+    pub protocol: crate::service::Protocol,
+    pub connection_schema: Value,
+    #[serde(default)]
+    pub requires_secret: bool,
     #[serde(default)]
     pub shared: bool,
 }
@@ -60,8 +64,9 @@ pub struct NewToolTemplate {
     pub id: Option<Id>,
     pub name: String,
     pub description: Option<String>,
-    #[serde(flatten)]
-    pub structure: ToolStructure,
+    pub operation: crate::tool::Operation,
+    pub input_schema: Value,
+    pub output_schema: Value,
     #[serde(default)]
     pub shared: bool,
 }
@@ -73,6 +78,7 @@ pub struct NewToolTemplate {
 pub struct TemplatePatch {
     pub id: Option<Id>,
     pub name: Option<String>,
+    #[serde(default, with = "crate::nullable")]
     pub description: Option<Option<String>>,
     pub shared: Option<bool>,
     pub archived: Option<bool>,
@@ -101,7 +107,16 @@ impl TemplatePatch {
         ];
         for (name, given) in fields {
             if let Some(given) = given {
-                if stored.get(name) != Some(given) {
+                // Compare as the stored record is written (defaults filled in), so repeating an
+                // unchanged definition that leaves defaults out is not a change.
+                let given = if name == "operation" {
+                    let typed: crate::tool::Operation = serde_json::from_value(given.clone())
+                        .map_err(|e| Error::validation("/operation", e.to_string()))?;
+                    serde_json::to_value(typed).unwrap_or(Value::Null)
+                } else {
+                    given.clone()
+                };
+                if stored.get(name) != Some(&given) {
                     v.rule(
                         "TPL-1",
                         format!("/{name}"),
@@ -125,7 +140,13 @@ pub fn decide_create_service_template(
     now: &str,
 ) -> Result<Checked<ServiceTemplate>, Error> {
     check_name(&input.name)?;
-    let violations = input.structure.check();
+    let structure = ServiceStructure {
+        service_type: input.service_type,
+        protocol: input.protocol,
+        connection_schema: input.connection_schema,
+        requires_secret: input.requires_secret,
+    };
+    let violations = structure.check();
     if !violations.is_empty() {
         return Err(Error::Invariant(violations));
     }
@@ -133,7 +154,7 @@ pub fn decide_create_service_template(
         id: crate::ids::id_or_new(input.id),
         name: input.name,
         description: input.description,
-        structure: input.structure,
+        structure,
         shared: input.shared,
         archived: false,
         owner_id: owner.clone(),
@@ -149,7 +170,12 @@ pub fn decide_create_tool_template(
     now: &str,
 ) -> Result<Checked<ToolTemplate>, Error> {
     check_name(&input.name)?;
-    let violations = input.structure.check();
+    let structure = ToolStructure {
+        operation: input.operation,
+        input_schema: input.input_schema,
+        output_schema: input.output_schema,
+    };
+    let violations = structure.check();
     if !violations.is_empty() {
         return Err(Error::Invariant(violations));
     }
@@ -157,7 +183,7 @@ pub fn decide_create_tool_template(
         id: crate::ids::id_or_new(input.id),
         name: input.name,
         description: input.description,
-        structure: input.structure,
+        structure,
         shared: input.shared,
         archived: false,
         owner_id: owner.clone(),

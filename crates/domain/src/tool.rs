@@ -260,13 +260,16 @@ fn yes() -> bool {
 pub struct ToolPatch {
     pub id: Option<Id>,
     pub name: Option<String>,
+    #[serde(default, with = "crate::nullable")]
     pub description: Option<Option<String>>,
     pub service_id: Option<Id>,
     pub connection_params: Option<Value>,
     pub operation: Option<Operation>,
     pub input_schema: Option<Value>,
     pub output_schema: Option<Value>,
+    #[serde(default, with = "crate::nullable")]
     pub secret_id: Option<Option<Id>>,
+    #[serde(default, with = "crate::nullable")]
     pub secret_scope: Option<Option<String>>,
     pub tool_template_id: Option<Id>,
     pub enabled: Option<bool>,

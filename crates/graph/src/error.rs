@@ -28,6 +28,14 @@ impl Error {
         match &e {
             neo4rs::Error::Neo4j(n) => {
                 let code = n.code();
+                // A node delete that meets an edge committed after our reference check
+                // (ArcadeDB: DeleteConnectedNode; Neo4j: "still has relationships"): retry the
+                // unit, whose fresh reference check then answers with the rule's 409.
+                if n.message().contains("DeleteConnectedNode")
+                    || n.message().contains("still has relationships")
+                {
+                    return Error::Transient(format!("{code}: {}", n.message()));
+                }
                 if code.contains("TransientError") || n.message().contains("ConcurrentModification")
                 {
                     Error::Transient(format!("{code}: {}", n.message()))

@@ -130,20 +130,13 @@ async fn write_version(tx: &mut Tx, p: &Process, now: &str) -> Result<(), Error>
             deps.push(json!({"step": key, "target": step_key(&vid, d), "order": order}));
         }
     }
-    run_unwind(
-        tx,
-        query_file!("process/link_step_tools.cypher"),
-        "links",
-        tools,
-        None,
-    )
-    .await?;
-    run_unwind(
+    // A target deleted since the rules saw it links nothing: retry the unit, whose fresh
+    // check then rejects the step (PROC-2) instead of storing a step without its edge.
+    link_all(tx, query_file!("process/link_step_tools.cypher"), tools).await?;
+    link_all(
         tx,
         query_file!("process/link_step_processes.cypher"),
-        "links",
         processes,
-        None,
     )
     .await?;
     run_unwind(
@@ -173,6 +166,32 @@ async fn run_unwind(
         q = q.param("versionId", v);
     }
     tx.run(q).await
+}
+
+#[derive(Deserialize)]
+struct Count {
+    n: i64,
+}
+
+async fn link_all(tx: &mut Tx, text: &str, links: Vec<Value>) -> Result<(), Error> {
+    if links.is_empty() {
+        return Ok(());
+    }
+    let expected = links.len() as i64;
+    let list = neo4rs::BoltType::try_from(Value::Array(links))
+        .map_err(|e| Error::Decode(e.to_string()))?;
+    let made = tx
+        .one::<Count>(cypher(text, None).param("links", list))
+        .await?
+        .map_or(0, |c| c.n);
+    if made == expected {
+        Ok(())
+    } else {
+        Err(Error::Transient(format!(
+            "{} of {expected} step targets vanished since they were read",
+            expected - made
+        )))
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

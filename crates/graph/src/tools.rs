@@ -20,7 +20,10 @@ pub async fn create(tx: &mut Tx, tool: &Checked<Tool>, now: &str) -> Result<(), 
         .param("connectionParams", t.connection_params.to_string())
         .param("now", now);
     if tx.one::<IdRow>(q).await?.is_none() {
-        return Err(Error::Query(format!("service {} vanished", t.service_id)));
+        return Err(Error::Transient(format!(
+            "service {} vanished since it was read",
+            t.service_id
+        )));
     }
     link_secret(tx, t, now).await
 }
@@ -62,6 +65,8 @@ async fn link_secret(tx: &mut Tx, t: &Tool, now: &str) -> Result<(), Error> {
         .param("now", now);
     match tx.one::<IdRow>(q).await? {
         Some(_) => Ok(()),
-        None => Err(Error::Query(format!("secret {secret_id} vanished"))),
+        None => Err(Error::Transient(format!(
+            "secret {secret_id} vanished since it was read"
+        ))),
     }
 }

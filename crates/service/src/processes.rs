@@ -149,7 +149,7 @@ impl App {
         let id = aiden_domain::ids::id_or_new(input.id.clone());
         write_tx!(self, |tx| {
             ensure_absent(&mut tx, Kind::Process, id.as_str()).await?;
-            let targets = load_targets(&mut tx, &id, &input.definition).await?;
+            let targets = load_targets(&mut tx, &id, &input.definition()).await?;
             let mut body = input.clone();
             body.id = Some(id.clone());
             let p = decide_create(body, &targets, &caller.id, &now())?;
@@ -219,7 +219,7 @@ impl App {
             ensure_owner(caller, &owned(&current))?;
             check_precondition(if_revision, current.revision)?;
             let input = body(&current)?;
-            let targets = load_targets(&mut tx, &current.id, &input.definition).await?;
+            let targets = load_targets(&mut tx, &current.id, &input.definition()).await?;
             let update = decide_update(&current, input, &targets, &now())?;
             if update.get().process.revision != current.revision
                 && !processes::update(&mut tx, current.revision, &update, &now()).await?

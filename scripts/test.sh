@@ -10,6 +10,10 @@ scripts/stack.sh up
 # shellcheck disable=SC1091
 . .stack/env
 
+echo "test: cargo fmt --check, clippy -D warnings"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+
 echo "test: cargo test (unit + integration against the local stack)"
 cargo test --workspace --quiet
 

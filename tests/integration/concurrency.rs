@@ -178,7 +178,7 @@ async fn race(
     round: usize,
 ) -> (Reply, Reply) {
     let create_path = format!("/v1/{collection}");
-    if round % 2 == 0 {
+    if round.is_multiple_of(2) {
         join(u.delete(victim), u.post(&create_path, body.clone())).await
     } else {
         let (c, d) = join(u.post(&create_path, body.clone()), u.delete(victim)).await;

@@ -324,7 +324,10 @@ async fn tool_7_service_fixed_params_and_secret_may_change() {
         fixtures::secret(&u, "two").await,
     );
     let gtool = id(&fixtures::create(&u, "tools", graph_tool_body(&gsvc, Some(&s1))).await);
-    assert_eq!(from_tool(&gtool, "USES_SECRET", "x.id").await, [s1.clone()]);
+    assert_eq!(
+        from_tool(&gtool, "USES_SECRET", "x.id").await,
+        std::slice::from_ref(&s1)
+    );
     let r = u
         .patch(&format!("/v1/tools/{gtool}"), json!({"secretId": s2}))
         .await;

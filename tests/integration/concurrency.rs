@@ -247,7 +247,12 @@ async fn service_delete_racing_tool_create_never_orphans_a_tool() {
             .await;
         assert_eq!(tool.status.as_u16(), if tools == 1 { 200 } else { 404 });
     }
-    assert!(wrong.is_empty(), "wrong replies:\n{}", wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "wrong replies:\n{}\nserver errors:\n{}",
+        wrong.join("\n"),
+        aiden_tests::server().error_lines()
+    );
 }
 
 /// Deleting a Tool while a Process calling it is created: afterwards either both exist and the
@@ -278,5 +283,10 @@ async fn tool_delete_racing_process_create_never_orphans_a_step() {
             &mut wrong,
         );
     }
-    assert!(wrong.is_empty(), "wrong replies:\n{}", wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "wrong replies:\n{}\nserver errors:\n{}",
+        wrong.join("\n"),
+        aiden_tests::server().error_lines()
+    );
 }

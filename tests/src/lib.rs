@@ -138,6 +138,15 @@ impl Server {
     pub fn logs(&self) -> String {
         String::from_utf8_lossy(&self.logs.lock().unwrap()).into_owned()
     }
+
+    /// The server's ERROR log lines, to explain a 5xx in a failure message.
+    pub fn error_lines(&self) -> String {
+        self.logs()
+            .lines()
+            .filter(|l| l.contains("ERROR"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
 }
 
 /// A fresh id with a readable prefix, unique across tests and runs.

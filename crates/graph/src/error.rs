@@ -30,9 +30,12 @@ impl Error {
                 let code = n.code();
                 // A node delete that meets an edge committed after our reference check
                 // (ArcadeDB: DeleteConnectedNode; Neo4j: "still has relationships"): retry the
-                // unit, whose fresh reference check then answers with the rule's 409.
+                // unit, whose fresh reference check then answers with the rule's 409. Likewise a
+                // node a statement matched that a concurrent transaction deleted (EntityNotFound,
+                // in ArcadeDB and Neo4j alike): the retry re-reads and answers with the rule.
                 if n.message().contains("DeleteConnectedNode")
                     || n.message().contains("still has relationships")
+                    || code.contains("EntityNotFound")
                 {
                     return Error::Transient(format!("{code}: {}", n.message()));
                 }

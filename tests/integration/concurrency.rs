@@ -163,8 +163,9 @@ async fn concurrent_creates_of_one_id_make_one_node() {
     assert_eq!(count(q, &tid).await, 1);
     assert!(
         wrong.is_empty(),
-        "losers must answer 409 CONFLICT:\n{}",
-        wrong.join("\n")
+        "losers must answer 409 CONFLICT:\n{}\nserver errors:\n{}",
+        wrong.join("\n"),
+        aiden_tests::server().error_lines()
     );
 }
 

@@ -317,10 +317,6 @@ pub async fn user() -> Client {
 /// and how many edges touch them. Equal fingerprints before and after a rejected request show
 /// it left nothing half-written.
 pub async fn fingerprint(owner_id: &str) -> Vec<String> {
-    let graph = aiden_graph::Graph::connect(&server().graph)
-        .await
-        .expect("graph");
-    let mut tx = graph.begin().await.expect("tx");
     #[derive(serde::Deserialize)]
     struct Row {
         id: String,
@@ -328,17 +324,14 @@ pub async fn fingerprint(owner_id: &str) -> Vec<String> {
         rels: i64,
         enc: Option<String>,
     }
-    let rows: Vec<Row> = tx
-        .rows(
-            aiden_graph_query(
-                "MATCH (n) WHERE n.ownerId = $owner OPTIONAL MATCH (n)-[r]-() \
-                 RETURN n.id AS id, n.doc AS doc, n.encryptedValue AS enc, count(r) AS rels ORDER BY id",
-            )
-            .param("owner", owner_id),
+    let rows: Vec<Row> = graph_rows(
+        aiden_graph_query(
+            "MATCH (n) WHERE n.ownerId = $owner OPTIONAL MATCH (n)-[r]-() \
+             RETURN n.id AS id, n.doc AS doc, n.encryptedValue AS enc, count(r) AS rels ORDER BY id",
         )
-        .await
-        .expect("fingerprint query");
-    let _ = tx.rollback().await;
+        .param("owner", owner_id),
+    )
+    .await;
     rows.into_iter()
         .map(|r| {
             format!(
@@ -362,8 +355,18 @@ pub async fn graph_rows<T: serde::de::DeserializeOwned>(q: neo4rs::Query) -> Vec
     let graph = aiden_graph::Graph::connect(&server().graph)
         .await
         .expect("graph");
-    let mut tx = graph.begin().await.expect("tx");
-    let rows = tx.rows(q).await.expect("query");
-    let _ = tx.rollback().await;
-    rows
+    // Reads can fail transiently while a concurrent delete settles (ArcadeDB EntityNotFound).
+    for attempt in 1..=10u64 {
+        let mut tx = graph.begin().await.expect("tx");
+        let rows = tx.rows(q.clone()).await;
+        let _ = tx.rollback().await;
+        match rows {
+            Ok(rows) => return rows,
+            Err(e) if e.is_transient() && attempt < 10 => {
+                tokio::time::sleep(std::time::Duration::from_millis(5 * attempt)).await
+            }
+            Err(e) => panic!("query: {e:?}"),
+        }
+    }
+    unreachable!()
 }

@@ -21,6 +21,13 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
             "/../../cypher/schema/0002_indexes.cypher"
         )),
     ),
+    (
+        "0003_revision_claims",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../cypher/schema/0003_revision_claims.cypher"
+        )),
+    ),
 ];
 
 /// Statements of one file: split on `;`, comment lines dropped.

@@ -92,9 +92,35 @@ pub async fn create<T: Serialize>(
         .param("doc", doc)
         .param("now", now);
     match tx.one::<IdRow>(q).await? {
-        Some(_) => Ok(()),
-        None => Err(Error::Query(format!("owner {owner_id} does not exist"))),
+        Some(_) => {}
+        None => return Err(Error::Query(format!("owner {owner_id} does not exist"))),
     }
+    claim(tx, kind, id, revision_of(record)?).await
+}
+
+fn revision_of<T: Serialize>(record: &T) -> Result<i64, Error> {
+    serde_json::to_value(record)
+        .ok()
+        .and_then(|v| v.get("revision").and_then(serde_json::Value::as_i64))
+        .ok_or_else(|| Error::Decode("record without a revision".into()))
+}
+
+fn claim_key(kind: Kind, id: &str, revision: i64) -> String {
+    format!("{}:{id}#{revision}", kind.label())
+}
+
+/// Claims `revision` of the aggregate. A concurrent transaction claiming the same revision
+/// fails at commit on the unique constraint, which the service retries as a lost race.
+async fn claim(tx: &mut Tx, kind: Kind, id: &str, revision: i64) -> Result<(), Error> {
+    #[derive(Deserialize)]
+    struct Key {
+        #[allow(dead_code)]
+        key: String,
+    }
+    let q = cypher(query_file!("resource/claim_revision.cypher"), None)
+        .param("key", claim_key(kind, id, revision))
+        .param("aggregate", format!("{}:{id}", kind.label()));
+    tx.one::<Key>(q).await.map(|_| ())
 }
 
 pub async fn get<T: DeserializeOwned>(
@@ -156,7 +182,14 @@ pub async fn update<T: Serialize>(
         .param("expectedRevision", expected_revision)
         .param("props", bolt(props)?)
         .param("doc", doc);
-    Ok(tx.one::<IdRow>(q).await?.is_some())
+    if tx.one::<IdRow>(q).await?.is_none() {
+        return Ok(false);
+    }
+    let release = cypher(query_file!("resource/release_revision.cypher"), None)
+        .param("key", claim_key(kind, id, expected_revision));
+    tx.run(release).await?;
+    claim(tx, kind, id, revision_of(record)?).await?;
+    Ok(true)
 }
 
 /// Removes the node and its outgoing edges. Incoming edges make the server refuse, a backstop
@@ -177,5 +210,8 @@ pub async fn delete(tx: &mut Tx, kind: Kind, id: &str) -> Result<(), Error> {
         )
         .param("id", id),
     )
-    .await
+    .await?;
+    let release = cypher(query_file!("resource/release_all_revisions.cypher"), None)
+        .param("aggregate", format!("{}:{id}", kind.label()));
+    tx.run(release).await
 }

@@ -17,10 +17,9 @@ pub enum Error {
 impl From<aiden_graph::Error> for Error {
     fn from(e: aiden_graph::Error) -> Self {
         match e {
-            // A uniqueness constraint at commit means the id was taken concurrently.
-            aiden_graph::Error::Constraint(_) => {
-                Error::Domain(aiden_domain::Error::conflict("id already taken"))
-            }
+            // A uniqueness constraint (an id, or a revision claim) means a concurrent transaction
+            // won: retry the unit, whose fresh snapshot then answers (409 for a taken id).
+            aiden_graph::Error::Constraint(_) => Error::LostRace,
             other => Error::Graph(other),
         }
     }

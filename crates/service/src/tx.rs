@@ -68,14 +68,24 @@ macro_rules! write_tx {
     }};
 }
 
-/// Runs `$body` in a read transaction (no retry needed: reads do not conflict).
+/// Runs `$body` in a read transaction, retried like writes: a read that meets a node a
+/// concurrent transaction is deleting can fail transiently (EntityNotFound).
 macro_rules! read_tx {
     ($app:expr, |$tx:ident| $body:block) => {{
-        #[allow(unused_mut)]
-        let mut $tx = $app.graph.begin().await.map_err($crate::Error::from)?;
-        let outcome: Result<_, $crate::Error> = async { $body }.await;
-        let _ = $tx.rollback().await;
-        outcome
+        let mut attempt: u32 = 0;
+        loop {
+            attempt += 1;
+            #[allow(unused_mut)]
+            let mut $tx = $app.graph.begin().await.map_err($crate::Error::from)?;
+            let outcome: Result<_, $crate::Error> = async { $body }.await;
+            let _ = $tx.rollback().await;
+            match outcome {
+                Err(e) if e.is_retryable() && attempt < $crate::tx::MAX_ATTEMPTS => {
+                    $crate::tx::backoff(attempt).await;
+                }
+                other => break other,
+            }
+        }
     }};
 }
 

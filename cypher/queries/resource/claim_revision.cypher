@@ -1,0 +1,2 @@
+CREATE (c:RevisionClaim {key: $key, aggregate: $aggregate})
+RETURN c.key AS key

@@ -1,0 +1,2 @@
+MATCH (c:RevisionClaim {aggregate: $aggregate})
+DELETE c

@@ -1,0 +1,2 @@
+MATCH (c:RevisionClaim {key: $key})
+DELETE c

@@ -122,6 +122,10 @@ impl Violations {
         self.0.extend(other);
     }
 
+    pub fn into_vec(self) -> Vec<Violation> {
+        self.0
+    }
+
     pub fn into_result(self) -> Result<(), Error> {
         if self.0.is_empty() {
             Ok(())

@@ -290,7 +290,6 @@ impl Definition {
                 }
             }
         }
-        let mut names = BTreeSet::new();
         for (i, name) in self.initial_context.iter().enumerate() {
             if !is_identifier(name) {
                 return Err(Error::validation(
@@ -298,7 +297,6 @@ impl Definition {
                     "must be an identifier",
                 ));
             }
-            names.insert(name.as_str());
         }
         Ok(())
     }

@@ -193,81 +193,73 @@ pub fn decide_create_tool_template(
     }))
 }
 
-/// The mutable part both template kinds share.
-pub struct TemplateMeta<'a> {
-    pub name: &'a mut String,
-    pub description: &'a mut Option<String>,
-    pub shared: &'a mut bool,
-    pub archived: &'a mut bool,
+/// What both template kinds share: ownership facts, and the fields a PATCH may change.
+pub trait Template: Serialize + Clone + PartialEq {
+    fn id(&self) -> &Id;
+    fn owner_id(&self) -> &Id;
+    fn shared(&self) -> bool;
+    fn revision(&self) -> i64;
+    /// Applies the mutable fields of a PATCH (name, description, shared, archived).
+    fn apply_meta(&mut self, patch: TemplatePatch) -> Result<(), Error>;
+    /// Marks a change: new `updatedAt`, next revision.
+    fn stamp(&mut self, now: &str);
 }
 
-/// TPL-1: apply the mutable fields of a PATCH; reject structural changes.
-pub fn apply_patch(
-    stored: &Value,
-    patch: TemplatePatch,
-    meta: TemplateMeta<'_>,
-) -> Result<(), Error> {
-    patch.check_structure(stored)?;
-    if let Some(name) = patch.name {
-        check_name(&name)?;
-        *meta.name = name;
-    }
-    if let Some(d) = patch.description {
-        *meta.description = d;
-    }
-    if let Some(s) = patch.shared {
-        *meta.shared = s;
-    }
-    if let Some(a) = patch.archived {
-        *meta.archived = a;
-    }
-    Ok(())
+macro_rules! template_record {
+    ($t:ty) => {
+        impl Template for $t {
+            fn id(&self) -> &Id {
+                &self.id
+            }
+            fn owner_id(&self) -> &Id {
+                &self.owner_id
+            }
+            fn shared(&self) -> bool {
+                self.shared
+            }
+            fn revision(&self) -> i64 {
+                self.revision
+            }
+            fn apply_meta(&mut self, patch: TemplatePatch) -> Result<(), Error> {
+                if let Some(name) = patch.name {
+                    check_name(&name)?;
+                    self.name = name;
+                }
+                if let Some(d) = patch.description {
+                    self.description = d;
+                }
+                if let Some(s) = patch.shared {
+                    self.shared = s;
+                }
+                if let Some(a) = patch.archived {
+                    self.archived = a;
+                }
+                Ok(())
+            }
+            fn stamp(&mut self, now: &str) {
+                self.updated_at = now.to_owned();
+                self.revision += 1;
+            }
+        }
+    };
 }
 
-pub fn decide_update_service_template(
-    current: &ServiceTemplate,
+template_record!(ServiceTemplate);
+template_record!(ToolTemplate);
+
+/// TPL-1: only name, description, shared and archived change; structural fields may be repeated
+/// unchanged (so a re-applied file is a no-op) but never changed.
+pub fn decide_update<T: Template>(
+    current: &T,
     patch: TemplatePatch,
     now: &str,
-) -> Result<Checked<ServiceTemplate>, Error> {
+) -> Result<Checked<T>, Error> {
     let stored = serde_json::to_value(current).unwrap_or(Value::Null);
+    patch.check_structure(&stored)?;
     let mut next = current.clone();
-    apply_patch(
-        &stored,
-        patch,
-        TemplateMeta {
-            name: &mut next.name,
-            description: &mut next.description,
-            shared: &mut next.shared,
-            archived: &mut next.archived,
-        },
-    )?;
+    next.apply_meta(patch)?;
     if next != *current {
-        next.updated_at = now.to_owned();
-        next.revision += 1;
-    }
-    Ok(Checked::new(next))
-}
-
-pub fn decide_update_tool_template(
-    current: &ToolTemplate,
-    patch: TemplatePatch,
-    now: &str,
-) -> Result<Checked<ToolTemplate>, Error> {
-    let stored = serde_json::to_value(current).unwrap_or(Value::Null);
-    let mut next = current.clone();
-    apply_patch(
-        &stored,
-        patch,
-        TemplateMeta {
-            name: &mut next.name,
-            description: &mut next.description,
-            shared: &mut next.shared,
-            archived: &mut next.archived,
-        },
-    )?;
-    if next != *current {
-        next.updated_at = now.to_owned();
-        next.revision += 1;
+        next.stamp(now);
     }
     Ok(Checked::new(next))
 }

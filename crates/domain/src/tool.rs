@@ -339,16 +339,6 @@ impl ToolContext<'_> {
     }
 }
 
-impl Violations {
-    fn into_vec(self) -> Vec<crate::Violation> {
-        match self.into_result() {
-            Ok(()) => Vec::new(),
-            Err(Error::Invariant(v)) => v,
-            Err(_) => Vec::new(),
-        }
-    }
-}
-
 pub fn decide_create(
     input: NewTool,
     template: Option<&ToolTemplate>,
@@ -480,12 +470,6 @@ pub fn decide_update(
 }
 
 /// SVC-3 at audit time: the stored Tools whose parameters no longer fit their Service's schema.
-pub fn params_fit(service: &Service, tool: &Tool) -> bool {
-    check_instance(
-        "TOOL-1",
-        "",
-        &service.structure.connection_schema,
-        &tool.connection_params,
-    )
-    .is_empty()
+pub fn params_fit(service: &Service, params: &Value) -> bool {
+    check_instance("TOOL-1", "", &service.structure.connection_schema, params).is_empty()
 }

@@ -2,17 +2,12 @@
 
 use serde::Deserialize;
 
-use crate::{cypher, query_file, Error, Kind, Tx};
+use crate::{cypher, query_file, tx::IdRow, Error, Kind, Tx};
 
 #[derive(Debug, Deserialize)]
 pub struct Owners {
     pub id: String,
     pub owners: i64,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct IdRow {
-    pub id: String,
 }
 
 #[derive(Debug, Deserialize)]

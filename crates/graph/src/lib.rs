@@ -17,7 +17,7 @@ use std::time::Duration;
 
 pub use error::Error;
 pub use resources::Kind;
-pub use tx::Tx;
+pub use tx::{IdRow, Tx};
 
 /// Where the graph is (the `AIDEN_NEO4J_*` settings).
 #[derive(Clone)]

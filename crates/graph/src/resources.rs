@@ -4,7 +4,7 @@
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::{cypher, query_file, Error, Tx};
+use crate::{cypher, query_file, tx::IdRow, Error, Tx};
 
 /// The labels of owned aggregates. The only source of labels spliced into Cypher.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,12 +43,6 @@ impl Kind {
 #[derive(Deserialize)]
 struct Doc {
     doc: String,
-}
-
-#[derive(Deserialize)]
-struct IdRow {
-    #[allow(dead_code)]
-    id: String,
 }
 
 /// The record's top-level scalars, set as node properties beside `doc`.

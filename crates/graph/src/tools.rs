@@ -1,15 +1,8 @@
 //! A Tool's edges: `USES_SERVICE` (carrying `connectionParams`) and `USES_SECRET`.
 
 use aiden_domain::{tool::Tool, Checked};
-use serde::Deserialize;
 
-use crate::{cypher, query_file, resources, Error, Kind, Tx};
-
-#[derive(Deserialize)]
-struct IdRow {
-    #[allow(dead_code)]
-    id: String,
-}
+use crate::{cypher, query_file, resources, tx::IdRow, Error, Kind, Tx};
 
 pub async fn create(tx: &mut Tx, tool: &Checked<Tool>, now: &str) -> Result<(), Error> {
     let t = tool.get();

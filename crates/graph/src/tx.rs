@@ -4,6 +4,12 @@ use serde::de::DeserializeOwned;
 
 use crate::Error;
 
+/// A statement's `RETURN x.id AS id`: present when the statement matched.
+#[derive(Debug, serde::Deserialize)]
+pub struct IdRow {
+    pub id: String,
+}
+
 pub struct Tx {
     inner: neo4rs::Txn,
 }

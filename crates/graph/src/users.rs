@@ -2,7 +2,7 @@
 
 use serde::Deserialize;
 
-use crate::{cypher, query_file, Error, Tx};
+use crate::{cypher, query_file, tx::IdRow, Error, Tx};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -11,12 +11,6 @@ pub struct UserRow {
     pub name: String,
     pub role: String,
     pub created_at: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct IdRow {
-    #[allow(dead_code)]
-    id: String,
 }
 
 pub async fn create(

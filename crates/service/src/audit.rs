@@ -1,6 +1,6 @@
 //! `aiden check`: a read-only audit of the stored graph against the (audit) rules.
 
-use aiden_domain::{service::Service, tool::Tool};
+use aiden_domain::service::Service;
 use aiden_graph::{audit, Kind};
 use serde::Serialize;
 
@@ -59,11 +59,7 @@ impl Auditor {
                     .map_err(|e| aiden_graph::Error::Decode(e.to_string()))?;
                 let params: serde_json::Value = serde_json::from_str(&row.connection_params)
                     .map_err(|e| aiden_graph::Error::Decode(e.to_string()))?;
-                let probe = Tool {
-                    connection_params: params,
-                    ..placeholder_tool(&service)
-                };
-                if !aiden_domain::tool::params_fit(&service, &probe) {
+                if !aiden_domain::tool::params_fit(&service, &params) {
                     findings.push(Finding {
                         invariant: "SVC-3",
                         id: row.id,
@@ -83,36 +79,5 @@ impl Auditor {
             }
             Ok(findings)
         })
-    }
-}
-
-/// `params_fit` reads only the parameters; the rest of the Tool is irrelevant to it.
-fn placeholder_tool(service: &Service) -> Tool {
-    Tool {
-        id: service.id.clone(),
-        name: String::new(),
-        description: None,
-        service_id: service.id.clone(),
-        connection_params: serde_json::Value::Null,
-        structure: aiden_domain::tool::ToolStructure {
-            operation: aiden_domain::tool::Operation::McpCall {
-                tool_name: String::new(),
-                arguments: serde_json::json!({}),
-            },
-            input_schema: serde_json::json!({}),
-            output_schema: serde_json::json!({}),
-        },
-        secret_id: None,
-        secret_scope: None,
-        enabled: true,
-        shared: false,
-        status: service.status,
-        last_health_check: None,
-        error_message: None,
-        tool_template_id: None,
-        owner_id: service.owner_id.clone(),
-        created_at: String::new(),
-        updated_at: String::new(),
-        revision: 0,
     }
 }

@@ -5,6 +5,7 @@
 
 mod audit;
 mod auth;
+mod common;
 mod error;
 mod probe;
 mod processes;

@@ -16,9 +16,9 @@ use aiden_graph::{processes, references, resources, Kind, Tx};
 use serde::Serialize;
 
 use crate::{
+    common::check_precondition,
+    common::ensure_absent,
     now,
-    services::check_precondition,
-    templates::ensure_absent,
     tx::{read_tx, write_tx},
     App, Page, PageRequest, Result,
 };

@@ -10,7 +10,7 @@ use aiden_graph::{references, resources, secrets, Kind};
 use serde::Deserialize;
 use zeroize::Zeroizing;
 
-use crate::{now, templates::ensure_absent, tx::write_tx, App, Page, PageRequest, Result};
+use crate::{common::ensure_absent, now, tx::write_tx, App, Page, PageRequest, Result};
 
 /// Create body. `value` is wiped from memory when dropped and never printed.
 #[derive(Deserialize)]

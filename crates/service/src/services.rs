@@ -9,7 +9,12 @@ use aiden_domain::{
 };
 use aiden_graph::{references, resources, Kind};
 
-use crate::{now, templates::ensure_absent, tx::write_tx, App, Page, PageRequest, Result};
+use crate::{
+    common::{check_precondition, ensure_absent},
+    now,
+    tx::write_tx,
+    App, Page, PageRequest, Result,
+};
 
 pub(crate) fn owned(s: &Service) -> Owned<'_> {
     Owned {
@@ -144,16 +149,5 @@ impl App {
             }
             Ok(next.into_inner())
         })
-    }
-}
-
-/// `If-Match`: the client's expected revision must still be current (409 otherwise).
-pub(crate) fn check_precondition(expected: Option<i64>, current: i64) -> Result<()> {
-    match expected {
-        Some(e) if e != current => Err(Rule::conflict(format!(
-            "revision is {current}, not {e}: changed concurrently; re-read and retry"
-        ))
-        .into()),
-        _ => Ok(()),
     }
 }

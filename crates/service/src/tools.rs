@@ -12,8 +12,8 @@ use aiden_domain::{
 use aiden_graph::{references, resources, tools, Kind, Tx};
 
 use crate::{
-    now, services::check_precondition, templates::ensure_absent, tx::write_tx, App, Page,
-    PageRequest, Result,
+    common::check_precondition, common::ensure_absent, now, tx::write_tx, App, Page, PageRequest,
+    Result,
 };
 
 fn owned(t: &Tool) -> Owned<'_> {

@@ -5,6 +5,7 @@
 pub mod access;
 pub mod checked;
 pub mod error;
+pub mod execution;
 pub mod ids;
 pub mod nullable;
 pub mod process;

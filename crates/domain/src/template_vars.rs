@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 const HELPERS: &[&str] = &[
     "if", "unless", "each", "with", "lookup", "log", "json", "eq", "ne", "gt", "gte", "lt", "lte",
-    "and", "or", "not", "len", "else",
+    "and", "or", "not", "len", "else", "pluck",
 ];
 const SCOPED_BLOCKS: &[&str] = &["each", "with"];
 

@@ -1,0 +1,1 @@
+//! Job envelopes and the RabbitMQ topology.

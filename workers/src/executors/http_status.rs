@@ -1,0 +1,1 @@
+//! Mapping HTTP statuses and reqwest errors to failure classes.

@@ -1,0 +1,22 @@
+//! One executor per operation type, each behind [`crate::tool::Tool`].
+
+pub mod graph_query;
+pub mod http_status;
+pub mod llm_call;
+pub mod mcp_call;
+pub mod rest_api;
+
+use std::sync::Arc;
+
+use crate::tool::Tool;
+
+/// The executor for an operation type (`graph_query`, `llm_call`, `rest_api`, `mcp_call`).
+pub fn for_type(operation_type: &str) -> Option<Arc<dyn Tool>> {
+    Some(match operation_type {
+        "graph_query" => Arc::new(graph_query::GraphQuery::new()),
+        "llm_call" => Arc::new(llm_call::LlmCall::new()),
+        "rest_api" => Arc::new(rest_api::RestApi::new()),
+        "mcp_call" => Arc::new(mcp_call::McpCall::new()),
+        _ => return None,
+    })
+}

@@ -1,1 +1,324 @@
-//! The run engine.
+//! The run engine, hosted by `aiden serve`. It is the only writer of run state: it consumes
+//! `aiden.engine` (run starts, cancels, step notices and results from workers) as the single
+//! active consumer, applies each batch of messages in one graph transaction, then publishes
+//! the jobs that became ready and acks the batch. In-memory run state is a cache of the graph:
+//! on start, on reconnect and on a failed commit it is rebuilt from the graph.
+
+mod pass;
+pub mod plan;
+mod state;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use aiden_graph::Graph;
+use aiden_jobs::topology::ENGINE_QUEUE;
+use aiden_jobs::{Broker, EngineMessage, RetryPolicy};
+use futures::{FutureExt, StreamExt};
+use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicNackOptions, BasicQosOptions};
+use lapin::types::FieldTable;
+use tokio::sync::broadcast;
+
+pub use pass::Pass;
+pub use state::{step_run_id, RunState, RunStatus};
+
+/// How many engine messages one pass (one graph transaction) takes at most.
+const MAX_BATCH: usize = 256;
+/// A worker that has not heartbeated for this long is offline and its job is re-dispatched.
+pub const WORKER_STALE_AFTER: Duration = Duration::from_secs(15);
+const SWEEP_EVERY: Duration = Duration::from_secs(3);
+
+/// Wakes SSE streams: the id of every run a committed pass changed.
+#[derive(Clone)]
+pub struct Notifier(broadcast::Sender<String>);
+
+impl Default for Notifier {
+    fn default() -> Self {
+        Self(broadcast::channel(4096).0)
+    }
+}
+
+impl Notifier {
+    pub fn subscribe(&self) -> broadcast::Receiver<String> {
+        self.0.subscribe()
+    }
+}
+
+pub struct Engine {
+    graph: Graph,
+    amqp_uri: String,
+    policy: RetryPolicy,
+    notifier: Notifier,
+    runs: HashMap<String, RunState>,
+}
+
+impl Engine {
+    pub fn new(graph: Graph, amqp_uri: String, notifier: Notifier) -> Self {
+        Self {
+            graph,
+            amqp_uri,
+            policy: RetryPolicy::from_env(),
+            notifier,
+            runs: HashMap::new(),
+        }
+    }
+
+    /// Runs forever: (re)connects to the broker, recovers runs from the graph, then consumes.
+    pub async fn run(mut self) {
+        loop {
+            match self.session().await {
+                Ok(()) => tracing::warn!("engine consumer ended; reconnecting"),
+                Err(e) => tracing::warn!(error = %e, "engine session failed; reconnecting"),
+            }
+            self.runs.clear();
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    async fn session(&mut self) -> anyhow::Result<()> {
+        let broker = Broker::connect(&self.amqp_uri).await?;
+        let channel = broker.connection().create_channel().await?;
+        channel
+            .basic_qos(MAX_BATCH as u16 * 2, BasicQosOptions::default())
+            .await?;
+        let mut consumer = channel
+            .basic_consume(
+                ENGINE_QUEUE,
+                "aiden-engine",
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
+            .await?;
+        // Only the active consumer recovers; a standby engine waits for its first delivery.
+        let mut recovered = false;
+        let mut sweep = tokio::time::interval(SWEEP_EVERY);
+        sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let first = tokio::select! {
+                d = consumer.next() => d,
+                _ = sweep.tick() => {
+                    if recovered || self.runs.is_empty() {
+                        self.sweep(&broker).await;
+                        recovered = true;
+                    }
+                    continue;
+                }
+            };
+            let Some(first) = first else { return Ok(()) };
+            if !recovered {
+                self.recover(&broker).await;
+                recovered = true;
+            }
+            let mut deliveries = vec![first?];
+            while deliveries.len() < MAX_BATCH {
+                match consumer.next().now_or_never() {
+                    Some(Some(d)) => deliveries.push(d?),
+                    _ => break,
+                }
+            }
+            let mut messages = Vec::with_capacity(deliveries.len());
+            for d in &deliveries {
+                match serde_json::from_slice::<EngineMessage>(&d.data) {
+                    Ok(m) => messages.push(m),
+                    Err(e) => tracing::error!(error = %e, "undecodable engine message dropped"),
+                }
+            }
+            let last = deliveries.last().expect("one delivery");
+            match self.apply(&broker, messages).await {
+                Ok(()) => {
+                    last.acker
+                        .ack(BasicAckOptions { multiple: true })
+                        .await?;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "engine pass failed; messages requeued");
+                    last.acker
+                        .nack(BasicNackOptions {
+                            multiple: true,
+                            requeue: true,
+                        })
+                        .await?;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+
+    /// One pass: apply, commit (retrying transient conflicts from scratch), publish, notify.
+    async fn apply(&mut self, broker: &Broker, messages: Vec<EngineMessage>) -> anyhow::Result<()> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut tx = self.graph.begin().await?;
+            let mut pass = Pass::new(&mut tx, &mut self.runs, self.policy);
+            let mut outcome = Ok(());
+            for m in messages.iter().cloned() {
+                if let Err(e) = pass.handle(m).await {
+                    outcome = Err(e);
+                    break;
+                }
+            }
+            if outcome.is_ok() {
+                outcome = pass.write().await;
+            }
+            let touched = pass.touched();
+            let jobs = std::mem::take(&mut pass.jobs);
+            let cancels = std::mem::take(&mut pass.cancels);
+            drop(pass);
+            let committed = match outcome {
+                Ok(()) => tx.commit().await,
+                Err(e) => {
+                    let _ = tx.rollback().await;
+                    Err(e)
+                }
+            };
+            match committed {
+                Ok(()) => {
+                    self.publish(broker, jobs, cancels).await;
+                    for id in touched {
+                        let _ = self.notifier.0.send(id);
+                    }
+                    return Ok(());
+                }
+                Err(e) => {
+                    // The cache may hold uncommitted changes: rebuild from the graph.
+                    self.runs.clear();
+                    if !e.is_transient() || attempt >= 8 {
+                        return Err(e.into());
+                    }
+                    tokio::time::sleep(Duration::from_millis(5 * attempt)).await;
+                }
+            }
+        }
+    }
+
+    async fn publish(&self, broker: &Broker, jobs: Vec<aiden_jobs::Job>, cancels: Vec<String>) {
+        let sends = jobs.iter().map(|job| broker.publish_job(job));
+        for (job, result) in jobs.iter().zip(futures::future::join_all(sends).await) {
+            if let Err(e) = result {
+                // Recorded as queued; recovery after reconnect re-publishes it.
+                tracing::warn!(step = %job.step_run_id, error = %e, "job publish failed");
+            }
+        }
+        for run_id in cancels {
+            let _ = broker.broadcast_cancel(&run_id).await;
+        }
+    }
+
+    /// After (re)connecting: every unsettled run is rebuilt from the graph and pushed on.
+    async fn recover(&mut self, broker: &Broker) {
+        let ids = match self.unfinished().await {
+            Ok(ids) => ids,
+            Err(e) => {
+                tracing::warn!(error = %e, "recovery could not list runs");
+                return;
+            }
+        };
+        if !ids.is_empty() {
+            tracing::info!(runs = ids.len(), "recovering unfinished runs");
+        }
+        for chunk in ids.chunks(64) {
+            if let Err(e) = self.recover_runs(broker, chunk, &[]).await {
+                tracing::warn!(error = %e, "recovery pass failed");
+            }
+        }
+    }
+
+    async fn unfinished(&self) -> Result<Vec<String>, aiden_graph::Error> {
+        let mut tx = self.graph.begin().await?;
+        let ids = aiden_graph::runs::unfinished(&mut tx).await;
+        let _ = tx.rollback().await;
+        ids
+    }
+
+    async fn recover_runs(
+        &mut self,
+        broker: &Broker,
+        run_ids: &[String],
+        lost_steps: &[(String, String)],
+    ) -> anyhow::Result<()> {
+        let mut tx = self.graph.begin().await?;
+        let mut pass = Pass::new(&mut tx, &mut self.runs, self.policy);
+        let mut outcome = Ok(());
+        for id in run_ids {
+            outcome = pass.recover(id).await;
+            if outcome.is_err() {
+                break;
+            }
+        }
+        for (run_id, step_run_id) in lost_steps {
+            if outcome.is_ok() {
+                outcome = pass.redispatch_step(run_id, step_run_id).await;
+            }
+        }
+        if outcome.is_ok() {
+            outcome = pass.write().await;
+        }
+        let touched = pass.touched();
+        let jobs = std::mem::take(&mut pass.jobs);
+        let cancels = std::mem::take(&mut pass.cancels);
+        drop(pass);
+        match outcome {
+            Ok(()) => tx.commit().await?,
+            Err(e) => {
+                let _ = tx.rollback().await;
+                self.runs.clear();
+                return Err(e.into());
+            }
+        }
+        self.publish(broker, jobs, cancels).await;
+        for id in touched {
+            let _ = self.notifier.0.send(id);
+        }
+        Ok(())
+    }
+
+    /// Periodic upkeep: workers that stopped heartbeating go offline and the steps they held
+    /// are re-dispatched; runs the engine has not seen (a lost start message) are started.
+    async fn sweep(&mut self, broker: &Broker) {
+        let cutoff = (chrono::Utc::now()
+            - chrono::Duration::from_std(WORKER_STALE_AFTER).unwrap_or_default())
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let offline = match self.graph.begin().await {
+            Ok(mut tx) => {
+                let r = aiden_graph::runs::mark_stale_workers_offline(&mut tx, &cutoff).await;
+                match r {
+                    Ok(ids) => tx.commit().await.map(|_| ids).unwrap_or_default(),
+                    Err(_) => {
+                        let _ = tx.rollback().await;
+                        Vec::new()
+                    }
+                }
+            }
+            Err(_) => Vec::new(),
+        };
+        let mut lost = Vec::new();
+        if !offline.is_empty() {
+            tracing::warn!(workers = ?offline, "workers went offline");
+            for run in self.runs.values() {
+                for step in &run.steps {
+                    let held = step
+                        .worker_id
+                        .as_ref()
+                        .is_some_and(|w| offline.contains(w));
+                    if held && step.status == aiden_domain::execution::schedule::StepStatus::Running {
+                        lost.push((run.id.clone(), step.id.clone()));
+                    }
+                }
+            }
+        }
+        let unseen: Vec<String> = match self.unfinished().await {
+            Ok(ids) => ids
+                .into_iter()
+                .filter(|id| !self.runs.contains_key(id))
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        if unseen.is_empty() && lost.is_empty() {
+            return;
+        }
+        if let Err(e) = self.recover_runs(broker, &unseen, &lost).await {
+            tracing::warn!(error = %e, "sweep pass failed");
+        }
+    }
+}

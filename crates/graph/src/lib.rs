@@ -8,6 +8,7 @@ pub mod migrate;
 pub mod processes;
 pub mod references;
 pub mod resources;
+pub mod runs;
 pub mod secrets;
 pub mod tools;
 mod tx;

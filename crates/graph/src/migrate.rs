@@ -28,6 +28,13 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
             "/../../cypher/schema/0003_revision_claims.cypher"
         )),
     ),
+    (
+        "0004_runs",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../cypher/schema/0004_runs.cypher"
+        )),
+    ),
 ];
 
 /// Statements of one file: split on `;`, comment lines dropped.

@@ -1,0 +1,796 @@
+//! One engine pass: a batch of messages applied to the in-memory runs inside one graph
+//! transaction. The pass records every state change as rows of one [`Batch`] plus the jobs to
+//! publish after commit; the caller commits, publishes, then acks the messages.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use aiden_domain::execution::interpolate::render_tree;
+use aiden_domain::execution::schedule::{
+    accept_output, advance, referenced_variables, Decision, StepStatus, Target,
+};
+use aiden_domain::process::PROCESS_MAX_TIMEOUT_MS;
+use aiden_graph::runs::{self, Batch, NewRun, NewStepRun};
+use aiden_graph::Tx;
+use aiden_jobs::{EngineMessage, ErrorInfo, Job, RetryPolicy, StepOutcome, JOB_VERSION};
+use serde_json::{json, Map, Value};
+
+use crate::plan;
+use crate::state::{step_run_id, RunState, RunStatus, StepState};
+
+type Runs = HashMap<String, RunState>;
+
+/// A settled child run reporting to its parent step.
+struct ChildResult {
+    parent_run_id: String,
+    parent_step_run_id: String,
+    outcome: Result<Value, ErrorInfo>,
+}
+
+pub struct Pass<'a> {
+    tx: &'a mut Tx,
+    runs: &'a mut Runs,
+    policy: RetryPolicy,
+    now: String,
+    now_ms: i64,
+    step_sets: BTreeMap<String, Map<String, Value>>,
+    run_sets: BTreeMap<String, Map<String, Value>>,
+    events: Vec<Value>,
+    workers: Vec<Value>,
+    audits: Vec<Value>,
+    pub new_runs: Vec<NewRun>,
+    pub jobs: Vec<Job>,
+    pub cancels: Vec<String>,
+    to_advance: VecDeque<String>,
+    child_results: VecDeque<ChildResult>,
+}
+
+fn obj(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+impl<'a> Pass<'a> {
+    pub fn new(tx: &'a mut Tx, runs: &'a mut Runs, policy: RetryPolicy) -> Self {
+        let now = chrono::Utc::now();
+        Self {
+            tx,
+            runs,
+            policy,
+            now: now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            now_ms: now.timestamp_millis(),
+            step_sets: BTreeMap::new(),
+            run_sets: BTreeMap::new(),
+            events: Vec::new(),
+            workers: Vec::new(),
+            audits: Vec::new(),
+            new_runs: Vec::new(),
+            jobs: Vec::new(),
+            cancels: Vec::new(),
+            to_advance: VecDeque::new(),
+            child_results: VecDeque::new(),
+        }
+    }
+
+    /// The run ids this pass changed (to evict on a failed commit, and to notify on success).
+    pub fn touched(&self) -> Vec<String> {
+        self.run_sets.keys().cloned().collect()
+    }
+
+    /// Loads a run into memory if it is not there. `false` if it does not exist.
+    async fn ensure(&mut self, run_id: &str) -> Result<bool, aiden_graph::Error> {
+        if self.runs.contains_key(run_id) {
+            return Ok(true);
+        }
+        let Some(row) = runs::get(self.tx, run_id).await? else {
+            return Ok(false);
+        };
+        match RunState::from_row(&row) {
+            Ok(state) => {
+                self.runs.insert(run_id.to_owned(), state);
+                Ok(true)
+            }
+            Err(e) => {
+                tracing::error!(run_id, error = %e, "cannot rebuild run");
+                Ok(false)
+            }
+        }
+    }
+
+    fn run(&mut self, run_id: &str) -> &mut RunState {
+        self.runs.get_mut(run_id).expect("run ensured")
+    }
+
+    fn set_run(&mut self, run_id: &str, props: Value) {
+        self.run_sets
+            .entry(run_id.to_owned())
+            .or_default()
+            .extend(obj(props));
+    }
+
+    fn set_step(&mut self, step_run_id: &str, props: Value) {
+        self.step_sets
+            .entry(step_run_id.to_owned())
+            .or_default()
+            .extend(obj(props));
+    }
+
+    fn event(&mut self, run_id: &str, kind: &str, step_id: Option<&str>, data: Value) {
+        let seq = {
+            let run = self.run(run_id);
+            run.event_seq += 1;
+            run.event_seq
+        };
+        self.events.push(json!({
+            "key": format!("{run_id}#{seq}"), "runId": run_id, "seq": seq, "kind": kind,
+            "stepId": step_id, "at": self.now, "data": data.to_string(),
+        }));
+        self.set_run(run_id, json!({"eventSeq": seq}));
+    }
+
+    pub async fn handle(&mut self, message: EngineMessage) -> Result<(), aiden_graph::Error> {
+        let run_id = message.run_id().to_owned();
+        if !self.ensure(&run_id).await? {
+            tracing::warn!(run_id, "message for an unknown run dropped");
+            return Ok(());
+        }
+        match message {
+            EngineMessage::RunStart { .. } => self.start(&run_id),
+            EngineMessage::RunCancel { .. } => self.cancel(&run_id),
+            EngineMessage::StepStarted {
+                step_run_id,
+                attempt,
+                worker_id,
+                at,
+                ..
+            } => self.step_started(&run_id, &step_run_id, attempt, &worker_id, &at),
+            EngineMessage::StepFinished {
+                step_run_id,
+                attempt,
+                worker_id,
+                started_at,
+                finished_at,
+                outcome,
+                telemetry,
+                input_hash,
+                ..
+            } => {
+                let call = Call {
+                    attempt,
+                    worker_id,
+                    started_at,
+                    finished_at,
+                    telemetry,
+                    input_hash,
+                };
+                self.step_finished(&run_id, &step_run_id, call, outcome);
+            }
+        }
+        self.drain().await
+    }
+
+    /// Runs a recovery pass for a run: starts it if queued, re-publishes the jobs of steps
+    /// recorded `queued` (the worker checks the graph before running a re-dispatched job).
+    pub async fn recover(&mut self, run_id: &str) -> Result<(), aiden_graph::Error> {
+        if !self.ensure(run_id).await? {
+            return Ok(());
+        }
+        let run = self.run(run_id).clone();
+        match run.status {
+            RunStatus::Queued => self.start(run_id),
+            RunStatus::Running => {
+                for (i, step) in run.steps.iter().enumerate() {
+                    if step.status == StepStatus::Queued {
+                        if let Some(mut job) = self.job_for(&run, i) {
+                            job.redispatch = true;
+                            self.jobs.push(job);
+                        }
+                    }
+                }
+                self.to_advance.push_back(run_id.to_owned());
+            }
+            _ => {}
+        }
+        self.drain().await
+    }
+
+    /// Re-publishes the job of a step whose worker went silent (heartbeat lost).
+    pub async fn redispatch_step(&mut self, run_id: &str, step_run_id: &str) -> Result<(), aiden_graph::Error> {
+        if !self.ensure(run_id).await? {
+            return Ok(());
+        }
+        let run = self.run(run_id).clone();
+        let Some(i) = run.step_index(step_run_id) else {
+            return Ok(());
+        };
+        if run.status.is_settled() || run.steps[i].status.is_settled() {
+            return Ok(());
+        }
+        if let Some(mut job) = self.job_for(&run, i) {
+            job.redispatch = true;
+            self.set_step(step_run_id, json!({"status": "queued"}));
+            self.run(run_id).steps[i].status = StepStatus::Queued;
+            self.event(run_id, "step.queued", Some(&run.plan.steps[i].id),
+                json!({"attempt": job.attempt, "reason": "worker lost"}));
+            self.jobs.push(job);
+        }
+        Ok(())
+    }
+
+    fn start(&mut self, run_id: &str) {
+        if self.run(run_id).status != RunStatus::Queued {
+            self.to_advance.push_back(run_id.to_owned());
+            return;
+        }
+        self.run(run_id).status = RunStatus::Running;
+        self.set_run(run_id, json!({"status": "running", "startedAt": self.now}));
+        let (pid, version, depth) = {
+            let r = self.run(run_id);
+            (r.plan.process_id.clone(), r.plan.version, r.depth)
+        };
+        self.event(
+            run_id,
+            "run.started",
+            None,
+            json!({"processId": pid, "processVersion": version, "depth": depth}),
+        );
+        self.to_advance.push_back(run_id.to_owned());
+    }
+
+    fn cancel(&mut self, run_id: &str) {
+        if self.run(run_id).status.is_settled() {
+            return;
+        }
+        self.stop_run(
+            run_id,
+            RunStatus::Canceled,
+            None,
+            Some(ErrorInfo::new("CANCELED", "the run was canceled")),
+        );
+    }
+
+    fn step_started(&mut self, run_id: &str, sr_id: &str, attempt: u32, worker: &str, at: &str) {
+        let run = self.run(run_id);
+        let Some(i) = run.step_index(sr_id) else { return };
+        let step = &mut run.steps[i];
+        if run.status.is_settled() || step.status.is_settled() || attempt < step.attempts {
+            return; // a late or duplicate notice
+        }
+        step.status = StepStatus::Running;
+        step.attempts = attempt;
+        step.worker_id = Some(worker.to_owned());
+        let first_start = step.started_at.is_none();
+        if first_start {
+            step.started_at = Some(at.to_owned());
+        }
+        let step_id = run.plan.steps[i].id.clone();
+        let mut set = json!({"status": "running", "attempts": attempt, "workerId": worker});
+        if first_start {
+            set["startedAt"] = json!(at);
+        }
+        self.set_step(sr_id, set);
+        self.workers
+            .push(json!({"stepRunId": sr_id, "workerId": worker}));
+        self.event(
+            run_id,
+            "step.started",
+            Some(&step_id),
+            json!({"attempt": attempt, "workerId": worker}),
+        );
+    }
+
+    fn step_finished(&mut self, run_id: &str, sr_id: &str, call: Call, outcome: StepOutcome) {
+        let run = self.run(run_id);
+        let Some(i) = run.step_index(sr_id) else { return };
+        if run.steps[i].status.is_settled() || run.status.is_settled() {
+            // EXEC-2: a duplicate or late result never records a second result.
+            tracing::debug!(sr_id, "result for a settled step ignored");
+            return;
+        }
+        let step_id = run.plan.steps[i].id.clone();
+        let tool_id = match &run.plan.steps[i].target {
+            Target::Tool { id, .. } => id.clone(),
+            Target::Process { id } => id.clone(),
+        };
+        let owner = run.owner_id.clone();
+        let latency = call.telemetry.get("latencyMs").cloned().unwrap_or(Value::Null);
+        let audit_status = match &outcome {
+            StepOutcome::Completed { .. } => "completed",
+            StepOutcome::Retrying { .. } => "retrying",
+            StepOutcome::Failed { .. } => "failed",
+        };
+        self.audits.push(json!({
+            "id": uuid::Uuid::now_v7().to_string(), "runId": run_id, "stepRunId": sr_id,
+            "toolId": tool_id, "actor": owner, "inputHash": call.input_hash,
+            "status": audit_status, "durationMs": latency, "attempt": call.attempt,
+            "at": call.finished_at,
+        }));
+        self.workers
+            .push(json!({"stepRunId": sr_id, "workerId": call.worker_id}));
+        let mut telemetry = obj(call.telemetry.clone());
+        telemetry.insert("retryCount".into(), json!(call.attempt.saturating_sub(1)));
+        {
+            let step = &mut self.run(run_id).steps[i];
+            step.attempts = step.attempts.max(call.attempt);
+            step.worker_id = Some(call.worker_id.clone());
+        }
+        let started = self.run(run_id).steps[i]
+            .started_at
+            .clone()
+            .unwrap_or(call.started_at.clone());
+        match outcome {
+            StepOutcome::Completed { output } => {
+                let run = self.run(run_id);
+                match accept_output(&run.plan, i, output, &run.variables) {
+                    Ok((value, cut)) => {
+                        telemetry.insert("finalState".into(), json!("completed"));
+                        telemetry.insert("truncated".into(), json!(cut));
+                        self.complete_step(run_id, i, value, telemetry, &call, &started);
+                    }
+                    Err(f) => {
+                        telemetry.insert("finalState".into(), json!("failed"));
+                        let error = ErrorInfo::new(f.code, f.message);
+                        self.fail_step(run_id, i, error, telemetry, &call, &started);
+                    }
+                }
+            }
+            StepOutcome::Retrying {
+                error,
+                next_attempt,
+                delay_ms,
+            } => {
+                self.run(run_id).steps[i].status = StepStatus::Queued;
+                self.set_step(
+                    sr_id,
+                    json!({"status": "queued", "attempts": call.attempt,
+                           "lastError": serde_json::to_string(&error).unwrap_or_default(),
+                           "workerId": call.worker_id}),
+                );
+                self.event(
+                    run_id,
+                    "step.retrying",
+                    Some(&step_id),
+                    json!({"attempt": call.attempt, "nextAttempt": next_attempt,
+                           "delayMs": delay_ms, "error": error}),
+                );
+            }
+            StepOutcome::Failed { error } => {
+                telemetry.insert("finalState".into(), json!("failed"));
+                self.fail_step(run_id, i, error, telemetry, &call, &started);
+            }
+        }
+    }
+
+    fn complete_step(
+        &mut self,
+        run_id: &str,
+        i: usize,
+        value: Value,
+        telemetry: Map<String, Value>,
+        call: &Call,
+        started: &str,
+    ) {
+        let run = self.run(run_id);
+        run.steps[i].status = StepStatus::Completed;
+        if let Some(var) = run.plan.steps[i].output.variable.clone() {
+            run.variables.insert(var, value.clone());
+        }
+        let sr_id = run.steps[i].id.clone();
+        let step_id = run.plan.steps[i].id.clone();
+        self.set_step(
+            &sr_id,
+            json!({"status": "completed", "output": value.to_string(), "attempts": call.attempt,
+                   "startedAt": started, "finishedAt": call.finished_at,
+                   "telemetry": Value::Object(telemetry.clone()).to_string()}),
+        );
+        self.event(
+            run_id,
+            "step.completed",
+            Some(&step_id),
+            json!({"attempt": call.attempt, "output": value, "telemetry": telemetry}),
+        );
+        self.to_advance.push_back(run_id.to_owned());
+    }
+
+    fn fail_step(
+        &mut self,
+        run_id: &str,
+        i: usize,
+        error: ErrorInfo,
+        telemetry: Map<String, Value>,
+        call: &Call,
+        started: &str,
+    ) {
+        let run = self.run(run_id);
+        run.steps[i].status = StepStatus::Failed;
+        let sr_id = run.steps[i].id.clone();
+        let step_id = run.plan.steps[i].id.clone();
+        self.set_step(
+            &sr_id,
+            json!({"status": "failed", "error": serde_json::to_string(&error).unwrap_or_default(),
+                   "attempts": call.attempt, "startedAt": started, "finishedAt": call.finished_at,
+                   "telemetry": Value::Object(telemetry).to_string()}),
+        );
+        self.event(
+            run_id,
+            "step.failed",
+            Some(&step_id),
+            json!({"attempt": call.attempt, "error": error}),
+        );
+        self.to_advance.push_back(run_id.to_owned());
+    }
+
+    /// Applies queued advances and child results until nothing more can happen now.
+    async fn drain(&mut self) -> Result<(), aiden_graph::Error> {
+        loop {
+            if let Some(child) = self.child_results.pop_front() {
+                self.apply_child_result(child).await?;
+                continue;
+            }
+            let Some(run_id) = self.to_advance.pop_front() else {
+                return Ok(());
+            };
+            self.advance_run(&run_id).await?;
+        }
+    }
+
+    async fn apply_child_result(&mut self, child: ChildResult) -> Result<(), aiden_graph::Error> {
+        if !self.ensure(&child.parent_run_id).await? {
+            return Ok(());
+        }
+        let run_id = child.parent_run_id;
+        let Some(i) = self.run(&run_id).step_index(&child.parent_step_run_id) else {
+            return Ok(());
+        };
+        let run = self.run(&run_id);
+        if run.steps[i].status.is_settled() || run.status.is_settled() {
+            return Ok(());
+        }
+        let started = run.steps[i].started_at.clone();
+        let started = started.unwrap_or_else(|| self.now.clone());
+        let call = Call {
+            attempt: 1,
+            worker_id: String::new(),
+            started_at: started.clone(),
+            finished_at: self.now.clone(),
+            telemetry: json!({}),
+            input_hash: None,
+        };
+        let mut telemetry = Map::new();
+        match child.outcome {
+            Ok(output) => {
+                let run = self.run(&run_id);
+                match accept_output(&run.plan, i, output, &run.variables) {
+                    Ok((value, cut)) => {
+                        telemetry.insert("finalState".into(), json!("completed"));
+                        telemetry.insert("truncated".into(), json!(cut));
+                        self.complete_step(&run_id, i, value, telemetry, &call, &started)
+                    }
+                    Err(f) => {
+                        telemetry.insert("finalState".into(), json!("failed"));
+                        let e = ErrorInfo::new(f.code, f.message);
+                        self.fail_step(&run_id, i, e, telemetry, &call, &started)
+                    }
+                }
+            }
+            Err(error) => {
+                telemetry.insert("finalState".into(), json!("failed"));
+                self.fail_step(&run_id, i, error, telemetry, &call, &started)
+            }
+        }
+        Ok(())
+    }
+
+    async fn advance_run(&mut self, run_id: &str) -> Result<(), aiden_graph::Error> {
+        if self.run(run_id).status != RunStatus::Running {
+            return Ok(());
+        }
+        let decisions = {
+            let run = self.run(run_id);
+            let mut statuses = run.statuses();
+            let mut vars = std::mem::take(&mut run.variables);
+            let d = advance(&run.plan, &mut statuses, &mut vars);
+            run.variables = vars;
+            d
+        };
+        for decision in decisions {
+            match decision {
+                Decision::Dispatch(i) => self.dispatch(run_id, i).await?,
+                Decision::Skip(i) => {
+                    let run = self.run(run_id);
+                    run.steps[i].status = StepStatus::Skipped;
+                    let (sr, sid) = (run.steps[i].id.clone(), run.plan.steps[i].id.clone());
+                    self.set_step(&sr, json!({"status": "skipped", "finishedAt": self.now}));
+                    self.event(run_id, "step.skipped", Some(&sid), json!({"reason": "condition"}));
+                }
+                Decision::FailStep(i, f) => {
+                    let run = self.run(run_id);
+                    run.steps[i].status = StepStatus::Failed;
+                    let (sr, sid) = (run.steps[i].id.clone(), run.plan.steps[i].id.clone());
+                    let error = ErrorInfo::new(f.code, f.message);
+                    self.set_step(
+                        &sr,
+                        json!({"status": "failed", "finishedAt": self.now,
+                               "error": serde_json::to_string(&error).unwrap_or_default()}),
+                    );
+                    self.event(run_id, "step.failed", Some(&sid), json!({"error": error}));
+                }
+                Decision::Complete(output) => {
+                    self.stop_run(run_id, RunStatus::Completed, Some(output), None);
+                }
+                Decision::FailRun(f) => {
+                    let error = self.first_step_error(run_id).unwrap_or(ErrorInfo::new(f.code, f.message));
+                    self.stop_run(run_id, RunStatus::Failed, None, Some(error));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The failing step's own error, so a run's error says what actually went wrong.
+    fn first_step_error(&self, run_id: &str) -> Option<ErrorInfo> {
+        let run = self.runs.get(run_id)?;
+        let i = run.steps.iter().position(|s| s.status == StepStatus::Failed)?;
+        let set = self.step_sets.get(&run.steps[i].id)?;
+        let text = set.get("error")?.as_str()?;
+        let inner: ErrorInfo = serde_json::from_str(text).ok()?;
+        Some(ErrorInfo::new(
+            &inner.code,
+            format!("step `{}`: {}", run.plan.steps[i].id, inner.message),
+        ))
+    }
+
+    async fn dispatch(&mut self, run_id: &str, i: usize) -> Result<(), aiden_graph::Error> {
+        let run = self.run(run_id).clone();
+        let spec = &run.plan.steps[i];
+        match &spec.target {
+            Target::Tool { .. } => {
+                let Some(job) = self.job_for(&run, i) else { return Ok(()) };
+                self.run(run_id).steps[i].status = StepStatus::Queued;
+                self.set_step(
+                    &run.steps[i].id,
+                    json!({"status": "queued", "queuedAt": self.now}),
+                );
+                self.event(run_id, "step.queued", Some(&spec.id), json!({"attempt": job.attempt}));
+                self.jobs.push(job);
+            }
+            Target::Process { id } => self.start_child(&run, i, id).await?,
+        }
+        Ok(())
+    }
+
+    fn job_for(&self, run: &RunState, i: usize) -> Option<Job> {
+        let spec = &run.plan.steps[i];
+        let Target::Tool { id, operation_type } = &spec.target else {
+            return None;
+        };
+        Some(Job {
+            v: JOB_VERSION,
+            run_id: run.id.clone(),
+            step_id: spec.id.clone(),
+            step_run_id: run.steps[i].id.clone(),
+            operation_type: operation_type.clone(),
+            attempt: run.steps[i].attempts + 1,
+            max_attempts: self.policy.max_attempts,
+            tool_id: id.clone(),
+            owner_id: run.owner_id.clone(),
+            inputs: spec.inputs.clone(),
+            variables: referenced_variables(spec, &run.variables),
+            timeout_ms: spec.timeout_ms,
+            deadline_ms: self.now_ms + PROCESS_MAX_TIMEOUT_MS as i64,
+            redispatch: false,
+            traceparent: Some(traceparent(&run.id)),
+        })
+    }
+
+    async fn start_child(&mut self, run: &RunState, i: usize, process_id: &str) -> Result<(), aiden_graph::Error> {
+        let spec = &run.plan.steps[i];
+        let sr_id = run.steps[i].id.clone();
+        let fail = |code: &str, message: String| ErrorInfo::new(code, message);
+        let depth = run.depth + 1;
+        let child = if depth > i64::from(run.plan.max_recursion_depth) {
+            Err(fail("PROC-7", format!(
+                "calling `{process_id}` would run at depth {depth}, past maxRecursionDepth {}",
+                run.plan.max_recursion_depth
+            )))
+        } else {
+            match plan::load(self.tx, process_id).await {
+                Ok(l) if !l.enabled => Err(fail("PROC-8", format!("process `{process_id}` is disabled"))),
+                Ok(l) if l.owner_id != run.owner_id && !l.shared => {
+                    Err(fail("TOOL-3", format!("process `{process_id}` is not visible to the run's owner")))
+                }
+                Ok(l) => match render_tree(&Value::Object(spec.inputs.clone()), &Value::Object(run.variables.clone())) {
+                    Ok(inputs) => Ok((l, inputs)),
+                    Err(e) => Err(fail("INTERPOLATION_ERROR", e.to_string())),
+                },
+                Err(plan::LoadError::Graph(e)) => return Err(e),
+                Err(e) => Err(fail("NOT_RUNNABLE", format!("process `{process_id}`: {e}"))),
+            }
+        };
+        self.run(&run.id).steps[i].status = StepStatus::Running;
+        let (loaded, inputs) = match child {
+            Ok(ok) => ok,
+            Err(error) => {
+                let call = Call::internal(&self.now);
+                let now = self.now.clone();
+                self.fail_step(&run.id, i, error, Map::new(), &call, &now);
+                return Ok(());
+            }
+        };
+        let child_id = uuid::Uuid::now_v7().to_string();
+        let new_run = NewRun {
+            id: child_id.clone(),
+            process_id: process_id.to_owned(),
+            number: loaded.plan.version,
+            version_id: loaded.version_id.clone(),
+            depth,
+            parent_run_id: Some(run.id.clone()),
+            parent_step_run_id: Some(sr_id.clone()),
+            owner_id: run.owner_id.clone(),
+            inputs: inputs.to_string(),
+            plan: serde_json::to_string(&loaded.plan).unwrap_or_default(),
+            steps: loaded
+                .steps
+                .iter()
+                .enumerate()
+                .map(|(order, (step_id, ps))| NewStepRun {
+                    id: step_run_id(&child_id, step_id),
+                    step_id: step_id.clone(),
+                    process_step_id: ps.clone(),
+                    order: order as i64,
+                })
+                .collect(),
+        };
+        let state = RunState {
+            id: child_id.clone(),
+            owner_id: run.owner_id.clone(),
+            depth,
+            parent_run_id: Some(run.id.clone()),
+            parent_step_run_id: Some(sr_id.clone()),
+            steps: new_run
+                .steps
+                .iter()
+                .map(|s| StepState {
+                    id: s.id.clone(),
+                    status: StepStatus::Pending,
+                    attempts: 0,
+                    worker_id: None,
+                    started_at: None,
+                    child_run_id: None,
+                })
+                .collect(),
+            variables: obj(inputs),
+            plan: loaded.plan,
+            status: RunStatus::Queued,
+            event_seq: 0,
+        };
+        self.new_runs.push(new_run);
+        self.runs.insert(child_id.clone(), state);
+        self.run(&run.id).steps[i].child_run_id = Some(child_id.clone());
+        self.run(&run.id).steps[i].started_at = Some(self.now.clone());
+        self.set_step(
+            &sr_id,
+            json!({"status": "running", "attempts": 1, "startedAt": self.now, "childRunId": child_id}),
+        );
+        self.event(&run.id, "step.started", Some(&spec.id), json!({"childRunId": child_id}));
+        self.start(&child_id);
+        Ok(())
+    }
+
+    /// Settles a run: unstarted steps are canceled, children are canceled, a parent step hears.
+    fn stop_run(&mut self, run_id: &str, status: RunStatus, output: Option<Value>, error: Option<ErrorInfo>) {
+        let run = self.run(run_id);
+        run.status = status;
+        let mut children = Vec::new();
+        let mut canceled_steps = Vec::new();
+        for step in run.steps.iter_mut() {
+            if !step.status.is_settled() {
+                step.status = StepStatus::Canceled;
+                canceled_steps.push(step.id.clone());
+                if let Some(c) = &step.child_run_id {
+                    children.push(c.clone());
+                }
+            }
+        }
+        let parent = run.parent_run_id.clone().zip(run.parent_step_run_id.clone());
+        for sr in canceled_steps {
+            self.set_step(&sr, json!({"status": "canceled", "finishedAt": self.now}));
+        }
+        let mut set = json!({"status": status.as_str(), "finishedAt": self.now});
+        if let Some(o) = &output {
+            set["output"] = json!(o.to_string());
+        }
+        if let Some(e) = &error {
+            set["error"] = json!(serde_json::to_string(e).unwrap_or_default());
+        }
+        self.set_run(run_id, set);
+        let kind = match status {
+            RunStatus::Completed => "run.completed",
+            RunStatus::Canceled => "run.canceled",
+            _ => "run.failed",
+        };
+        self.event(run_id, kind, None, json!({"output": output, "error": error}));
+        if status == RunStatus::Canceled {
+            self.cancels.push(run_id.to_owned());
+        }
+        for child in children {
+            if self.runs.get(&child).is_some_and(|c| !c.status.is_settled()) {
+                self.stop_run(&child, RunStatus::Canceled, None,
+                    Some(ErrorInfo::new("CANCELED", "the parent run stopped")));
+            }
+        }
+        if let Some((parent_run_id, parent_step_run_id)) = parent {
+            let outcome = match (status, output) {
+                (RunStatus::Completed, Some(o)) => Ok(o),
+                _ => Err(error.map_or_else(
+                    || ErrorInfo::new("CHILD_RUN_FAILED", format!("child run {run_id} did not complete")),
+                    |e| ErrorInfo::new(&e.code, format!("child run {run_id}: {}", e.message)),
+                )),
+            };
+            self.child_results.push_back(ChildResult {
+                parent_run_id,
+                parent_step_run_id,
+                outcome,
+            });
+        }
+    }
+
+    /// Writes the pass to the graph (child runs first, then every change). The caller commits.
+    pub async fn write(&mut self) -> Result<(), aiden_graph::Error> {
+        for run in &self.new_runs {
+            runs::create(self.tx, run, &self.now).await?;
+        }
+        let batch = Batch {
+            steps: self
+                .step_sets
+                .iter()
+                .map(|(id, set)| json!({"id": id, "set": set}))
+                .collect(),
+            runs: self
+                .run_sets
+                .iter()
+                .map(|(id, set)| json!({"id": id, "set": set}))
+                .collect(),
+            events: std::mem::take(&mut self.events),
+            workers: std::mem::take(&mut self.workers),
+            audits: std::mem::take(&mut self.audits),
+        };
+        if !batch.is_empty() {
+            runs::apply(self.tx, &batch).await?;
+        }
+        Ok(())
+    }
+}
+
+/// One attempt's facts as a worker reported them.
+struct Call {
+    attempt: u32,
+    worker_id: String,
+    started_at: String,
+    finished_at: String,
+    telemetry: Value,
+    input_hash: Option<String>,
+}
+
+impl Call {
+    fn internal(now: &str) -> Self {
+        Self {
+            attempt: 1,
+            worker_id: String::new(),
+            started_at: now.to_owned(),
+            finished_at: now.to_owned(),
+            telemetry: json!({}),
+            input_hash: None,
+        }
+    }
+}
+
+/// W3C traceparent with the run id as trace id (a UUID is 16 bytes, like a trace id).
+fn traceparent(run_id: &str) -> String {
+    let trace: String = run_id.chars().filter(|c| c.is_ascii_hexdigit()).collect();
+    let trace = format!("{trace:0>32}");
+    let span = uuid::Uuid::now_v7().simple().to_string();
+    let span = &span[16..];
+    format!("00-{}-{span}-01", &trace[trace.len() - 32..])
+}

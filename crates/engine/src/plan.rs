@@ -1,0 +1,93 @@
+//! Resolving a Process's current version into a [`Plan`]: its definition plus what each step
+//! calls (operation type for the queue, the `CALLS_TOOL` timeout).
+
+use aiden_domain::execution::schedule::{Plan, Target};
+use aiden_domain::process::{Definition, TOOL_DEFAULT_TIMEOUT_MS, TOOL_MAX_TIMEOUT_MS};
+use aiden_graph::{runs, Tx};
+use serde_json::Value;
+
+pub struct Loaded {
+    pub plan: Plan,
+    pub version_id: String,
+    pub enabled: bool,
+    pub owner_id: String,
+    pub shared: bool,
+    /// `(stepId, ProcessStep node id)` in step order.
+    pub steps: Vec<(String, String)>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("process not found")]
+    NotFound,
+    #[error("process version is inconsistent: {0}")]
+    Corrupt(String),
+    #[error(transparent)]
+    Graph(#[from] aiden_graph::Error),
+}
+
+pub async fn load(tx: &mut Tx, process_id: &str) -> Result<Loaded, LoadError> {
+    let rows = runs::plan_source(tx, process_id).await?;
+    let first = rows.first().ok_or(LoadError::NotFound)?;
+    let definition: Definition = serde_json::from_str(&first.doc)
+        .or_else(|_| {
+            // Versions store the whole process record; the definition is a subset of it.
+            serde_json::from_str::<Value>(&first.doc).and_then(|v| {
+                let mut m = v.as_object().cloned().unwrap_or_default();
+                m.retain(|k, _| {
+                    matches!(
+                        k.as_str(),
+                        "initialContext" | "steps" | "outputTemplate" | "tokenBudget"
+                            | "maxRecursionDepth"
+                    )
+                });
+                serde_json::from_value(Value::Object(m))
+            })
+        })
+        .map_err(|e| LoadError::Corrupt(e.to_string()))?;
+    let mut targets = Vec::new();
+    let mut timeouts = Vec::new();
+    let mut steps = Vec::new();
+    for step in &definition.steps {
+        let row = rows
+            .iter()
+            .find(|r| r.step_id == step.id)
+            .ok_or_else(|| LoadError::Corrupt(format!("step `{}` has no node", step.id)))?;
+        let target = match (&row.tool_id, &row.child_process_id) {
+            (Some(tool), _) => Target::Tool {
+                id: tool.clone(),
+                operation_type: operation_type(row.tool_doc.as_deref())
+                    .ok_or_else(|| LoadError::Corrupt(format!("tool `{tool}` has no operation")))?,
+            },
+            (None, Some(child)) => Target::Process { id: child.clone() },
+            (None, None) => {
+                return Err(LoadError::Corrupt(format!(
+                    "step `{}` calls nothing",
+                    step.id
+                )))
+            }
+        };
+        let timeout = row
+            .timeout
+            .map(|t| t.max(1) as u64)
+            .or(step.execution.timeout)
+            .unwrap_or(TOOL_DEFAULT_TIMEOUT_MS)
+            .min(TOOL_MAX_TIMEOUT_MS);
+        targets.push(target);
+        timeouts.push(timeout);
+        steps.push((step.id.clone(), row.process_step_id.clone()));
+    }
+    Ok(Loaded {
+        plan: Plan::new(process_id, first.number, &definition, targets, timeouts),
+        version_id: first.version_id.clone(),
+        enabled: first.enabled,
+        owner_id: first.owner_id.clone(),
+        shared: first.shared,
+        steps,
+    })
+}
+
+fn operation_type(tool_doc: Option<&str>) -> Option<String> {
+    let doc: Value = serde_json::from_str(tool_doc?).ok()?;
+    doc.pointer("/operation/type")?.as_str().map(str::to_owned)
+}

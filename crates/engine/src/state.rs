@@ -1,0 +1,138 @@
+//! A run as the engine holds it in memory: rebuilt from the graph whenever it is not cached,
+//! so a restart loses nothing.
+
+use aiden_domain::execution::schedule::{Plan, StepStatus};
+use aiden_graph::runs::RunRow;
+use serde_json::{Map, Value};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunStatus {
+    Queued,
+    Running,
+    Completed,
+    Failed,
+    Canceled,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Canceled => "canceled",
+        }
+    }
+
+    fn parse(s: &str) -> Self {
+        match s {
+            "running" => Self::Running,
+            "completed" => Self::Completed,
+            "failed" => Self::Failed,
+            "canceled" => Self::Canceled,
+            _ => Self::Queued,
+        }
+    }
+
+    pub fn is_settled(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Canceled)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct StepState {
+    pub id: String,
+    pub status: StepStatus,
+    pub attempts: u32,
+    pub worker_id: Option<String>,
+    pub started_at: Option<String>,
+    pub child_run_id: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunState {
+    pub id: String,
+    pub owner_id: String,
+    pub depth: i64,
+    pub parent_run_id: Option<String>,
+    pub parent_step_run_id: Option<String>,
+    pub plan: Plan,
+    pub status: RunStatus,
+    pub steps: Vec<StepState>,
+    pub variables: Map<String, Value>,
+    pub event_seq: i64,
+}
+
+impl RunState {
+    pub fn statuses(&self) -> Vec<StepStatus> {
+        self.steps.iter().map(|s| s.status).collect()
+    }
+
+    pub fn step_index(&self, step_run_id: &str) -> Option<usize> {
+        self.steps.iter().position(|s| s.id == step_run_id)
+    }
+
+    pub fn from_row(row: &RunRow) -> Result<Self, String> {
+        let r = &row.run;
+        let text = |k: &str| r.get(k).and_then(Value::as_str).map(str::to_owned);
+        let id = text("id").ok_or("run without id")?;
+        let plan: Plan = serde_json::from_str(&text("plan").ok_or("run without plan")?)
+            .map_err(|e| format!("run {id}: plan: {e}"))?;
+        let mut variables: Map<String, Value> = text("inputs")
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
+        let mut steps = Vec::with_capacity(plan.steps.len());
+        for spec in &plan.steps {
+            let sr_id = step_run_id(&id, &spec.id);
+            let row = row
+                .steps
+                .iter()
+                .find(|s| s.get("id").and_then(Value::as_str) == Some(sr_id.as_str()));
+            let get = |k: &str| row.and_then(|s| s.get(k));
+            let status = get("status")
+                .and_then(Value::as_str)
+                .and_then(StepStatus::parse)
+                .unwrap_or(StepStatus::Pending);
+            if let Some(var) = &spec.output.variable {
+                match status {
+                    StepStatus::Completed => {
+                        let out = get("output")
+                            .and_then(Value::as_str)
+                            .and_then(|t| serde_json::from_str(t).ok())
+                            .unwrap_or(Value::Null);
+                        variables.insert(var.clone(), out);
+                    }
+                    StepStatus::Skipped => {
+                        variables.insert(var.clone(), Value::Null);
+                    }
+                    _ => {}
+                }
+            }
+            steps.push(StepState {
+                id: sr_id,
+                status,
+                attempts: get("attempts").and_then(Value::as_u64).unwrap_or(0) as u32,
+                worker_id: get("workerId").and_then(Value::as_str).map(str::to_owned),
+                started_at: get("startedAt").and_then(Value::as_str).map(str::to_owned),
+                child_run_id: get("childRunId").and_then(Value::as_str).map(str::to_owned),
+            });
+        }
+        Ok(Self {
+            owner_id: text("ownerId").unwrap_or_default(),
+            depth: r.get("depth").and_then(Value::as_i64).unwrap_or(1),
+            parent_run_id: text("parentRunId"),
+            parent_step_run_id: text("parentStepRunId"),
+            status: RunStatus::parse(text("status").as_deref().unwrap_or("queued")),
+            event_seq: r.get("eventSeq").and_then(Value::as_i64).unwrap_or(0),
+            plan,
+            steps,
+            variables,
+            id,
+        })
+    }
+}
+
+pub fn step_run_id(run_id: &str, step_id: &str) -> String {
+    format!("{run_id}/{step_id}")
+}

@@ -1,0 +1,280 @@
+//! Runs (issue #3): `Run`, `StepRun`, the `RunEvent` log, `ToolCallAudit` records and
+//! `RunRequest` idempotency keys. The engine writes a whole batch of state changes in one
+//! transaction with a handful of UNWIND statements (one per kind of change), so a step costs
+//! a few rows, not a few round trips.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{cypher, query_file, Error, IdRow, Tx};
+
+fn bolt(value: Value) -> Result<neo4rs::BoltType, Error> {
+    neo4rs::BoltType::try_from(value).map_err(|e| Error::Decode(e.to_string()))
+}
+
+/// One step row of the current version of a Process, with what it calls.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanSourceRow {
+    pub version_id: String,
+    pub number: i64,
+    pub doc: String,
+    pub enabled: bool,
+    pub owner_id: String,
+    pub shared: bool,
+    pub step_id: String,
+    pub process_step_id: String,
+    pub tool_id: Option<String>,
+    pub tool_doc: Option<String>,
+    pub timeout: Option<i64>,
+    pub child_process_id: Option<String>,
+}
+
+pub async fn plan_source(tx: &mut Tx, process_id: &str) -> Result<Vec<PlanSourceRow>, Error> {
+    tx.rows(cypher(query_file!("run/plan_source.cypher"), None).param("processId", process_id))
+        .await
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NewStepRun {
+    pub id: String,
+    pub step_id: String,
+    pub process_step_id: String,
+    pub order: i64,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    pub id: String,
+    pub process_id: String,
+    pub number: i64,
+    pub version_id: String,
+    pub depth: i64,
+    pub parent_run_id: Option<String>,
+    pub parent_step_run_id: Option<String>,
+    pub owner_id: String,
+    /// JSON text of the initial context.
+    pub inputs: String,
+    /// JSON text of the resolved plan (so a run never depends on later edits).
+    pub plan: String,
+    pub steps: Vec<NewStepRun>,
+}
+
+pub async fn create(tx: &mut Tx, run: &NewRun, now: &str) -> Result<(), Error> {
+    let steps = serde_json::to_value(&run.steps).map_err(|e| Error::Decode(e.to_string()))?;
+    let q = cypher(query_file!("run/create_run.cypher"), None)
+        .param("id", run.id.as_str())
+        .param("processId", run.process_id.as_str())
+        .param("number", run.number)
+        .param("versionId", run.version_id.as_str())
+        .param("depth", run.depth)
+        .param("parentRunId", run.parent_run_id.clone())
+        .param("parentStepRunId", run.parent_step_run_id.clone())
+        .param("ownerId", run.owner_id.as_str())
+        .param("inputs", run.inputs.as_str())
+        .param("plan", run.plan.as_str())
+        .param("now", now)
+        .param("steps", bolt(steps)?);
+    #[derive(Deserialize)]
+    struct N {
+        n: i64,
+    }
+    let created = tx.one::<N>(q).await?.map_or(0, |r| r.n);
+    if created as usize != run.steps.len() {
+        // The version or a step vanished under us: let the caller's retry re-read it.
+        return Err(Error::Transient(format!(
+            "run {}: created {created} of {} step runs",
+            run.id,
+            run.steps.len()
+        )));
+    }
+    tx.run(cypher(query_file!("run/link_step_tools.cypher"), None).param("runId", run.id.as_str()))
+        .await?;
+    if let Some(parent) = &run.parent_step_run_id {
+        tx.run(
+            cypher(query_file!("run/link_child.cypher"), None)
+                .param("stepRunId", parent.as_str())
+                .param("childRunId", run.id.as_str()),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Claims an idempotency key for a new run; `Error::Constraint` when it is taken.
+pub async fn claim_request(tx: &mut Tx, key: &str, run_id: &str, now: &str) -> Result<(), Error> {
+    tx.run(
+        cypher(query_file!("run/claim_request.cypher"), None)
+            .param("key", key)
+            .param("runId", run_id)
+            .param("now", now),
+    )
+    .await
+}
+
+pub async fn find_request(tx: &mut Tx, key: &str) -> Result<Option<String>, Error> {
+    Ok(tx
+        .one::<IdRow>(cypher(query_file!("run/find_request.cypher"), None).param("key", key))
+        .await?
+        .map(|r| r.id))
+}
+
+/// A run with its step runs, as stored (JSON-valued fields are JSON text).
+#[derive(Debug, Clone, Deserialize)]
+pub struct RunRow {
+    pub run: Value,
+    pub steps: Vec<Value>,
+}
+
+pub async fn get(tx: &mut Tx, id: &str) -> Result<Option<RunRow>, Error> {
+    let row: Option<RunRow> = tx
+        .one(cypher(query_file!("run/get_run.cypher"), None).param("id", id))
+        .await?;
+    Ok(row.filter(|r| !r.run.is_null()))
+}
+
+/// Run ids not yet settled (for recovery after a restart).
+pub async fn unfinished(tx: &mut Tx) -> Result<Vec<String>, Error> {
+    Ok(tx
+        .rows::<IdRow>(cypher(query_file!("run/unfinished.cypher"), None))
+        .await?
+        .into_iter()
+        .map(|r| r.id)
+        .collect())
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepState {
+    pub status: String,
+    pub run_status: String,
+}
+
+pub async fn step_state(tx: &mut Tx, step_run_id: &str) -> Result<Option<StepState>, Error> {
+    tx.one(cypher(query_file!("run/step_state.cypher"), None).param("id", step_run_id))
+        .await
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct EventRow {
+    pub seq: i64,
+    pub kind: String,
+    pub step_id: Option<String>,
+    pub at: String,
+    /// JSON text.
+    pub data: Option<String>,
+}
+
+pub async fn events_after(
+    tx: &mut Tx,
+    run_id: &str,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<EventRow>, Error> {
+    tx.rows(
+        cypher(query_file!("run/events_after.cypher"), None)
+            .param("runId", run_id)
+            .param("after", after)
+            .param("limit", limit),
+    )
+    .await
+}
+
+/// Everything one engine batch changes; each list is one UNWIND statement (skipped if empty).
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Batch {
+    /// `{id, set: {prop: value}}` per StepRun.
+    pub steps: Vec<Value>,
+    /// `{id, set: {prop: value}}` per Run.
+    pub runs: Vec<Value>,
+    /// `{key, runId, seq, kind, stepId, at, data}`.
+    pub events: Vec<Value>,
+    /// `{stepRunId, workerId}`.
+    pub workers: Vec<Value>,
+    /// `{id, runId, stepRunId, toolId, actor, inputHash, status, durationMs, attempt, at}`.
+    pub audits: Vec<Value>,
+}
+
+impl Batch {
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+            && self.runs.is_empty()
+            && self.events.is_empty()
+            && self.workers.is_empty()
+            && self.audits.is_empty()
+    }
+}
+
+pub async fn apply(tx: &mut Tx, batch: &Batch) -> Result<(), Error> {
+    let statements: [(&str, &str, &Vec<Value>); 5] = [
+        (query_file!("run/update_steps.cypher"), "steps", &batch.steps),
+        (query_file!("run/update_runs.cypher"), "runs", &batch.runs),
+        (query_file!("run/append_events.cypher"), "events", &batch.events),
+        (query_file!("run/link_workers.cypher"), "links", &batch.workers),
+        (query_file!("run/append_audits.cypher"), "audits", &batch.audits),
+    ];
+    for (text, name, rows) in statements {
+        if rows.is_empty() {
+            continue;
+        }
+        tx.run(cypher(text, None).param(name, bolt(Value::Array(rows.clone()))?))
+            .await?;
+    }
+    Ok(())
+}
+
+/// What a worker needs to call a Tool, and what the engine re-checks at execution.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallRow {
+    pub tool_doc: String,
+    pub service_doc: String,
+    pub secret_id: Option<String>,
+    pub secret_owner_id: Option<String>,
+    pub ciphertext: Option<String>,
+    pub tool_revision: i64,
+    pub service_revision: i64,
+    pub secret_revision: Option<i64>,
+}
+
+pub async fn tool_for_call(tx: &mut Tx, tool_id: &str) -> Result<Option<ToolCallRow>, Error> {
+    tx.one(cypher(query_file!("run/tool_for_call.cypher"), None).param("toolId", tool_id))
+        .await
+}
+
+/// Worker heartbeats: `{id, set: {type, status, currentJobId, lastHeartbeat, ...}}`.
+pub async fn heartbeat(tx: &mut Tx, workers: Vec<Value>) -> Result<(), Error> {
+    tx.run(
+        cypher(query_file!("worker/heartbeat.cypher"), None)
+            .param("workers", bolt(Value::Array(workers))?),
+    )
+    .await
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct WorkerRow {
+    pub worker: Value,
+}
+
+pub async fn list_workers(tx: &mut Tx) -> Result<Vec<Value>, Error> {
+    Ok(tx
+        .rows::<WorkerRow>(cypher(query_file!("worker/list.cypher"), None))
+        .await?
+        .into_iter()
+        .map(|r| r.worker)
+        .collect())
+}
+
+/// Marks workers whose last heartbeat is older than `cutoff` offline; returns their ids.
+pub async fn mark_stale_workers_offline(tx: &mut Tx, cutoff: &str) -> Result<Vec<String>, Error> {
+    Ok(tx
+        .rows::<IdRow>(
+            cypher(query_file!("worker/mark_stale_offline.cypher"), None).param("cutoff", cutoff),
+        )
+        .await?
+        .into_iter()
+        .map(|r| r.id)
+        .collect())
+}

@@ -1,0 +1,160 @@
+//! Message bodies. JSON, versioned by `v`; unknown versions are poison (dead-lettered).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+pub const JOB_VERSION: u32 = 1;
+
+/// One ProcessStep execution (EXEC-1), published to the queue of its operation type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Job {
+    pub v: u32,
+    pub run_id: String,
+    pub step_id: String,
+    /// The StepRun node's id (`<runId>/<stepId>`): the idempotency key of the step's result.
+    pub step_run_id: String,
+    pub operation_type: String,
+    /// 1-based; a retry publishes the same job with `attempt + 1`.
+    pub attempt: u32,
+    pub max_attempts: u32,
+    pub tool_id: String,
+    /// The run owner's id: the actor in the audit record.
+    pub owner_id: String,
+    /// The step's input templates (Handlebars), rendered by the worker over `variables`.
+    pub inputs: Map<String, Value>,
+    /// The run variables the templates refer to.
+    pub variables: Map<String, Value>,
+    pub timeout_ms: u64,
+    /// Epoch milliseconds after which the job must not start.
+    pub deadline_ms: i64,
+    /// Set when the engine re-publishes a job it may already have published (recovery), so
+    /// the worker checks the graph before running it.
+    #[serde(default)]
+    pub redispatch: bool,
+    /// W3C trace context of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+}
+
+impl Job {
+    /// The idempotency key (also the AMQP message id): one per step and attempt.
+    pub fn message_id(&self) -> String {
+        format!("{}#{}", self.step_run_id, self.attempt)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorInfo {
+    /// `TIMEOUT`, `CONNECTION_ERROR`, `RATE_LIMITED`, `UPSTREAM_ERROR`, `AUTH_ERROR`,
+    /// `INVALID_REQUEST`, `TOOL_ERROR`, `INTERPOLATION_ERROR`, `INPUT_INVALID`,
+    /// `OUTPUT_INVALID`, `MALFORMED_JOB`, `NOT_RUNNABLE`, `CANCELED`, ...
+    pub code: String,
+    pub message: String,
+    #[serde(default)]
+    pub retryable: bool,
+}
+
+impl ErrorInfo {
+    pub fn new(code: &str, message: impl Into<String>) -> Self {
+        Self {
+            code: code.to_owned(),
+            message: message.into(),
+            retryable: false,
+        }
+    }
+}
+
+/// How an attempt ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case", rename_all_fields = "camelCase")]
+pub enum StepOutcome {
+    Completed {
+        output: Value,
+    },
+    /// A retryable failure; the job was re-published to the delay queue.
+    Retrying {
+        error: ErrorInfo,
+        next_attempt: u32,
+        delay_ms: u64,
+    },
+    /// Permanent, or attempts exhausted; the job is in the dead-letter queue.
+    Failed {
+        error: ErrorInfo,
+    },
+}
+
+/// Everything the engine reacts to arrives on its one queue, in order of arrival.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", rename_all_fields = "camelCase")]
+pub enum EngineMessage {
+    RunStart {
+        run_id: String,
+    },
+    RunCancel {
+        run_id: String,
+    },
+    StepStarted {
+        run_id: String,
+        step_run_id: String,
+        attempt: u32,
+        worker_id: String,
+        at: String,
+    },
+    StepFinished {
+        run_id: String,
+        step_run_id: String,
+        attempt: u32,
+        worker_id: String,
+        started_at: String,
+        finished_at: String,
+        #[serde(flatten)]
+        outcome: StepOutcome,
+        /// Seed 002 telemetry (provider, model, tokenUsage, latencyMs).
+        telemetry: Value,
+        /// Seed 000 §7.4.1 hash of the rendered input (never the input itself).
+        input_hash: Option<String>,
+    },
+}
+
+impl EngineMessage {
+    pub fn run_id(&self) -> &str {
+        match self {
+            Self::RunStart { run_id }
+            | Self::RunCancel { run_id }
+            | Self::StepStarted { run_id, .. }
+            | Self::StepFinished { run_id, .. } => run_id,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn engine_messages_round_trip_with_flattened_outcomes() {
+        let msg = EngineMessage::StepFinished {
+            run_id: "r".into(),
+            step_run_id: "r/s".into(),
+            attempt: 2,
+            worker_id: "w".into(),
+            started_at: "a".into(),
+            finished_at: "b".into(),
+            outcome: StepOutcome::Retrying {
+                error: ErrorInfo::new("TIMEOUT", "slow"),
+                next_attempt: 3,
+                delay_ms: 2000,
+            },
+            telemetry: json!({"latencyMs": 5}),
+            input_hash: Some("h".into()),
+        };
+        let text = serde_json::to_value(&msg).unwrap();
+        assert_eq!(text["kind"], "step_finished");
+        assert_eq!(text["outcome"], "retrying");
+        assert_eq!(text["nextAttempt"], 3);
+        assert_eq!(serde_json::from_value::<EngineMessage>(text).unwrap(), msg);
+    }
+}

@@ -1,0 +1,330 @@
+//! The RabbitMQ topology, declared idempotently by every binary (EXEC-1, EXEC-4):
+//!
+//! - `aiden.jobs` (direct) → `aiden.jobs.<type>`: one durable queue per operation type, each
+//!   dead-lettering to `aiden.dlx` → `aiden.dlq.<type>`.
+//! - `aiden.retry` (direct) → `aiden.retry.<type>.<delayMs>`: delay queues whose TTL expiry
+//!   dead-letters the job back to `aiden.jobs` (exponential backoff without a plugin).
+//! - `aiden.engine`: the engine's queue (single active consumer: one engine drives runs).
+//! - `aiden.control` (fanout): cancellations broadcast to every worker.
+//!
+//! Messages are persistent and every publish waits for the broker's confirm.
+
+use lapin::{
+    options::{
+        BasicPublishOptions, ConfirmSelectOptions, ExchangeDeclareOptions, QueueBindOptions,
+        QueueDeclareOptions,
+    },
+    publisher_confirm::Confirmation,
+    types::{AMQPValue, FieldTable, LongString, ShortString},
+    BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind,
+};
+use serde::Serialize;
+
+use crate::{EngineMessage, Job};
+
+pub const OPERATION_TYPES: [&str; 4] = ["graph_query", "llm_call", "rest_api", "mcp_call"];
+pub const JOBS_EXCHANGE: &str = "aiden.jobs";
+pub const DEAD_LETTER_EXCHANGE: &str = "aiden.dlx";
+pub const RETRY_EXCHANGE: &str = "aiden.retry";
+pub const CONTROL_EXCHANGE: &str = "aiden.control";
+pub const ENGINE_QUEUE: &str = "aiden.engine";
+/// AMQP headers that let a worker attribute a message whose body it cannot decode.
+pub const RUN_HEADER: &str = "x-aiden-run-id";
+pub const STEP_RUN_HEADER: &str = "x-aiden-step-run-id";
+pub const REASON_HEADER: &str = "x-aiden-reason";
+
+pub fn job_queue(operation_type: &str) -> String {
+    format!("aiden.jobs.{operation_type}")
+}
+
+pub fn dead_letter_queue(operation_type: &str) -> String {
+    format!("aiden.dlq.{operation_type}")
+}
+
+pub fn retry_queue(operation_type: &str, delay_ms: u64) -> String {
+    format!("aiden.retry.{operation_type}.{delay_ms}")
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BrokerError {
+    #[error("broker: {0}")]
+    Amqp(#[from] lapin::Error),
+    #[error("broker refused the message (nack)")]
+    Nacked,
+    #[error("encode: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
+/// Seed 000 §5.4 defaults: 3 attempts, 1 s initial delay, ×2, capped at 30 s. Overridable by
+/// `AIDEN_RETRY_MAX_ATTEMPTS`, `AIDEN_RETRY_INITIAL_DELAY_MS`, `AIDEN_RETRY_MAX_DELAY_MS`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    pub max_attempts: u32,
+    pub initial_delay_ms: u64,
+    pub max_delay_ms: u64,
+    pub backoff_multiplier: u64,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_attempts: 3,
+            initial_delay_ms: 1_000,
+            max_delay_ms: 30_000,
+            backoff_multiplier: 2,
+        }
+    }
+}
+
+impl RetryPolicy {
+    pub fn from_env() -> Self {
+        let d = Self::default();
+        let var = |name: &str, default: u64| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(default)
+        };
+        Self {
+            max_attempts: var("AIDEN_RETRY_MAX_ATTEMPTS", d.max_attempts.into()).max(1) as u32,
+            initial_delay_ms: var("AIDEN_RETRY_INITIAL_DELAY_MS", d.initial_delay_ms).max(1),
+            max_delay_ms: var("AIDEN_RETRY_MAX_DELAY_MS", d.max_delay_ms).max(1),
+            backoff_multiplier: d.backoff_multiplier,
+        }
+    }
+
+    /// Delay before attempt `failed_attempt + 1`.
+    pub fn delay_after(&self, failed_attempt: u32) -> u64 {
+        let exp = failed_attempt.saturating_sub(1).min(30);
+        self.initial_delay_ms
+            .saturating_mul(self.backoff_multiplier.saturating_pow(exp))
+            .min(self.max_delay_ms)
+    }
+}
+
+/// One AMQP connection plus a confirm-mode publishing channel.
+#[derive(Clone)]
+pub struct Broker {
+    connection: std::sync::Arc<Connection>,
+    publisher: Channel,
+}
+
+impl Broker {
+    /// Connects and declares the whole topology (idempotent).
+    pub async fn connect(uri: &str) -> Result<Self, BrokerError> {
+        let connection = Connection::connect(uri, ConnectionProperties::default()).await?;
+        let publisher = connection.create_channel().await?;
+        publisher
+            .confirm_select(ConfirmSelectOptions::default())
+            .await?;
+        let broker = Self {
+            connection: std::sync::Arc::new(connection),
+            publisher,
+        };
+        broker.declare().await?;
+        Ok(broker)
+    }
+
+    pub fn connection(&self) -> &Connection {
+        &self.connection
+    }
+
+    pub fn is_connected(&self) -> bool {
+        self.connection.status().connected() && self.publisher.status().connected()
+    }
+
+    pub async fn declare(&self) -> Result<(), BrokerError> {
+        let ch = &self.publisher;
+        let durable = ExchangeDeclareOptions {
+            durable: true,
+            ..Default::default()
+        };
+        for (name, kind) in [
+            (JOBS_EXCHANGE, ExchangeKind::Direct),
+            (DEAD_LETTER_EXCHANGE, ExchangeKind::Direct),
+            (RETRY_EXCHANGE, ExchangeKind::Direct),
+            (CONTROL_EXCHANGE, ExchangeKind::Fanout),
+        ] {
+            ch.exchange_declare(name, kind, durable, FieldTable::default())
+                .await?;
+        }
+        for ty in OPERATION_TYPES {
+            let mut args = FieldTable::default();
+            args.insert("x-dead-letter-exchange".into(), text(DEAD_LETTER_EXCHANGE));
+            args.insert("x-dead-letter-routing-key".into(), text(ty));
+            declare_bound(ch, &job_queue(ty), JOBS_EXCHANGE, ty, args).await?;
+            declare_bound(
+                ch,
+                &dead_letter_queue(ty),
+                DEAD_LETTER_EXCHANGE,
+                ty,
+                FieldTable::default(),
+            )
+            .await?;
+        }
+        let mut args = FieldTable::default();
+        args.insert("x-single-active-consumer".into(), AMQPValue::Boolean(true));
+        ch.queue_declare(ENGINE_QUEUE, durable_queue(), args).await?;
+        Ok(())
+    }
+
+    /// Declares (idempotently) the delay queue for `delay_ms` of one type.
+    async fn declare_retry_queue(&self, ty: &str, delay_ms: u64) -> Result<String, BrokerError> {
+        let name = retry_queue(ty, delay_ms);
+        let mut args = FieldTable::default();
+        args.insert("x-message-ttl".into(), AMQPValue::LongLongInt(delay_ms as i64));
+        args.insert("x-dead-letter-exchange".into(), text(JOBS_EXCHANGE));
+        args.insert("x-dead-letter-routing-key".into(), text(ty));
+        declare_bound(&self.publisher, &name, RETRY_EXCHANGE, &name, args).await?;
+        Ok(name)
+    }
+
+    pub async fn publish_job(&self, job: &Job) -> Result<(), BrokerError> {
+        let props = job_properties(job);
+        self.publish(JOBS_EXCHANGE, &job.operation_type, job, props)
+            .await
+    }
+
+    /// Re-publishes `job` (already carrying its next attempt) after `delay_ms`.
+    pub async fn publish_retry(&self, job: &Job, delay_ms: u64) -> Result<(), BrokerError> {
+        let queue = self.declare_retry_queue(&job.operation_type, delay_ms).await?;
+        self.publish(RETRY_EXCHANGE, &queue, job, job_properties(job))
+            .await
+    }
+
+    /// Parks a job (or an undecodable body) in its type's dead-letter queue with the reason.
+    pub async fn publish_dead_letter(
+        &self,
+        operation_type: &str,
+        body: &[u8],
+        mut headers: FieldTable,
+        reason: &str,
+    ) -> Result<(), BrokerError> {
+        headers.insert(REASON_HEADER.into(), text(reason));
+        let props = BasicProperties::default()
+            .with_delivery_mode(2)
+            .with_content_type("application/json".into())
+            .with_headers(headers);
+        self.publish_bytes(DEAD_LETTER_EXCHANGE, operation_type, body, props)
+            .await
+    }
+
+    pub async fn publish_engine(&self, message: &EngineMessage) -> Result<(), BrokerError> {
+        let props = BasicProperties::default()
+            .with_delivery_mode(2)
+            .with_content_type("application/json".into());
+        self.publish("", ENGINE_QUEUE, message, props).await
+    }
+
+    /// Tells every worker that `run_id` was canceled (best effort; workers also check).
+    pub async fn broadcast_cancel(&self, run_id: &str) -> Result<(), BrokerError> {
+        self.publish_bytes(
+            CONTROL_EXCHANGE,
+            "",
+            run_id.as_bytes(),
+            BasicProperties::default(),
+        )
+        .await
+    }
+
+    async fn publish<T: Serialize>(
+        &self,
+        exchange: &str,
+        routing_key: &str,
+        body: &T,
+        props: BasicProperties,
+    ) -> Result<(), BrokerError> {
+        let bytes = serde_json::to_vec(body)?;
+        self.publish_bytes(exchange, routing_key, &bytes, props)
+            .await
+    }
+
+    async fn publish_bytes(
+        &self,
+        exchange: &str,
+        routing_key: &str,
+        body: &[u8],
+        props: BasicProperties,
+    ) -> Result<(), BrokerError> {
+        let confirm = self
+            .publisher
+            .basic_publish(
+                exchange,
+                routing_key,
+                BasicPublishOptions::default(),
+                body,
+                props,
+            )
+            .await?
+            .await?;
+        match confirm {
+            Confirmation::Nack(_) => Err(BrokerError::Nacked),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn job_properties(job: &Job) -> BasicProperties {
+    let mut headers = FieldTable::default();
+    headers.insert(RUN_HEADER.into(), text(&job.run_id));
+    headers.insert(STEP_RUN_HEADER.into(), text(&job.step_run_id));
+    BasicProperties::default()
+        .with_delivery_mode(2)
+        .with_content_type("application/json".into())
+        .with_message_id(job.message_id().into())
+        .with_headers(headers)
+}
+
+fn durable_queue() -> QueueDeclareOptions {
+    QueueDeclareOptions {
+        durable: true,
+        ..Default::default()
+    }
+}
+
+async fn declare_bound(
+    ch: &Channel,
+    queue: &str,
+    exchange: &str,
+    routing_key: &str,
+    args: FieldTable,
+) -> Result<(), BrokerError> {
+    ch.queue_declare(queue, durable_queue(), args).await?;
+    ch.queue_bind(
+        queue,
+        exchange,
+        routing_key,
+        QueueBindOptions::default(),
+        FieldTable::default(),
+    )
+    .await?;
+    Ok(())
+}
+
+pub fn text(value: &str) -> AMQPValue {
+    AMQPValue::LongString(LongString::from(value.as_bytes().to_vec()))
+}
+
+/// A string header of a delivery, if present.
+pub fn header(headers: Option<&FieldTable>, name: &str) -> Option<String> {
+    let value = headers?.inner().get(&ShortString::from(name))?;
+    match value {
+        AMQPValue::LongString(s) => Some(String::from_utf8_lossy(s.as_bytes()).into_owned()),
+        AMQPValue::ShortString(s) => Some(s.as_str().to_owned()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_and_caps() {
+        let p = RetryPolicy::default();
+        assert_eq!(
+            [1, 2, 3, 6, 7].map(|a| p.delay_after(a)),
+            [1000, 2000, 4000, 30000, 30000]
+        );
+    }
+}

@@ -1,0 +1,2 @@
+MATCH (q:RunRequest {key: $key})
+RETURN q.runId AS id

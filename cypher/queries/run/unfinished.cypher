@@ -1,0 +1,3 @@
+MATCH (r:Run)
+WHERE r.status IN ['queued', 'running']
+RETURN r.id AS id

@@ -1,0 +1,3 @@
+MATCH (n:Worker)
+RETURN n {.*} AS worker
+ORDER BY n.type, n.id

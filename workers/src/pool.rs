@@ -1,0 +1,561 @@
+//! `aiden worker --type T --concurrency N`: consumes the queue of one operation type with a
+//! prefetch of N, runs up to N jobs at once, reports to the engine and heartbeats N Worker
+//! nodes (one per slot, so `currentJobId` is exact, WRK-1).
+//!
+//! Per job: decode (poison → dead-letter) → skip if the run was canceled or the step already
+//! settled (checked in the graph only for redeliveries) → `step_started` → resolve the Tool
+//! (PROC-8/TOOL-3/SEC-6 re-checked) → render inputs → validate → call → validate output
+//! (EXEC-3) → publish the result (and the retry or dead letter, EXEC-4) → ack. The ack comes
+//! last: a worker killed mid-step leaves the job unacked and RabbitMQ redelivers it.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aiden_domain::execution::{audit_hash::input_hash, interpolate::render_tree};
+use aiden_domain::tool::{Access, Operation};
+use aiden_graph::{runs, Graph};
+use aiden_jobs::topology::{header, job_queue, CONTROL_EXCHANGE, RUN_HEADER, STEP_RUN_HEADER};
+use aiden_jobs::{Broker, EngineMessage, ErrorInfo, Job, RetryPolicy, StepOutcome, JOB_VERSION};
+use aiden_service::Vault;
+use futures::StreamExt;
+use lapin::message::Delivery;
+use lapin::options::{
+    BasicAckOptions, BasicConsumeOptions, BasicQosOptions, QueueBindOptions, QueueDeclareOptions,
+};
+use lapin::types::FieldTable;
+use serde_json::{json, Value};
+use tokio::sync::{Mutex, Notify, Semaphore};
+
+use crate::resolve::{NotRunnable, Resolver};
+use crate::tool::{FailureClass, Invocation, Tool, ToolFailure};
+
+pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
+
+pub struct PoolConfig {
+    pub operation_type: String,
+    pub concurrency: usize,
+    pub amqp_uri: String,
+    pub graph: Graph,
+    pub vault: Vault,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Slot {
+    current_job: Option<String>,
+    processed: u64,
+    errors: u64,
+}
+
+struct Shared {
+    ty: String,
+    worker_prefix: String,
+    started_at: String,
+    executor: Arc<dyn Tool>,
+    resolver: Resolver,
+    graph: Graph,
+    policy: RetryPolicy,
+    slots: Mutex<Vec<Slot>>,
+    canceled: Mutex<HashSet<String>>,
+    in_flight: Mutex<HashMap<String, Arc<Notify>>>,
+}
+
+impl Shared {
+    fn worker_id(&self, slot: usize) -> String {
+        format!("{}-{slot}", self.worker_prefix)
+    }
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// Runs the pool until SIGTERM/ctrl-c, reconnecting to the broker when it goes away.
+pub async fn run(config: PoolConfig) -> anyhow::Result<()> {
+    let executor = crate::executors::for_type(&config.operation_type)
+        .ok_or_else(|| anyhow::anyhow!("unknown operation type `{}`", config.operation_type))?;
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "host".into());
+    let shared = Arc::new(Shared {
+        worker_prefix: format!("{}-{host}-{}", config.operation_type, std::process::id()),
+        ty: config.operation_type.clone(),
+        started_at: now(),
+        executor,
+        resolver: Resolver::new(config.graph.clone(), config.vault.clone()),
+        graph: config.graph.clone(),
+        policy: RetryPolicy::from_env(),
+        slots: Mutex::new(vec![Slot::default(); config.concurrency.max(1)]),
+        canceled: Mutex::new(HashSet::new()),
+        in_flight: Mutex::new(HashMap::new()),
+    });
+    heartbeat(&shared, "idle").await;
+    let beat = {
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(HEARTBEAT_EVERY).await;
+                heartbeat(&shared, "idle").await;
+            }
+        })
+    };
+    let consume = {
+        let shared = shared.clone();
+        async move {
+            loop {
+                if let Err(e) = session(&shared, &config).await {
+                    tracing::warn!(error = %e, "worker session ended; reconnecting");
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    };
+    tokio::select! {
+        _ = consume => {}
+        _ = shutdown_signal() => tracing::info!("worker pool shutting down"),
+    }
+    beat.abort();
+    heartbeat(&shared, "offline").await;
+    Ok(())
+}
+
+async fn session(shared: &Arc<Shared>, config: &PoolConfig) -> anyhow::Result<()> {
+    let broker = Broker::connect(&config.amqp_uri).await?;
+    let channel = broker.connection().create_channel().await?;
+    let slots = shared.slots.lock().await.len();
+    channel
+        .basic_qos(slots as u16, BasicQosOptions::default())
+        .await?;
+    let mut jobs = channel
+        .basic_consume(
+            &job_queue(&shared.ty),
+            &format!("{}-consumer", shared.worker_prefix),
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        )
+        .await?;
+    let control = channel
+        .queue_declare(
+            "",
+            QueueDeclareOptions {
+                exclusive: true,
+                auto_delete: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await?;
+    channel
+        .queue_bind(
+            control.name().as_str(),
+            CONTROL_EXCHANGE,
+            "",
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
+        .await?;
+    let mut cancels = channel
+        .basic_consume(
+            control.name().as_str(),
+            "",
+            lapin::options::BasicConsumeOptions {
+                no_ack: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await?;
+    let permits = Arc::new(Semaphore::new(slots));
+    loop {
+        tokio::select! {
+            c = cancels.next() => {
+                let Some(c) = c else { return Ok(()) };
+                let run_id = String::from_utf8_lossy(&c?.data).into_owned();
+                cancel_run(shared, &run_id).await;
+            }
+            d = jobs.next() => {
+                let Some(d) = d else { return Ok(()) };
+                let delivery = d?;
+                let permit = permits.clone().acquire_owned().await?;
+                let slot = take_slot(shared).await;
+                let (shared, broker) = (shared.clone(), broker.clone());
+                tokio::spawn(async move {
+                    handle(&shared, &broker, slot, delivery).await;
+                    release_slot(&shared, slot).await;
+                    drop(permit);
+                });
+            }
+        }
+    }
+}
+
+async fn cancel_run(shared: &Shared, run_id: &str) {
+    let mut canceled = shared.canceled.lock().await;
+    if canceled.len() > 10_000 {
+        canceled.clear();
+    }
+    canceled.insert(run_id.to_owned());
+    if let Some(n) = shared.in_flight.lock().await.get(run_id) {
+        n.notify_waiters();
+    }
+}
+
+async fn take_slot(shared: &Shared) -> usize {
+    let mut slots = shared.slots.lock().await;
+    let i = slots
+        .iter()
+        .position(|s| s.current_job.is_none())
+        .unwrap_or(0);
+    slots[i].current_job = Some(String::new());
+    i
+}
+
+async fn release_slot(shared: &Shared, slot: usize) {
+    shared.slots.lock().await[slot].current_job = None;
+}
+
+async fn set_job(shared: &Shared, slot: usize, job: Option<String>, failed: Option<bool>) {
+    let mut slots = shared.slots.lock().await;
+    slots[slot].current_job = job;
+    match failed {
+        Some(true) => {
+            slots[slot].processed += 1;
+            slots[slot].errors += 1;
+        }
+        Some(false) => slots[slot].processed += 1,
+        None => {}
+    }
+}
+
+/// Writes every slot's state. `status` is the pool's state; a slot with a job is `busy`.
+async fn heartbeat(shared: &Shared, status: &str) {
+    let at = now();
+    let rows: Vec<Value> = shared
+        .slots
+        .lock()
+        .await
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let job = s.current_job.clone().filter(|j| !j.is_empty());
+            let st = match (status, &job) {
+                ("offline", _) => "offline",
+                (_, Some(_)) => "busy",
+                _ => "idle",
+            };
+            json!({"id": shared.worker_id(i), "set": {
+                "type": shared.ty, "status": st, "currentJobId": job, "lastHeartbeat": at,
+                "processedCount": s.processed, "errorCount": s.errors,
+                "startedAt": shared.started_at, "slot": i}})
+        })
+        .collect();
+    let result = async {
+        let mut tx = shared.graph.begin().await?;
+        runs::heartbeat(&mut tx, rows).await?;
+        tx.commit().await
+    }
+    .await;
+    if let Err(e) = result {
+        tracing::warn!(error = %e, "heartbeat failed");
+    }
+}
+
+async fn handle(shared: &Shared, broker: &Broker, slot: usize, delivery: Delivery) {
+    let job = match decode(&shared.ty, &delivery.data) {
+        Ok(job) => job,
+        Err(reason) => return poison(shared, broker, slot, &delivery, &reason).await,
+    };
+    if shared.canceled.lock().await.contains(&job.run_id) {
+        let _ = delivery.acker.ack(BasicAckOptions::default()).await;
+        return;
+    }
+    if (delivery.redelivered || job.redispatch) && already_settled(shared, &job).await {
+        tracing::info!(step = %job.step_run_id, "redelivered job for a settled step skipped");
+        let _ = delivery.acker.ack(BasicAckOptions::default()).await;
+        return;
+    }
+    let worker_id = shared.worker_id(slot);
+    set_job(shared, slot, Some(job.message_id()), None).await;
+    let started_at = now();
+    let started = EngineMessage::StepStarted {
+        run_id: job.run_id.clone(),
+        step_run_id: job.step_run_id.clone(),
+        attempt: job.attempt,
+        worker_id: worker_id.clone(),
+        at: started_at.clone(),
+    };
+    if let Err(e) = broker.publish_engine(&started).await {
+        tracing::warn!(error = %e, "could not report step start");
+    }
+    let clock = Instant::now();
+    let notify = Arc::new(Notify::new());
+    shared
+        .in_flight
+        .lock()
+        .await
+        .insert(job.run_id.clone(), notify.clone());
+    let result = tokio::select! {
+        r = execute(shared, &job) => Some(r),
+        _ = notify.notified() => None,
+    };
+    shared.in_flight.lock().await.remove(&job.run_id);
+    let Some((result, hash)) = result else {
+        // Canceled mid-call: the engine already settled the step.
+        let _ = delivery.acker.ack(BasicAckOptions::default()).await;
+        set_job(shared, slot, None, Some(true)).await;
+        return;
+    };
+    let latency = clock.elapsed().as_millis() as u64;
+    let (outcome, telemetry) = match result {
+        Ok((output, telemetry)) => (StepOutcome::Completed { output }, telemetry),
+        Err((failure, telemetry)) => (
+            fail_or_retry(shared, broker, &job, &delivery, failure).await,
+            telemetry,
+        ),
+    };
+    let mut telemetry = serde_json::to_value(telemetry).unwrap_or(json!({}));
+    telemetry["latencyMs"] = json!(latency);
+    let failed = !matches!(outcome, StepOutcome::Completed { .. });
+    let finished = EngineMessage::StepFinished {
+        run_id: job.run_id.clone(),
+        step_run_id: job.step_run_id.clone(),
+        attempt: job.attempt,
+        worker_id,
+        started_at,
+        finished_at: now(),
+        outcome,
+        telemetry,
+        input_hash: hash,
+    };
+    match broker.publish_engine(&finished).await {
+        Ok(()) => {
+            let _ = delivery.acker.ack(BasicAckOptions::default()).await;
+        }
+        Err(e) => {
+            // Not acked: the broker redelivers and the step runs again (it is not recorded).
+            tracing::warn!(error = %e, "could not report step result");
+        }
+    }
+    set_job(shared, slot, None, Some(failed)).await;
+}
+
+fn decode(ty: &str, body: &[u8]) -> Result<Job, String> {
+    let job: Job = serde_json::from_slice(body).map_err(|e| format!("malformed job: {e}"))?;
+    if job.v != JOB_VERSION {
+        return Err(format!("unsupported job version {}", job.v));
+    }
+    if job.operation_type != ty {
+        return Err(format!(
+            "job of type `{}` on the `{ty}` queue",
+            job.operation_type
+        ));
+    }
+    Ok(job)
+}
+
+/// A message no worker can run: park it in the dead-letter queue with the reason, and fail
+/// its step if the headers say which one.
+async fn poison(shared: &Shared, broker: &Broker, slot: usize, d: &Delivery, reason: &str) {
+    tracing::warn!(reason, "poison message dead-lettered");
+    let headers = d.properties.headers().clone().unwrap_or_default();
+    let parked = broker
+        .publish_dead_letter(&shared.ty, &d.data, headers, reason)
+        .await;
+    let run_id = header(d.properties.headers().as_ref(), RUN_HEADER);
+    let step_run_id = header(d.properties.headers().as_ref(), STEP_RUN_HEADER);
+    if let (Some(run_id), Some(step_run_id)) = (run_id, step_run_id) {
+        let at = now();
+        let msg = EngineMessage::StepFinished {
+            run_id,
+            step_run_id,
+            attempt: u32::MAX,
+            worker_id: shared.worker_id(slot),
+            started_at: at.clone(),
+            finished_at: at,
+            outcome: StepOutcome::Failed {
+                error: ErrorInfo::new("MALFORMED_JOB", reason),
+            },
+            telemetry: json!({}),
+            input_hash: None,
+        };
+        let _ = broker.publish_engine(&msg).await;
+    }
+    if parked.is_ok() {
+        let _ = d.acker.ack(BasicAckOptions::default()).await;
+    }
+    set_job(shared, slot, None, Some(true)).await;
+}
+
+async fn already_settled(shared: &Shared, job: &Job) -> bool {
+    let state = async {
+        let mut tx = shared.graph.begin().await?;
+        let s = runs::step_state(&mut tx, &job.step_run_id).await;
+        let _ = tx.rollback().await;
+        s
+    }
+    .await;
+    match state {
+        Ok(Some(s)) => {
+            matches!(
+                s.status.as_str(),
+                "completed" | "failed" | "skipped" | "canceled"
+            ) || matches!(s.run_status.as_str(), "completed" | "failed" | "canceled")
+        }
+        Ok(None) => true,
+        Err(_) => false,
+    }
+}
+
+type Telemetry = crate::tool::Telemetry;
+type Executed = Result<(Value, Telemetry), (ErrorInfo, Telemetry)>;
+
+async fn execute(shared: &Shared, job: &Job) -> (Executed, Option<String>) {
+    if chrono::Utc::now().timestamp_millis() > job.deadline_ms {
+        let e = ErrorInfo::new("TIMEOUT", "the job's deadline passed before it could start");
+        return (Err((e, Telemetry::default())), None);
+    }
+    let resolved = match shared.resolver.resolve(&job.tool_id).await {
+        Ok(r) => r,
+        Err(NotRunnable::Rule { invariant, message }) => {
+            return (
+                Err((ErrorInfo::new(invariant, message), Telemetry::default())),
+                None,
+            )
+        }
+        Err(NotRunnable::Graph(e)) => {
+            let mut err = ErrorInfo::new("CONNECTION_ERROR", format!("graph: {e}"));
+            err.retryable = true;
+            return (Err((err, Telemetry::default())), None);
+        }
+    };
+    let vars = Value::Object(job.variables.clone());
+    let input = match render_tree(&Value::Object(job.inputs.clone()), &vars) {
+        Ok(v) => v,
+        Err(e) => {
+            let err = ErrorInfo::new("INTERPOLATION_ERROR", e.to_string());
+            return (Err((err, Telemetry::default())), None);
+        }
+    };
+    let hash = Some(input_hash(&input));
+    if let Some(problem) = resolved.input_validator.iter_errors(&input).next() {
+        let err = ErrorInfo::new(
+            "INPUT_INVALID",
+            format!("input{}: {problem}", problem.instance_path),
+        );
+        return (Err((err, Telemetry::default())), hash);
+    }
+    let tool = &resolved.tool;
+    let timeout = Duration::from_millis(job.timeout_ms.max(1));
+    let inv = Invocation {
+        tool_id: &job.tool_id,
+        operation: &tool.structure.operation,
+        connection: &tool.connection_params,
+        service_endpoint: resolved.service.endpoint.as_deref(),
+        protocol: resolved.service.structure.protocol,
+        secret: resolved.secret.as_ref(),
+        secret_scope: tool.secret_scope.as_deref(),
+        input: &input,
+        timeout,
+    };
+    let called = tokio::time::timeout(
+        timeout + Duration::from_millis(250),
+        shared.executor.call(&inv),
+    )
+    .await
+    .unwrap_or_else(|_| {
+        Err(ToolFailure::new(
+            FailureClass::Timeout,
+            format!("no answer within {} ms", timeout.as_millis()),
+        ))
+    });
+    let result = match called {
+        Ok(out) => {
+            let problem = resolved
+                .output_validator
+                .iter_errors(&out.value)
+                .next()
+                .map(|p| format!("output{}: {p}", p.instance_path));
+            match problem {
+                None => Ok((out.value, out.telemetry)),
+                Some(p) => Err((ErrorInfo::new("OUTPUT_INVALID", p), out.telemetry)),
+            }
+        }
+        Err(f) => {
+            let write = matches!(
+                tool.structure.operation,
+                Operation::GraphQuery {
+                    access: Access::Write,
+                    ..
+                }
+            );
+            // A write that timed out may have committed: never retried (seed 002).
+            let retryable = f.class.retryable() && !(write && f.class == FailureClass::Timeout);
+            let mut err = ErrorInfo::new(class_code(f.class), f.message);
+            err.retryable = retryable;
+            Err((err, f.telemetry))
+        }
+    };
+    (result, hash)
+}
+
+fn class_code(class: FailureClass) -> &'static str {
+    match class {
+        FailureClass::Timeout => "TIMEOUT",
+        FailureClass::ConnectionError => "CONNECTION_ERROR",
+        FailureClass::RateLimited => "RATE_LIMITED",
+        FailureClass::UpstreamError => "UPSTREAM_ERROR",
+        FailureClass::AuthError => "AUTH_ERROR",
+        FailureClass::InvalidRequest => "INVALID_REQUEST",
+        FailureClass::ToolError => "TOOL_ERROR",
+    }
+}
+
+/// EXEC-4: a retryable failure with attempts left goes to the delay queue; anything else is
+/// dead-lettered with its reason. Returns what to tell the engine.
+async fn fail_or_retry(
+    shared: &Shared,
+    broker: &Broker,
+    job: &Job,
+    d: &Delivery,
+    error: ErrorInfo,
+) -> StepOutcome {
+    if error.retryable && job.attempt < job.max_attempts {
+        let delay = shared.policy.delay_after(job.attempt);
+        let mut next = job.clone();
+        next.attempt += 1;
+        next.redispatch = false;
+        if broker.publish_retry(&next, delay).await.is_ok() {
+            return StepOutcome::Retrying {
+                error,
+                next_attempt: next.attempt,
+                delay_ms: delay,
+            };
+        }
+    }
+    let mut error = error;
+    if error.retryable {
+        error.message = format!("{} (after {} attempts)", error.message, job.attempt);
+    }
+    let headers = d.properties.headers().clone().unwrap_or_default();
+    let reason = format!("{}: {}", error.code, error.message);
+    if let Err(e) = broker
+        .publish_dead_letter(&shared.ty, &d.data, headers, &reason)
+        .await
+    {
+        tracing::warn!(error = %e, "could not dead-letter a failed job");
+    }
+    StepOutcome::Failed { error }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
+            s.recv().await;
+        }
+    };
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+}

@@ -67,6 +67,10 @@ impl Write for LogSink {
 pub fn server() -> &'static Server {
     SERVER.get_or_init(|| {
         let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+        // Short retry delays keep the retry tests fast (the policy shape is unchanged).
+        if std::env::var("AIDEN_RETRY_INITIAL_DELAY_MS").is_err() {
+            std::env::set_var("AIDEN_RETRY_INITIAL_DELAY_MS", "100");
+        }
         let graph = aiden_graph::Settings {
             uri: setting("AIDEN_NEO4J_URI", Some("bolt://127.0.0.1:7687")),
             user: setting("AIDEN_NEO4J_USER", Some("root")),
@@ -109,9 +113,25 @@ pub fn server() -> &'static Server {
                 });
                 aiden_graph::migrate::run(&graph).await.expect("migrate");
                 let vault = aiden_service::Vault::from_base64(TEST_MASTER_KEY).unwrap();
-                let app = aiden_service::App::new(graph, vault);
+                // The engine and one worker pool per operation type, in this process.
+                let notifier = aiden_engine::Notifier::default();
+                let engine =
+                    aiden_engine::Engine::new(graph.clone(), amqp.clone(), notifier.clone());
+                tokio::spawn(engine.run());
+                for ty in aiden_jobs::OPERATION_TYPES {
+                    let config = aiden_workers::pool::PoolConfig {
+                        operation_type: ty.to_owned(),
+                        concurrency: 4,
+                        amqp_uri: amqp.clone(),
+                        graph: graph.clone(),
+                        vault: vault.clone(),
+                    };
+                    tokio::spawn(aiden_workers::pool::run(config));
+                }
+                let broker = aiden_jobs::Broker::connect(&amqp).await.expect("broker");
+                let app = aiden_service::App::new(graph, vault).with_broker(broker);
                 app.bootstrap_admin(&token).await.expect("bootstrap admin");
-                let server = aiden_api::Application::build(app, "127.0.0.1:0", amqp)
+                let server = aiden_api::Application::build(app, "127.0.0.1:0", amqp, notifier)
                     .await
                     .expect("bind");
                 tx.send(server.port()).unwrap();

@@ -23,6 +23,8 @@ pub use routes::router;
 pub struct State {
     pub app: App,
     pub amqp_uri: Arc<String>,
+    /// Wakes SSE streams when the in-process engine commits a run's events.
+    pub notifier: aiden_engine::Notifier,
     pub openapi: Arc<serde_json::Value>,
 }
 
@@ -33,11 +35,16 @@ pub struct Application {
 }
 
 impl Application {
-    pub async fn build(app: App, addr: &str, amqp_uri: String) -> std::io::Result<Self> {
+    pub async fn build(
+        app: App,
+        addr: &str,
+        amqp_uri: String,
+        notifier: aiden_engine::Notifier,
+    ) -> std::io::Result<Self> {
         let listener = TcpListener::bind(addr).await?;
         Ok(Self {
             listener,
-            router: router(app, amqp_uri),
+            router: router(app, amqp_uri, notifier),
         })
     }
 

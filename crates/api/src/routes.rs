@@ -11,7 +11,7 @@ use axum::{
 };
 
 use crate::{
-    handlers::{catalog as c, ops, processes as p, users as u},
+    handlers::{catalog as c, ops, processes as p, runs as r, users as u},
     openapi::{Op, Spec},
     request_id, State,
 };
@@ -45,7 +45,7 @@ macro_rules! route {
     };
 }
 
-pub fn router(app: App, amqp_uri: String) -> Router {
+pub fn router(app: App, amqp_uri: String, notifier: aiden_engine::Notifier) -> Router {
     let t = Table {
         paths: BTreeMap::new(),
         spec: Spec::default(),
@@ -327,10 +327,50 @@ pub fn router(app: App, amqp_uri: String) -> Router {
         Op::read("Every version of a Process", 200)
     );
 
+    let t = route!(
+        t,
+        POST,
+        "/v1/processes/{id}/runs",
+        r::start_run,
+        Op::body(
+            "Start a run of the Process's current version (Idempotency-Key: same key, same run)",
+            202
+        )
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/runs/{id}",
+        r::get_run,
+        Op::read("A run with per-step status, output and telemetry", 200)
+    );
+    let t = route!(
+        t,
+        POST,
+        "/v1/runs/{id}/cancel",
+        r::cancel_run,
+        Op::read("Cancel a run: pending work never starts, in-flight calls are abandoned", 202)
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/runs/{id}/events",
+        r::run_events,
+        Op::read("The run's events as Server-Sent Events (resume with Last-Event-ID)", 200)
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/workers",
+        r::list_workers,
+        Op::read("Worker slots with heartbeat, status and counts", 200)
+    );
+
     let Table { paths, spec } = t;
     let state = State {
         app,
         amqp_uri: Arc::new(amqp_uri),
+        notifier,
         openapi: Arc::new(spec.document()),
     };
     let mut router = Router::new();

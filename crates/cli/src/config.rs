@@ -70,3 +70,24 @@ pub fn init_tracing() {
         builder.init();
     }
 }
+
+#[derive(Args, Clone)]
+pub struct WorkerArgs {
+    #[command(flatten)]
+    pub graph: GraphArgs,
+    /// Operation type this pool consumes: graph_query, llm_call, rest_api or mcp_call.
+    #[arg(long = "type", env = "AIDEN_WORKER_TYPE")]
+    pub operation_type: String,
+    /// Jobs run at once (the queue prefetch); one Worker node per slot.
+    #[arg(long, env = "AIDEN_WORKER_CONCURRENCY", default_value_t = 8)]
+    pub concurrency: usize,
+    #[arg(
+        long,
+        env = "AIDEN_AMQP_URI",
+        default_value = "amqp://guest:guest@127.0.0.1:5672/%2f",
+        hide_env_values = true
+    )]
+    pub amqp_uri: String,
+    #[arg(long, env = "AIDEN_MASTER_KEY", hide_env_values = true)]
+    pub master_key: Option<String>,
+}

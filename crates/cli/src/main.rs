@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
-use crate::config::{GraphArgs, ServeArgs};
+use crate::config::{GraphArgs, ServeArgs, WorkerArgs};
 
 #[derive(Parser)]
 #[command(
@@ -24,8 +24,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// HTTP API (the run engine arrives with the execution work).
+    /// HTTP API and the run engine.
     Serve(ServeArgs),
+    /// A worker pool for one operation type.
+    Worker(WorkerArgs),
     /// Apply the graph schema (constraints, indexes); idempotent.
     Migrate(GraphArgs),
     /// Create or update definitions from YAML/JSON files or folders through the HTTP API.
@@ -41,6 +43,7 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve(args) => serve(args).await.map(|_| ExitCode::SUCCESS),
+        Command::Worker(args) => worker(args).await.map(|_| ExitCode::SUCCESS),
         Command::Migrate(args) => migrate(args).await.map(|_| ExitCode::SUCCESS),
         Command::Apply(args) => apply::run(args).await,
         Command::Check(args) => check(args).await,
@@ -62,13 +65,15 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if !applied.is_empty() {
         tracing::info!(?applied, "schema migrations applied");
     }
-    let key = args
-        .master_key
-        .as_deref()
-        .context("AIDEN_MASTER_KEY is required (base64 of 32 bytes)")?;
-    let vault = aiden_service::Vault::from_base64(key)
-        .map_err(|e| anyhow::anyhow!("AIDEN_MASTER_KEY: {e}"))?;
-    let app = aiden_service::App::new(graph, vault);
+    let vault = vault(args.master_key.as_deref())?;
+    let notifier = aiden_engine::Notifier::default();
+    let engine = aiden_engine::Engine::new(graph.clone(), args.amqp_uri.clone(), notifier.clone());
+    tokio::spawn(engine.run());
+    let mut app = aiden_service::App::new(graph, vault);
+    match aiden_jobs::Broker::connect(&args.amqp_uri).await {
+        Ok(broker) => app = app.with_broker(broker),
+        Err(e) => tracing::warn!(error = %e, "broker unreachable: runs start via the engine sweep"),
+    }
     match args.admin_token.as_deref() {
         Some(token) => app
             .bootstrap_admin(token)
@@ -78,12 +83,37 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             "AIDEN_ADMIN_TOKEN is not set: no admin can log in unless one exists already"
         ),
     }
-    let server = aiden_api::Application::build(app, &args.http_addr, args.amqp_uri.clone())
+    let server = aiden_api::Application::build(app, &args.http_addr, args.amqp_uri.clone(), notifier)
         .await
         .with_context(|| format!("binding {}", args.http_addr))?;
     tracing::info!(addr = %server.local_addr()?, "aiden API listening");
     server.run().await?;
     Ok(())
+}
+
+fn vault(key: Option<&str>) -> anyhow::Result<aiden_service::Vault> {
+    let key = key.context("AIDEN_MASTER_KEY is required (base64 of 32 bytes)")?;
+    aiden_service::Vault::from_base64(key).map_err(|e| anyhow::anyhow!("AIDEN_MASTER_KEY: {e}"))
+}
+
+async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
+    if !aiden_jobs::OPERATION_TYPES.contains(&args.operation_type.as_str()) {
+        anyhow::bail!(
+            "--type must be one of {}",
+            aiden_jobs::OPERATION_TYPES.join(", ")
+        );
+    }
+    let graph = args.graph.connect().await?;
+    let vault = vault(args.master_key.as_deref())?;
+    tracing::info!(r#type = %args.operation_type, concurrency = args.concurrency, "worker pool starting");
+    aiden_workers::pool::run(aiden_workers::pool::PoolConfig {
+        operation_type: args.operation_type,
+        concurrency: args.concurrency,
+        amqp_uri: args.amqp_uri,
+        graph,
+        vault,
+    })
+    .await
 }
 
 async fn migrate(args: GraphArgs) -> anyhow::Result<()> {

@@ -9,6 +9,7 @@ mod common;
 mod error;
 mod probe;
 mod processes;
+mod runs;
 mod secrets;
 mod services;
 mod templates;
@@ -22,6 +23,7 @@ pub use audit::{Auditor, Finding};
 pub use auth::NewUser;
 pub use error::Error;
 pub use processes::ProcessVersion;
+pub use runs::{run_view, RunStarted};
 pub use secrets::{NewSecret, SecretPatch};
 pub use vault::Vault;
 
@@ -62,6 +64,7 @@ pub struct App {
     graph: Graph,
     vault: Vault,
     http: reqwest::Client,
+    broker: Option<aiden_jobs::Broker>,
 }
 
 impl App {
@@ -70,7 +73,18 @@ impl App {
             .timeout(std::time::Duration::from_secs(5))
             .build()
             .unwrap_or_default();
-        Self { graph, vault, http }
+        Self {
+            graph,
+            vault,
+            http,
+            broker: None,
+        }
+    }
+
+    /// Lets the service tell the engine about runs (without it, the engine's sweep finds them).
+    pub fn with_broker(mut self, broker: aiden_jobs::Broker) -> Self {
+        self.broker = Some(broker);
+        self
     }
 
     pub fn graph(&self) -> &Graph {

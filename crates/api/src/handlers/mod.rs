@@ -4,3 +4,4 @@ pub mod catalog;
 pub mod ops;
 pub mod processes;
 pub mod users;
+pub mod runs;

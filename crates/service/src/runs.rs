@@ -1,0 +1,226 @@
+//! Runs on the mutation path: start (with `Idempotency-Key`), read, cancel, the event log and
+//! the worker list. Starting writes the Run and its StepRuns in one transaction, then tells the
+//! engine; if that message is lost the engine's sweep finds the queued run within seconds.
+
+use aiden_domain::access::{ensure_readable, Owned, Sharing};
+use aiden_domain::user::Caller;
+use aiden_domain::Error as Domain;
+use aiden_engine::plan::{self, LoadError};
+use aiden_engine::step_run_id;
+use aiden_graph::runs::{self, EventRow, NewRun, NewStepRun};
+use aiden_jobs::EngineMessage;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use crate::{
+    tx::{read_tx, write_tx},
+    App, Error, Result,
+};
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunStarted {
+    pub run_id: String,
+    pub status: String,
+    /// False when an `Idempotency-Key` returned an existing run.
+    #[serde(skip)]
+    pub created: bool,
+}
+
+fn load_error(e: LoadError) -> Error {
+    match e {
+        LoadError::NotFound => Domain::NotFound.into(),
+        LoadError::Corrupt(m) => Domain::invariant("PROC-2", "/steps", m).into(),
+        LoadError::Graph(g) => g.into(),
+    }
+}
+
+/// JSON text fields of stored runs, decoded for the API.
+fn parsed(v: Option<&Value>) -> Value {
+    match v {
+        Some(Value::String(s)) => serde_json::from_str(s).unwrap_or(Value::Null),
+        _ => Value::Null,
+    }
+}
+
+impl App {
+    pub async fn start_run(
+        &self,
+        caller: &Caller,
+        process_id: &str,
+        inputs: Map<String, Value>,
+        idempotency_key: Option<&str>,
+    ) -> Result<RunStarted> {
+        let request_key = idempotency_key.map(|k| format!("{}#{k}", caller.id.as_str()));
+        let started = write_tx!(self, |tx| {
+            if let Some(key) = &request_key {
+                if let Some(existing) = runs::find_request(&mut tx, key).await? {
+                    let status = runs::get(&mut tx, &existing)
+                        .await?
+                        .and_then(|r| r.run.get("status").and_then(Value::as_str).map(str::to_owned))
+                        .unwrap_or_else(|| "queued".into());
+                    return Ok(RunStarted { run_id: existing, status, created: false });
+                }
+            }
+            let loaded = plan::load(&mut tx, process_id).await.map_err(load_error)?;
+            ensure_readable(
+                caller,
+                &Owned { owner_id: &loaded.owner_id, shared: loaded.shared, sharing: Sharing::Shareable },
+            )?;
+            if !loaded.enabled {
+                return Err(Domain::invariant("PROC-8", "/enabled", format!("process `{process_id}` is disabled")).into());
+            }
+            let definition_context: Vec<String> = serde_json::from_str::<Value>(&loaded_context(&mut tx, process_id).await?)
+                .ok()
+                .and_then(|v| serde_json::from_value(v).ok())
+                .unwrap_or_default();
+            for name in &definition_context {
+                if !inputs.contains_key(name) {
+                    return Err(Domain::validation(format!("/inputs/{name}"), "required by the process's initialContext").into());
+                }
+            }
+            let run_id = uuid::Uuid::now_v7().to_string();
+            let new_run = NewRun {
+                id: run_id.clone(),
+                process_id: process_id.to_owned(),
+                number: loaded.plan.version,
+                version_id: loaded.version_id.clone(),
+                depth: 1,
+                parent_run_id: None,
+                parent_step_run_id: None,
+                owner_id: caller.id.as_str().to_owned(),
+                inputs: Value::Object(inputs.clone()).to_string(),
+                plan: serde_json::to_string(&loaded.plan).unwrap_or_default(),
+                steps: loaded
+                    .steps
+                    .iter()
+                    .enumerate()
+                    .map(|(order, (step_id, ps))| NewStepRun {
+                        id: step_run_id(&run_id, step_id),
+                        step_id: step_id.clone(),
+                        process_step_id: ps.clone(),
+                        order: order as i64,
+                    })
+                    .collect(),
+            };
+            let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+            runs::create(&mut tx, &new_run, &now).await?;
+            if let Some(key) = &request_key {
+                runs::claim_request(&mut tx, key, &run_id, &now).await?;
+            }
+            Ok(RunStarted { run_id, status: "queued".into(), created: true })
+        })?;
+        if started.created {
+            self.notify_engine(&EngineMessage::RunStart { run_id: started.run_id.clone() })
+                .await;
+        }
+        Ok(started)
+    }
+
+    async fn notify_engine(&self, message: &EngineMessage) {
+        match &self.broker {
+            Some(broker) => {
+                if let Err(e) = broker.publish_engine(message).await {
+                    tracing::warn!(error = %e, "engine message not published; the sweep will pick the run up");
+                }
+            }
+            None => tracing::warn!("no broker configured; the engine sweep will pick the run up"),
+        }
+    }
+
+    async fn visible_run(&self, caller: &Caller, run_id: &str) -> Result<runs::RunRow> {
+        let row = read_tx!(self, |tx| { Ok(runs::get(&mut tx, run_id).await?) })?
+            .ok_or(Domain::NotFound)?;
+        let owner = row.run.get("ownerId").and_then(Value::as_str).unwrap_or_default();
+        // Runs are private to whoever started them; admins see every run.
+        if owner != caller.id.as_str() && !caller.is_admin() {
+            return Err(Domain::NotFound.into());
+        }
+        Ok(row)
+    }
+
+    /// `GET /v1/runs/{id}`.
+    pub async fn get_run(&self, caller: &Caller, run_id: &str) -> Result<Value> {
+        let row = self.visible_run(caller, run_id).await?;
+        Ok(run_view(&row))
+    }
+
+    /// `POST /v1/runs/{id}/cancel`: the engine settles it; answers the run as it stands.
+    pub async fn cancel_run(&self, caller: &Caller, run_id: &str) -> Result<Value> {
+        let row = self.visible_run(caller, run_id).await?;
+        let status = row.run.get("status").and_then(Value::as_str).unwrap_or("queued");
+        if !matches!(status, "completed" | "failed" | "canceled") {
+            self.notify_engine(&EngineMessage::RunCancel { run_id: run_id.to_owned() })
+                .await;
+        }
+        Ok(json!({"runId": run_id, "status": status, "cancelRequested": true}))
+    }
+
+    /// Events after `after` (at most `limit`), for the SSE stream; checks visibility.
+    pub async fn run_events(&self, caller: &Caller, run_id: &str, after: i64, limit: i64) -> Result<Vec<EventRow>> {
+        self.visible_run(caller, run_id).await?;
+        self.run_events_unchecked(run_id, after, limit).await
+    }
+
+    /// Events after `after`, for a stream whose visibility was already checked.
+    pub async fn run_events_unchecked(&self, run_id: &str, after: i64, limit: i64) -> Result<Vec<EventRow>> {
+        read_tx!(self, |tx| { Ok(runs::events_after(&mut tx, run_id, after, limit).await?) })
+    }
+
+    /// `GET /v1/workers`.
+    pub async fn list_workers(&self, _caller: &Caller) -> Result<Vec<Value>> {
+        let rows = read_tx!(self, |tx| { Ok(runs::list_workers(&mut tx).await?) })?;
+        Ok(rows
+            .into_iter()
+            .map(|w| {
+                json!({
+                    "id": w.get("id"), "type": w.get("type"), "status": w.get("status"),
+                    "currentJobId": w.get("currentJobId").cloned().unwrap_or(Value::Null),
+                    "lastHeartbeat": w.get("lastHeartbeat"),
+                    "processedCount": w.get("processedCount"), "errorCount": w.get("errorCount"),
+                })
+            })
+            .collect())
+    }
+}
+
+async fn loaded_context(tx: &mut aiden_graph::Tx, process_id: &str) -> Result<String> {
+    let rows = runs::plan_source(tx, process_id).await?;
+    let doc: Value = rows
+        .first()
+        .and_then(|r| serde_json::from_str(&r.doc).ok())
+        .unwrap_or(Value::Null);
+    Ok(doc.get("initialContext").cloned().unwrap_or(json!([])).to_string())
+}
+
+/// The contract's run shape.
+pub fn run_view(row: &runs::RunRow) -> Value {
+    let r = &row.run;
+    let steps: Vec<Value> = row
+        .steps
+        .iter()
+        .map(|s| {
+            json!({
+                "stepId": s.get("stepId"), "status": s.get("status"),
+                "attempts": s.get("attempts").cloned().unwrap_or(json!(0)),
+                "workerId": s.get("workerId").cloned().unwrap_or(Value::Null),
+                "startedAt": s.get("startedAt").cloned().unwrap_or(Value::Null),
+                "finishedAt": s.get("finishedAt").cloned().unwrap_or(Value::Null),
+                "output": parsed(s.get("output")),
+                "error": parsed(s.get("error")),
+                "telemetry": parsed(s.get("telemetry")),
+                "childRunId": s.get("childRunId").cloned().unwrap_or(Value::Null),
+            })
+        })
+        .collect();
+    json!({
+        "id": r.get("id"), "processId": r.get("processId"),
+        "processVersion": r.get("processVersion"), "status": r.get("status"),
+        "depth": r.get("depth"), "parentRunId": r.get("parentRunId").cloned().unwrap_or(Value::Null),
+        "inputs": parsed(r.get("inputs")),
+        "output": parsed(r.get("output")), "error": parsed(r.get("error")),
+        "createdAt": r.get("createdAt"), "startedAt": r.get("startedAt").cloned().unwrap_or(Value::Null),
+        "finishedAt": r.get("finishedAt").cloned().unwrap_or(Value::Null),
+        "steps": steps,
+    })
+}

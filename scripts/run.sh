@@ -7,6 +7,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
 scripts/stack.sh up
+# The echo endpoint the seed's REST tool (and the benchmark) call.
+scripts/echo-nginx.sh up
 # shellcheck disable=SC1091
 . .stack/env
 export AIDEN_HTTP_ADDR=${AIDEN_HTTP_ADDR:-127.0.0.1:8080}
@@ -29,6 +31,16 @@ for _ in $(seq 1 60); do
 done
 curl -fsS "$URL/readyz" >/dev/null || { tail -20 .stack/serve.log; echo "run: the API did not become ready" >&2; exit 1; }
 
+# One worker pool per operation type (scale with AIDEN_WORKER_CONCURRENCY or more processes).
+for type in graph_query llm_call rest_api mcp_call; do
+  pidfile=.stack/worker-$type.pid
+  if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+    kill "$(cat "$pidfile")" && sleep 0.2
+  fi
+  nohup "$BIN" worker --type "$type" >".stack/worker-$type.log" 2>&1 &
+  echo $! >"$pidfile"
+done
+
 AIDEN_SERVER="$URL" AIDEN_TOKEN="$AIDEN_ADMIN_TOKEN" "$BIN" apply -f seed/
 "$BIN" check
 
@@ -44,5 +56,13 @@ Admin token: in .stack/env (AIDEN_ADMIN_TOKEN).  Try:
   curl -s -X POST $URL/v1/services/service-neo4j-graphiti/health-check -H "Authorization: Bearer \$AIDEN_ADMIN_TOKEN"
   curl -s $URL/openapi.json
 
-Worker pools (aiden worker --type …) are not part of this build yet: see README "Status".
+Run a seeded process (a REST call to the local nginx echo) and follow it:
+
+  R=\$(curl -s -X POST $URL/v1/processes/process-rest-echo/runs -H "Authorization: Bearer \$AIDEN_ADMIN_TOKEN" \\
+        -H 'content-type: application/json' -d '{"inputs":{"query":"hello"}}' | sed 's/.*"runId":"\([^"]*\)".*/\1/')
+  curl -sN $URL/v1/runs/\$R/events -H "Authorization: Bearer \$AIDEN_ADMIN_TOKEN"
+  curl -s $URL/v1/workers -H "Authorization: Bearer \$AIDEN_ADMIN_TOKEN"
+
+Worker pools: .stack/worker-<type>.log. The LLM tools call AIDEN_LLM_ENDPOINT (any
+OpenAI-compatible server; see README "LLM provider").
 TXT

@@ -1,0 +1,186 @@
+//! `aiden-bench`: end-to-end run throughput and latency through the public API, against the
+//! nginx echo endpoint (scripts/bench.sh starts everything). Prints one JSON line per scenario:
+//! `{scenario, workflows, steps_per_workflow, wall_s, workflows_per_s, steps_per_s, p50_ms, p99_ms}`.
+//! A run's latency is from `POST /v1/processes/{id}/runs` to its `run.completed` SSE event.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use clap::Parser;
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+#[derive(Parser)]
+struct Args {
+    #[arg(long, env = "AIDEN_SERVER", default_value = "http://127.0.0.1:8080")]
+    server: String,
+    #[arg(long, env = "AIDEN_TOKEN")]
+    token: String,
+    #[arg(long, default_value = "http://127.0.0.1:18080")]
+    echo: String,
+    /// Scenarios to run (default: all three).
+    #[arg(long, value_delimiter = ',', default_value = "chain3_seq,chain3,fanout4")]
+    scenarios: Vec<String>,
+    /// Scale every scenario's run count (e.g. 0.1 for a quick check).
+    #[arg(long, default_value_t = 1.0)]
+    scale: f64,
+}
+
+struct Api {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl Api {
+    async fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(&self.token);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await?;
+        let status = resp.status();
+        let text = resp.text().await?;
+        if !status.is_success() {
+            bail!("{path}: {status}: {text}");
+        }
+        Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// Starts a run and waits for its terminal event; returns the latency.
+    async fn run_once(&self, process: &str) -> anyhow::Result<Duration> {
+        let t0 = Instant::now();
+        let started = self
+            .send(reqwest::Method::POST, &format!("/v1/processes/{process}/runs"), Some(json!({"inputs": {}})))
+            .await?;
+        let run_id = started["runId"].as_str().context("no runId")?.to_owned();
+        let resp = self
+            .http
+            .get(format!("{}/v1/runs/{run_id}/events", self.base))
+            .bearer_auth(&self.token)
+            .send()
+            .await?;
+        let mut stream = resp.bytes_stream();
+        let mut seen = String::new();
+        while let Some(chunk) = stream.next().await {
+            seen.push_str(&String::from_utf8_lossy(&chunk?));
+            if seen.contains("event: run.completed") {
+                return Ok(t0.elapsed());
+            }
+            if seen.contains("event: run.failed") || seen.contains("event: run.canceled") {
+                bail!("run {run_id} did not complete: {seen}");
+            }
+        }
+        bail!("event stream of {run_id} ended early")
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1000.0
+}
+
+async fn scenario(api: Arc<Api>, name: &str, process: &str, runs: usize, in_flight: usize, steps: usize) -> anyhow::Result<Value> {
+    // Warm-up (connections, caches, JIT of the graph server), not measured.
+    for _ in 0..10 {
+        api.run_once(process).await?;
+    }
+    let next = Arc::new(AtomicUsize::new(0));
+    let t0 = Instant::now();
+    let tasks: Vec<_> = (0..in_flight)
+        .map(|_| {
+            let (api, next, process) = (api.clone(), next.clone(), process.to_owned());
+            tokio::spawn(async move {
+                let mut latencies = Vec::new();
+                while next.fetch_add(1, Ordering::Relaxed) < runs {
+                    latencies.push(api.run_once(&process).await?);
+                }
+                anyhow::Ok(latencies)
+            })
+        })
+        .collect();
+    let mut latencies = Vec::with_capacity(runs);
+    for t in tasks {
+        latencies.extend(t.await??);
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    latencies.sort();
+    Ok(json!({
+        "scenario": name, "workflows": runs, "steps_per_workflow": steps,
+        "wall_s": (wall * 1000.0).round() / 1000.0,
+        "workflows_per_s": ((runs as f64 / wall) * 10.0).round() / 10.0,
+        "steps_per_s": ((runs * steps) as f64 / wall).round(),
+        "p50_ms": (percentile(&latencies, 0.50) * 100.0).round() / 100.0,
+        "p99_ms": (percentile(&latencies, 0.99) * 100.0).round() / 100.0,
+    }))
+}
+
+fn step(id: &str, mode: &str, input: &str) -> Value {
+    json!({"id": id, "tool": TOOL, "inputs": {"v": input}, "output": {"variable": id},
+           "execution": {"mode": mode}})
+}
+
+const SERVICE: &str = "bench-echo-service";
+const TOOL: &str = "bench-echo";
+
+async fn setup(api: &Api, echo: &str) -> anyhow::Result<()> {
+    let _ = api.send(reqwest::Method::DELETE, "/v1/processes/bench-chain3", None).await;
+    let _ = api.send(reqwest::Method::DELETE, "/v1/processes/bench-fanout4", None).await;
+    let _ = api.send(reqwest::Method::DELETE, &format!("/v1/tools/{TOOL}"), None).await;
+    let _ = api.send(reqwest::Method::DELETE, &format!("/v1/services/{SERVICE}"), None).await;
+    api.send(reqwest::Method::POST, "/v1/services", Some(json!({
+        "id": SERVICE, "name": "Benchmark echo (nginx)", "type": "rest_api", "protocol": "http",
+        "requiresSecret": false, "endpoint": echo, "enabled": true,
+        "connectionSchema": {"type": "object", "required": ["endpoint"],
+            "properties": {"endpoint": {"type": "string"}, "timeoutMs": {"type": "integer"}}}}))).await?;
+    api.send(reqwest::Method::POST, "/v1/tools", Some(json!({
+        "id": TOOL, "name": "Echo GET", "serviceId": SERVICE,
+        "connectionParams": {"endpoint": echo, "timeoutMs": 5000},
+        "operation": {"type": "rest_api", "method": "GET", "path": "/echo?v={{v}}"},
+        "inputSchema": {"type": "object", "required": ["v"], "properties": {"v": {"type": "string"}}},
+        "outputSchema": {"type": "object", "required": ["status", "body"],
+            "properties": {"status": {"type": "integer"}, "body": {}}},
+        "enabled": true}))).await?;
+    api.send(reqwest::Method::POST, "/v1/processes", Some(json!({
+        "id": "bench-chain3", "name": "Benchmark: 3 sequential steps",
+        "steps": [step("a", "sequential", "start"), step("b", "sequential", "{{json a.body}}"),
+                  step("c", "sequential", "{{json b.body}}")],
+        "outputTemplate": "{{c.body}}"}))).await?;
+    api.send(reqwest::Method::POST, "/v1/processes", Some(json!({
+        "id": "bench-fanout4", "name": "Benchmark: 4 parallel steps and a join",
+        "steps": [step("p1", "parallel", "1"), step("p2", "parallel", "2"),
+                  step("p3", "parallel", "3"), step("p4", "parallel", "4"),
+                  step("join", "sequential", "{{json p1.body}}{{json p4.body}}")],
+        "outputTemplate": "{{join.body}}"}))).await?;
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let api = Arc::new(Api {
+        http: reqwest::Client::builder().pool_max_idle_per_host(64).tcp_nodelay(true).build()?,
+        base: args.server.trim_end_matches('/').to_owned(),
+        token: args.token.clone(),
+    });
+    setup(&api, &args.echo).await?;
+    let scaled = |n: usize| ((n as f64 * args.scale).round() as usize).max(1);
+    for name in &args.scenarios {
+        let line = match name.as_str() {
+            "chain3_seq" => scenario(api.clone(), name, "bench-chain3", scaled(100), 1, 3).await?,
+            "chain3" => scenario(api.clone(), name, "bench-chain3", scaled(500), 32, 3).await?,
+            "fanout4" => scenario(api.clone(), name, "bench-fanout4", scaled(200), 32, 5).await?,
+            other => bail!("unknown scenario `{other}`"),
+        };
+        println!("{line}");
+    }
+    Ok(())
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The execution benchmark (issue #3): everything local — graph, broker, API + engine, one
+# rest_api worker pool, nginx echo on 127.0.0.1:18080 — every step durable in the graph.
+# Prints one JSON line per scenario (chain3_seq, chain3, fanout4).
+#   scripts/bench.sh [--scale 0.1] [--scenarios chain3_seq,chain3]
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+
+scripts/stack.sh up >/dev/null
+scripts/echo-nginx.sh up >/dev/null
+# shellcheck disable=SC1091
+. .stack/env
+PORT=${AIDEN_BENCH_PORT:-18383}
+export AIDEN_HTTP_ADDR=127.0.0.1:$PORT RUST_LOG=${RUST_LOG:-warn}
+
+echo "bench: building (release)" >&2
+cargo build --release -p aiden -p aiden-bench --quiet
+BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release"
+"$BIN/aiden" migrate >/dev/null
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+"$BIN/aiden" serve >.stack/bench-serve.log 2>&1 &
+pids+=($!)
+"$BIN/aiden" worker --type rest_api --concurrency "${AIDEN_BENCH_WORKER_CONCURRENCY:-32}" \
+  >.stack/bench-worker.log 2>&1 &
+pids+=($!)
+for _ in $(seq 1 60); do
+  curl -fsS "http://$AIDEN_HTTP_ADDR/readyz" >/dev/null 2>&1 && break
+  sleep 0.5
+done
+
+"$BIN/aiden-bench" --server "http://$AIDEN_HTTP_ADDR" --token "$AIDEN_ADMIN_TOKEN" "$@"

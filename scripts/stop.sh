@@ -8,4 +8,10 @@ if [ -f .stack/serve.pid ]; then
   rm -f .stack/serve.pid
   echo "stop: API stopped"
 fi
+for pidfile in .stack/worker-*.pid; do
+  [ -f "$pidfile" ] || continue
+  kill "$(cat "$pidfile")" 2>/dev/null || true
+  rm -f "$pidfile"
+done
+scripts/echo-nginx.sh down
 scripts/stack.sh down

@@ -56,3 +56,24 @@ pub async fn unencrypted_secrets(tx: &mut Tx) -> Result<Vec<IdRow>, Error> {
     tx.rows(cypher(query_file!("audit/plaintext_secrets.cypher"), None))
         .await
 }
+
+/// WRK-1: Worker nodes of an unknown type or status, or whose `currentJobId` disagrees with it.
+pub async fn bad_workers(tx: &mut Tx) -> Result<Vec<IdRow>, Error> {
+    tx.rows(cypher(query_file!("audit/bad_workers.cypher"), None))
+        .await
+}
+
+/// EXEC-5: settled runs that still have a step pending, queued or running.
+pub async fn unsettled_steps_of_settled_runs(tx: &mut Tx) -> Result<Vec<IdRow>, Error> {
+    tx.rows(cypher(
+        query_file!("audit/unsettled_steps_of_settled_runs.cypher"),
+        None,
+    ))
+    .await
+}
+
+/// EXEC-5: settled runs whose event log is not exactly 1..eventSeq.
+pub async fn event_gaps(tx: &mut Tx) -> Result<Vec<IdRow>, Error> {
+    tx.rows(cypher(query_file!("audit/event_gaps.cypher"), None))
+        .await
+}

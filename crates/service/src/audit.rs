@@ -77,6 +77,28 @@ impl Auditor {
                     message: "Secret without a well-formed ciphertext".into(),
                 });
             }
+            for row in audit::bad_workers(&mut tx).await? {
+                findings.push(Finding {
+                    invariant: "WRK-1",
+                    id: row.id,
+                    message: "Worker type/status is unknown, or currentJobId disagrees with status"
+                        .into(),
+                });
+            }
+            for row in audit::unsettled_steps_of_settled_runs(&mut tx).await? {
+                findings.push(Finding {
+                    invariant: "EXEC-5",
+                    id: row.id,
+                    message: "settled run has a step still pending, queued or running".into(),
+                });
+            }
+            for row in audit::event_gaps(&mut tx).await? {
+                findings.push(Finding {
+                    invariant: "EXEC-5",
+                    id: row.id,
+                    message: "settled run's event log is not exactly 1..eventSeq".into(),
+                });
+            }
             Ok(findings)
         })
     }

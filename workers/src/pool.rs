@@ -31,6 +31,8 @@ use crate::resolve::{NotRunnable, Resolver};
 use crate::tool::{FailureClass, Invocation, Tool, ToolFailure};
 
 pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
+/// A call still running after this is announced with a `step_started` message.
+pub const STARTED_NOTICE_AFTER: Duration = Duration::from_millis(25);
 
 pub struct PoolConfig {
     pub operation_type: String,
@@ -277,16 +279,6 @@ async fn handle(shared: &Shared, broker: &Broker, slot: usize, delivery: Deliver
     let worker_id = shared.worker_id(slot);
     set_job(shared, slot, Some(job.message_id()), None).await;
     let started_at = now();
-    let started = EngineMessage::StepStarted {
-        run_id: job.run_id.clone(),
-        step_run_id: job.step_run_id.clone(),
-        attempt: job.attempt,
-        worker_id: worker_id.clone(),
-        at: started_at.clone(),
-    };
-    if let Err(e) = broker.publish_engine(&started).await {
-        tracing::warn!(error = %e, "could not report step start");
-    }
     let clock = Instant::now();
     let notify = Arc::new(Notify::new());
     shared
@@ -294,9 +286,31 @@ async fn handle(shared: &Shared, broker: &Broker, slot: usize, delivery: Deliver
         .lock()
         .await
         .insert(job.run_id.clone(), notify.clone());
-    let result = tokio::select! {
-        r = execute(shared, &job) => Some(r),
-        _ = notify.notified() => None,
+    // A step that finishes quickly is reported once, with its start time, in its result; a
+    // slower one is also announced as started, so `running` shows while it works.
+    let work = execute(shared, &job);
+    tokio::pin!(work);
+    let announce = tokio::time::sleep(STARTED_NOTICE_AFTER);
+    tokio::pin!(announce);
+    let mut announced = false;
+    let result = loop {
+        tokio::select! {
+            r = &mut work => break Some(r),
+            _ = notify.notified() => break None,
+            _ = &mut announce, if !announced => {
+                announced = true;
+                let started = EngineMessage::StepStarted {
+                    run_id: job.run_id.clone(),
+                    step_run_id: job.step_run_id.clone(),
+                    attempt: job.attempt,
+                    worker_id: worker_id.clone(),
+                    at: started_at.clone(),
+                };
+                if let Err(e) = broker.publish_engine(&started).await {
+                    tracing::warn!(error = %e, "could not report step start");
+                }
+            }
+        }
     };
     shared.in_flight.lock().await.remove(&job.run_id);
     let Some((result, hash)) = result else {

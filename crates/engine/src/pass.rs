@@ -34,9 +34,11 @@ pub struct Pass<'a> {
     now_ms: i64,
     step_sets: BTreeMap<String, Map<String, Value>>,
     run_sets: BTreeMap<String, Map<String, Value>>,
-    events: Vec<Value>,
-    workers: Vec<Value>,
-    audits: Vec<Value>,
+    /// Per run: its new events, in order.
+    events: BTreeMap<String, Vec<Value>>,
+    /// Per step run: the workers that ran it and its new audit records.
+    workers: BTreeMap<String, Vec<Value>>,
+    audits: BTreeMap<String, Vec<Value>>,
     pub new_runs: Vec<NewRun>,
     pub jobs: Vec<Job>,
     pub cancels: Vec<String>,
@@ -62,9 +64,9 @@ impl<'a> Pass<'a> {
             now_ms: now.timestamp_millis(),
             step_sets: BTreeMap::new(),
             run_sets: BTreeMap::new(),
-            events: Vec::new(),
-            workers: Vec::new(),
-            audits: Vec::new(),
+            events: BTreeMap::new(),
+            workers: BTreeMap::new(),
+            audits: BTreeMap::new(),
             new_runs: Vec::new(),
             jobs: Vec::new(),
             cancels: Vec::new(),
@@ -116,13 +118,20 @@ impl<'a> Pass<'a> {
             .extend(obj(props));
     }
 
+    fn ran_on(&mut self, step_run_id: &str, worker_id: &str) {
+        let list = self.workers.entry(step_run_id.to_owned()).or_default();
+        if !worker_id.is_empty() && !list.iter().any(|w| w == worker_id) {
+            list.push(json!(worker_id));
+        }
+    }
+
     fn event(&mut self, run_id: &str, kind: &str, step_id: Option<&str>, data: Value) {
         let seq = {
             let run = self.run(run_id);
             run.event_seq += 1;
             run.event_seq
         };
-        self.events.push(json!({
+        self.events.entry(run_id.to_owned()).or_default().push(json!({
             "key": format!("{run_id}#{seq}"), "runId": run_id, "seq": seq, "kind": kind,
             "stepId": step_id, "at": self.now, "data": data.to_string(),
         }));
@@ -270,8 +279,7 @@ impl<'a> Pass<'a> {
             set["startedAt"] = json!(at);
         }
         self.set_step(sr_id, set);
-        self.workers
-            .push(json!({"stepRunId": sr_id, "workerId": worker}));
+        self.ran_on(sr_id, worker);
         self.event(
             run_id,
             "step.started",
@@ -288,6 +296,14 @@ impl<'a> Pass<'a> {
             tracing::debug!(sr_id, "result for a settled step ignored");
             return;
         }
+        let status = run.steps[i].status;
+        let unannounced = status == StepStatus::Queued
+            || (status == StepStatus::Running && run.steps[i].attempts < call.attempt);
+        if unannounced && call.attempt != u32::MAX {
+            // A fast step's worker reports its start only inside the result.
+            self.step_started(run_id, sr_id, call.attempt, &call.worker_id, &call.started_at);
+        }
+        let run = self.run(run_id);
         let step_id = run.plan.steps[i].id.clone();
         let tool_id = match &run.plan.steps[i].target {
             Target::Tool { id, .. } => id.clone(),
@@ -300,14 +316,13 @@ impl<'a> Pass<'a> {
             StepOutcome::Retrying { .. } => "retrying",
             StepOutcome::Failed { .. } => "failed",
         };
-        self.audits.push(json!({
+        self.audits.entry(sr_id.to_owned()).or_default().push(json!({
             "id": uuid::Uuid::now_v7().to_string(), "runId": run_id, "stepRunId": sr_id,
             "toolId": tool_id, "actor": owner, "inputHash": call.input_hash,
             "status": audit_status, "durationMs": latency, "attempt": call.attempt,
             "at": call.finished_at,
         }));
-        self.workers
-            .push(json!({"stepRunId": sr_id, "workerId": call.worker_id}));
+        self.ran_on(sr_id, &call.worker_id);
         let mut telemetry = obj(call.telemetry.clone());
         telemetry.insert("retryCount".into(), json!(call.attempt.saturating_sub(1)));
         {
@@ -741,21 +756,31 @@ impl<'a> Pass<'a> {
         for run in &self.new_runs {
             runs::create(self.tx, run, &self.now).await?;
         }
-        let batch = Batch {
-            steps: self
-                .step_sets
-                .iter()
-                .map(|(id, set)| json!({"id": id, "set": set}))
-                .collect(),
-            runs: self
-                .run_sets
-                .iter()
-                .map(|(id, set)| json!({"id": id, "set": set}))
-                .collect(),
-            events: std::mem::take(&mut self.events),
-            workers: std::mem::take(&mut self.workers),
-            audits: std::mem::take(&mut self.audits),
-        };
+        let mut step_ids: Vec<String> = self.step_sets.keys().cloned().collect();
+        step_ids.extend(self.workers.keys().cloned());
+        step_ids.extend(self.audits.keys().cloned());
+        step_ids.sort();
+        step_ids.dedup();
+        let steps = step_ids
+            .into_iter()
+            .map(|id| {
+                json!({
+                    "set": self.step_sets.remove(&id).unwrap_or_default(),
+                    "workers": self.workers.remove(&id).unwrap_or_default(),
+                    "audits": self.audits.remove(&id).unwrap_or_default(),
+                    "id": id,
+                })
+            })
+            .collect();
+        let runs = self
+            .run_sets
+            .iter()
+            .map(|(id, set)| {
+                let events = self.events.remove(id).unwrap_or_default();
+                json!({"id": id, "set": set, "events": events})
+            })
+            .collect();
+        let batch = Batch { steps, runs };
         if !batch.is_empty() {
             runs::apply(self.tx, &batch).await?;
         }

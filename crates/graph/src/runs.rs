@@ -182,47 +182,27 @@ pub async fn events_after(
     .await
 }
 
-/// Everything one engine batch changes; each list is one UNWIND statement (skipped if empty).
+/// Everything one engine pass changes, written by one statement (`run/apply_batch.cypher`).
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct Batch {
-    /// `{id, set: {prop: value}}` per StepRun.
+    /// `{id, set: {prop: value}, workers: [workerId], audits: [{id, runId, stepRunId, toolId,
+    /// actor, inputHash, status, durationMs, attempt, at}]}` per StepRun.
     pub steps: Vec<Value>,
-    /// `{id, set: {prop: value}}` per Run.
+    /// `{id, set: {prop: value}, events: [{key, runId, seq, kind, stepId, at, data}]}` per Run.
     pub runs: Vec<Value>,
-    /// `{key, runId, seq, kind, stepId, at, data}`.
-    pub events: Vec<Value>,
-    /// `{stepRunId, workerId}`.
-    pub workers: Vec<Value>,
-    /// `{id, runId, stepRunId, toolId, actor, inputHash, status, durationMs, attempt, at}`.
-    pub audits: Vec<Value>,
 }
 
 impl Batch {
     pub fn is_empty(&self) -> bool {
-        self.steps.is_empty()
-            && self.runs.is_empty()
-            && self.events.is_empty()
-            && self.workers.is_empty()
-            && self.audits.is_empty()
+        self.steps.is_empty() && self.runs.is_empty()
     }
 }
 
 pub async fn apply(tx: &mut Tx, batch: &Batch) -> Result<(), Error> {
-    let statements: [(&str, &str, &Vec<Value>); 5] = [
-        (query_file!("run/update_steps.cypher"), "steps", &batch.steps),
-        (query_file!("run/update_runs.cypher"), "runs", &batch.runs),
-        (query_file!("run/append_events.cypher"), "events", &batch.events),
-        (query_file!("run/link_workers.cypher"), "links", &batch.workers),
-        (query_file!("run/append_audits.cypher"), "audits", &batch.audits),
-    ];
-    for (text, name, rows) in statements {
-        if rows.is_empty() {
-            continue;
-        }
-        tx.run(cypher(text, None).param(name, bolt(Value::Array(rows.clone()))?))
-            .await?;
-    }
-    Ok(())
+    let q = cypher(query_file!("run/apply_batch.cypher"), None)
+        .param("steps", bolt(Value::Array(batch.steps.clone()))?)
+        .param("runs", bolt(Value::Array(batch.runs.clone()))?);
+    tx.run(q).await
 }
 
 /// What a worker needs to call a Tool, and what the engine re-checks at execution.

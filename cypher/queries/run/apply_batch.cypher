@@ -1,0 +1,19 @@
+// One engine pass in one statement: step-run changes (with the Worker that ran each and the
+// tool-call audit records), then run changes with their new events. `WITH count(*)` joins the
+// two halves and yields one row even when there are no step rows.
+UNWIND $steps AS s
+MATCH (sr:StepRun {id: s.id})
+SET sr += s.set
+FOREACH (wid IN s.workers | MERGE (w:Worker {id: wid}) MERGE (sr)-[:RAN_ON]->(w))
+FOREACH (a IN s.audits |
+  CREATE (:ToolCallAudit {id: a.id, runId: a.runId, stepRunId: a.stepRunId, toolId: a.toolId,
+                          actor: a.actor, inputHash: a.inputHash, status: a.status,
+                          durationMs: a.durationMs, attempt: a.attempt, at: a.at}))
+WITH count(*) AS stepRows
+UNWIND $runs AS r
+MATCH (x:Run {id: r.id})
+SET x += r.set
+FOREACH (e IN r.events |
+  CREATE (:RunEvent {key: e.key, runId: e.runId, seq: e.seq, kind: e.kind, stepId: e.stepId,
+                     at: e.at, data: e.data}))
+RETURN stepRows, count(*) AS runRows

@@ -26,7 +26,7 @@ pub struct Server {
 static SERVER: OnceLock<Server> = OnceLock::new();
 
 /// Settings from `AIDEN_*`, falling back to the stack's generated `.stack/env`.
-fn setting(name: &str, default: Option<&str>) -> String {
+pub fn setting(name: &str, default: Option<&str>) -> String {
     if let Ok(v) = std::env::var(name) {
         return v;
     }

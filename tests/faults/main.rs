@@ -1,0 +1,347 @@
+//! Fault tests (issue #3): real `aiden serve` and `aiden worker` processes, killed and restarted
+//! mid-run, and a RabbitMQ restart mid-run. Each run must still complete, its step results
+//! recorded once, and `aiden check` must stay clean. One test at a time (they share processes
+//! and restart the broker), so everything runs inside one `#[test]`.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aiden_tests::{setting, TEST_MASTER_KEY};
+use axum::{extract::Query, routing::get, Json, Router};
+use serde_json::{json, Value};
+
+fn binary() -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| root.join("target"));
+    let bin = target.join("debug/aiden");
+    if !bin.exists() {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--bin", "aiden"])
+            .current_dir(&root)
+            .status()
+            .expect("cargo build");
+        assert!(status.success(), "building aiden failed");
+    }
+    bin
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The environment every spawned `aiden` gets.
+fn envs(http_port: u16) -> Vec<(&'static str, String)> {
+    vec![
+        ("AIDEN_NEO4J_URI", setting("AIDEN_NEO4J_URI", Some("bolt://127.0.0.1:7687"))),
+        ("AIDEN_NEO4J_USER", setting("AIDEN_NEO4J_USER", Some("root"))),
+        ("AIDEN_NEO4J_PASSWORD", setting("AIDEN_NEO4J_PASSWORD", None)),
+        ("AIDEN_NEO4J_DATABASE", setting("AIDEN_NEO4J_DATABASE", Some("neo4j"))),
+        (
+            "AIDEN_AMQP_URI",
+            setting("AIDEN_AMQP_URI", Some("amqp://guest:guest@127.0.0.1:5672/%2f")),
+        ),
+        ("AIDEN_MASTER_KEY", TEST_MASTER_KEY.to_owned()),
+        ("AIDEN_ADMIN_TOKEN", admin_token()),
+        ("AIDEN_HTTP_ADDR", format!("127.0.0.1:{http_port}")),
+        ("AIDEN_RETRY_INITIAL_DELAY_MS", "100".to_owned()),
+        ("RUST_LOG", "warn".to_owned()),
+    ]
+}
+
+fn admin_token() -> String {
+    setting("AIDEN_ADMIN_TOKEN", Some("test-admin-token-0123456789abcdef"))
+}
+
+fn spawn(args: &[&str], http_port: u16) -> Child {
+    Command::new(binary())
+        .args(args)
+        .envs(envs(http_port))
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn aiden")
+}
+
+fn sigkill(child: &mut Child) {
+    let _ = child.kill(); // SIGKILL on unix
+    let _ = child.wait();
+}
+
+/// The REST API the test Tools call: `/slow?ms=` sleeps, counting calls per `tag`.
+#[derive(Clone, Default)]
+struct Upstream {
+    calls: Arc<std::sync::Mutex<Vec<String>>>,
+    in_flight: Arc<AtomicUsize>,
+}
+
+impl Upstream {
+    fn calls_for(&self, tag: &str) -> usize {
+        self.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|t| t.as_str() == tag)
+            .count()
+    }
+}
+
+async fn start_upstream() -> (Upstream, String) {
+    let up = Upstream::default();
+    let state = up.clone();
+    let app = Router::new().route(
+        "/slow",
+        get(move |Query(q): Query<std::collections::HashMap<String, String>>| {
+            let state = state.clone();
+            async move {
+                let tag = q.get("tag").cloned().unwrap_or_default();
+                let ms: u64 = q.get("ms").and_then(|m| m.parse().ok()).unwrap_or(0);
+                state.calls.lock().unwrap().push(tag.clone());
+                state.in_flight.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                state.in_flight.fetch_sub(1, Ordering::SeqCst);
+                Json(json!({"tag": tag, "ok": true}))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (up, format!("http://{addr}"))
+}
+
+struct Api {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl Api {
+    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(&self.token);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        match req.send().await {
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                (status, resp.json().await.unwrap_or(Value::Null))
+            }
+            Err(_) => (0, Value::Null),
+        }
+    }
+
+    async fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if self.call(reqwest::Method::GET, "/readyz", None).await.0 == 200 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        panic!("aiden serve did not become ready");
+    }
+
+    async fn run(&self, id: &str) -> Value {
+        self.call(reqwest::Method::GET, &format!("/v1/runs/{id}"), None)
+            .await
+            .1
+    }
+
+    async fn wait_settled(&self, id: &str, within: Duration) -> Value {
+        let deadline = Instant::now() + within;
+        loop {
+            let run = self.run(id).await;
+            let status = run["status"].as_str().unwrap_or("");
+            if matches!(status, "completed" | "failed" | "canceled") {
+                return run;
+            }
+            assert!(Instant::now() < deadline, "run {id} not settled: {run}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    async fn events(&self, id: &str) -> Vec<Value> {
+        let resp = self
+            .http
+            .get(format!("{}/v1/runs/{id}/events", self.base))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .unwrap();
+        let text = tokio::time::timeout(Duration::from_secs(10), resp.text())
+            .await
+            .expect("event stream ended")
+            .unwrap();
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect()
+    }
+}
+
+async fn wait_until(what: &str, within: Duration, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A Service and Tool on the upstream, and a 3-step chain whose middle step is slow.
+async fn define(api: &Api, upstream: &str, tag: &str, slow_ms: u64) -> String {
+    let svc = format!("svc-{tag}");
+    let tool = format!("tool-{tag}");
+    let process = format!("proc-{tag}");
+    let (s, b) = api
+        .call(reqwest::Method::POST, "/v1/services", Some(json!({
+            "id": svc, "name": "fault upstream", "type": "rest_api", "protocol": "http",
+            "requiresSecret": false, "endpoint": upstream, "enabled": true,
+            "connectionSchema": {"type": "object", "required": ["endpoint"],
+                "properties": {"endpoint": {"type": "string"}, "timeoutMs": {"type": "integer"}}}})))
+        .await;
+    assert_eq!(s, 201, "{b}");
+    let (s, b) = api
+        .call(reqwest::Method::POST, "/v1/tools", Some(json!({
+            "id": tool, "name": "slow call", "serviceId": svc,
+            "connectionParams": {"endpoint": upstream, "timeoutMs": 20000},
+            "operation": {"type": "rest_api", "method": "GET", "path": "/slow?tag={{tag}}&ms={{ms}}"},
+            "inputSchema": {"type": "object", "required": ["tag", "ms"],
+                "properties": {"tag": {"type": "string"}, "ms": {"type": "string"}}},
+            "outputSchema": {"type": "object", "required": ["status", "body"],
+                "properties": {"status": {"type": "integer"}, "body": {}}},
+            "enabled": true})))
+        .await;
+    assert_eq!(s, 201, "{b}");
+    let step = |id: &str, ms: u64| {
+        json!({"id": id, "tool": tool, "inputs": {"tag": format!("{tag}-{id}"), "ms": ms.to_string()},
+               "output": {"variable": id, "required": true},
+               "execution": {"mode": "sequential", "timeout": 30000}})
+    };
+    let (s, b) = api
+        .call(reqwest::Method::POST, "/v1/processes", Some(json!({
+            "id": process, "name": "fault chain",
+            "steps": [step("a", 0), step("b", slow_ms), step("c", 0)],
+            "outputTemplate": "{{c.body}}"})))
+        .await;
+    assert_eq!(s, 201, "{b}");
+    process
+}
+
+async fn start(api: &Api, process: &str) -> String {
+    let (s, b) = api
+        .call(reqwest::Method::POST, &format!("/v1/processes/{process}/runs"), Some(json!({"inputs": {}})))
+        .await;
+    assert_eq!(s, 202, "{b}");
+    b["runId"].as_str().unwrap().to_owned()
+}
+
+/// The run completed, every step once, and the log has exactly one completion per step.
+async fn assert_completed_once(api: &Api, run_id: &str, up: &Upstream, tag: &str) {
+    let run = api.wait_settled(run_id, Duration::from_secs(60)).await;
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["output"], json!({"tag": format!("{tag}-c"), "ok": true}));
+    let events = api.events(run_id).await;
+    for step in ["a", "b", "c"] {
+        let completions = events
+            .iter()
+            .filter(|e| e["kind"] == "step.completed" && e["stepId"] == step)
+            .count();
+        assert_eq!(completions, 1, "step {step} recorded {completions} times: {events:?}");
+    }
+    let seqs: Vec<i64> = events.iter().map(|e| e["seq"].as_i64().unwrap()).collect();
+    assert_eq!(seqs, (1..=seqs.len() as i64).collect::<Vec<_>>(), "gapless log");
+    assert_eq!(up.calls_for(&format!("{tag}-a")), 1, "step a ran once");
+    assert_eq!(up.calls_for(&format!("{tag}-c")), 1, "step c ran once");
+}
+
+fn assert_check_clean() {
+    let out = Command::new(binary())
+        .arg("check")
+        .envs(envs(0))
+        .output()
+        .expect("aiden check");
+    assert!(
+        out.status.success(),
+        "aiden check: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+fn rabbitmqctl(args: &[&str]) {
+    let status = Command::new("rabbitmqctl")
+        .args(args)
+        .stdout(Stdio::null())
+        .status()
+        .expect("rabbitmqctl");
+    assert!(status.success(), "rabbitmqctl {args:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faults_a_run_survives_killed_workers_a_broker_restart_and_a_server_restart() {
+    let port = free_port();
+    let api = Api {
+        http: reqwest::Client::new(),
+        base: format!("http://127.0.0.1:{port}"),
+        token: admin_token(),
+    };
+    let (up, upstream) = start_upstream().await;
+    let mut serve = spawn(&["serve"], port);
+    api.wait_ready().await;
+    let mut worker = spawn(&["worker", "--type", "rest_api", "--concurrency", "2"], port);
+    let suffix = uuid::Uuid::now_v7().simple().to_string();
+
+    // 1. SIGKILL the worker in the middle of step b: the job is redelivered to a new worker.
+    let tag = format!("kill-{}", &suffix[20..]);
+    let process = define(&api, &upstream, &tag, 1500).await;
+    let run = start(&api, &process).await;
+    let b = format!("{tag}-b");
+    wait_until("step b to reach the upstream", Duration::from_secs(30), || up.calls_for(&b) == 1).await;
+    sigkill(&mut worker);
+    worker = spawn(&["worker", "--type", "rest_api", "--concurrency", "2"], port);
+    assert_completed_once(&api, &run, &up, &tag).await;
+    assert_eq!(up.calls_for(&b), 2, "the killed attempt and the redelivered one");
+    assert_check_clean();
+
+    // 2. Restart RabbitMQ while step b runs: durable queues, reconnecting engine and workers.
+    let tag = format!("mq-{}", &suffix[20..]);
+    let process = define(&api, &upstream, &tag, 1500).await;
+    let run = start(&api, &process).await;
+    let b = format!("{tag}-b");
+    wait_until("step b to reach the upstream", Duration::from_secs(30), || up.calls_for(&b) >= 1).await;
+    rabbitmqctl(&["stop_app"]);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    rabbitmqctl(&["start_app"]);
+    rabbitmqctl(&["await_startup"]);
+    assert_completed_once(&api, &run, &up, &tag).await;
+    assert_check_clean();
+
+    // 3. SIGKILL `aiden serve` (API + engine) while step b runs; a new one finishes the run.
+    let tag = format!("serve-{}", &suffix[20..]);
+    let process = define(&api, &upstream, &tag, 1500).await;
+    let run = start(&api, &process).await;
+    let b = format!("{tag}-b");
+    wait_until("step b to reach the upstream", Duration::from_secs(30), || up.calls_for(&b) >= 1).await;
+    sigkill(&mut serve);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    serve = spawn(&["serve"], port);
+    api.wait_ready().await;
+    assert_completed_once(&api, &run, &up, &tag).await;
+    assert_eq!(up.calls_for(&b), 1, "step b was not re-run");
+    assert_check_clean();
+
+    sigkill(&mut worker);
+    sigkill(&mut serve);
+}

@@ -123,26 +123,57 @@ async fn scenario(api: Arc<Api>, name: &str, process: &str, runs: usize, in_flig
     }))
 }
 
-fn step(id: &str, mode: &str, input: &str) -> Value {
-    json!({"id": id, "tool": TOOL, "inputs": {"v": input}, "output": {"variable": id},
+/// This invocation's resource ids (unique, so runs of earlier invocations never interfere).
+struct Ids {
+    service: String,
+    tool: String,
+    chain3: String,
+    fanout4: String,
+}
+
+impl Ids {
+    fn new() -> Self {
+        let tag = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0);
+        Self {
+            service: format!("bench-echo-service-{tag}"),
+            tool: format!("bench-echo-{tag}"),
+            chain3: format!("bench-chain3-{tag}"),
+            fanout4: format!("bench-fanout4-{tag}"),
+        }
+    }
+}
+
+fn step(tool: &str, id: &str, mode: &str, input: &str) -> Value {
+    json!({"id": id, "tool": tool, "inputs": {"v": input}, "output": {"variable": id},
            "execution": {"mode": mode}})
 }
 
-const SERVICE: &str = "bench-echo-service";
-const TOOL: &str = "bench-echo";
+async fn cleanup(api: &Api, ids: &Ids) {
+    for path in [
+        format!("/v1/processes/{}", ids.chain3),
+        format!("/v1/processes/{}", ids.fanout4),
+        format!("/v1/tools/{}", ids.tool),
+        format!("/v1/services/{}", ids.service),
+    ] {
+        if let Err(e) = api.send(reqwest::Method::DELETE, &path, None).await {
+            eprintln!("cleanup: {e}");
+        }
+    }
+}
 
-async fn setup(api: &Api, echo: &str) -> anyhow::Result<()> {
-    let _ = api.send(reqwest::Method::DELETE, "/v1/processes/bench-chain3", None).await;
-    let _ = api.send(reqwest::Method::DELETE, "/v1/processes/bench-fanout4", None).await;
-    let _ = api.send(reqwest::Method::DELETE, &format!("/v1/tools/{TOOL}"), None).await;
-    let _ = api.send(reqwest::Method::DELETE, &format!("/v1/services/{SERVICE}"), None).await;
+async fn setup(api: &Api, ids: &Ids, echo: &str) -> anyhow::Result<()> {
+    let (service, tool) = (&ids.service, &ids.tool);
+    let step = |id: &str, mode: &str, input: &str| step(tool, id, mode, input);
     api.send(reqwest::Method::POST, "/v1/services", Some(json!({
-        "id": SERVICE, "name": "Benchmark echo (nginx)", "type": "rest_api", "protocol": "http",
+        "id": service, "name": "Benchmark echo (nginx)", "type": "rest_api", "protocol": "http",
         "requiresSecret": false, "endpoint": echo, "enabled": true,
         "connectionSchema": {"type": "object", "required": ["endpoint"],
             "properties": {"endpoint": {"type": "string"}, "timeoutMs": {"type": "integer"}}}}))).await?;
     api.send(reqwest::Method::POST, "/v1/tools", Some(json!({
-        "id": TOOL, "name": "Echo GET", "serviceId": SERVICE,
+        "id": tool, "name": "Echo GET", "serviceId": service,
         "connectionParams": {"endpoint": echo, "timeoutMs": 5000},
         "operation": {"type": "rest_api", "method": "GET", "path": "/echo?v={{v}}"},
         "inputSchema": {"type": "object", "required": ["v"], "properties": {"v": {"type": "string"}}},
@@ -150,12 +181,12 @@ async fn setup(api: &Api, echo: &str) -> anyhow::Result<()> {
             "properties": {"status": {"type": "integer"}, "body": {}}},
         "enabled": true}))).await?;
     api.send(reqwest::Method::POST, "/v1/processes", Some(json!({
-        "id": "bench-chain3", "name": "Benchmark: 3 sequential steps",
+        "id": ids.chain3, "name": "Benchmark: 3 sequential steps",
         "steps": [step("a", "sequential", "start"), step("b", "sequential", "{{json a.body}}"),
                   step("c", "sequential", "{{json b.body}}")],
         "outputTemplate": "{{c.body}}"}))).await?;
     api.send(reqwest::Method::POST, "/v1/processes", Some(json!({
-        "id": "bench-fanout4", "name": "Benchmark: 4 parallel steps and a join",
+        "id": ids.fanout4, "name": "Benchmark: 4 parallel steps and a join",
         "steps": [step("p1", "parallel", "1"), step("p2", "parallel", "2"),
                   step("p3", "parallel", "3"), step("p4", "parallel", "4"),
                   step("join", "sequential", "{{json p1.body}}{{json p4.body}}")],
@@ -171,16 +202,24 @@ async fn main() -> anyhow::Result<()> {
         base: args.server.trim_end_matches('/').to_owned(),
         token: args.token.clone(),
     });
-    setup(&api, &args.echo).await?;
+    let ids = Ids::new();
+    setup(&api, &ids, &args.echo).await?;
     let scaled = |n: usize| ((n as f64 * args.scale).round() as usize).max(1);
     for name in &args.scenarios {
         let line = match name.as_str() {
-            "chain3_seq" => scenario(api.clone(), name, "bench-chain3", scaled(100), 1, 3).await?,
-            "chain3" => scenario(api.clone(), name, "bench-chain3", scaled(500), 32, 3).await?,
-            "fanout4" => scenario(api.clone(), name, "bench-fanout4", scaled(200), 32, 5).await?,
-            other => bail!("unknown scenario `{other}`"),
+            "chain3_seq" => scenario(api.clone(), name, &ids.chain3, scaled(100), 1, 3).await,
+            "chain3" => scenario(api.clone(), name, &ids.chain3, scaled(500), 32, 3).await,
+            "fanout4" => scenario(api.clone(), name, &ids.fanout4, scaled(200), 32, 5).await,
+            other => Err(anyhow::anyhow!("unknown scenario `{other}`")),
         };
-        println!("{line}");
+        match line {
+            Ok(line) => println!("{line}"),
+            Err(e) => {
+                cleanup(&api, &ids).await;
+                return Err(e);
+            }
+        }
     }
+    cleanup(&api, &ids).await;
     Ok(())
 }

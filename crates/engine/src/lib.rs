@@ -149,7 +149,9 @@ impl Engine {
         let mut attempt = 0;
         loop {
             attempt += 1;
+            let clock = std::time::Instant::now();
             let mut tx = self.graph.begin().await?;
+            let began = clock.elapsed();
             let mut pass = Pass::new(&mut tx, &mut self.runs, self.policy);
             let mut outcome = Ok(());
             for m in messages.iter().cloned() {
@@ -158,9 +160,11 @@ impl Engine {
                     break;
                 }
             }
+            let handled = clock.elapsed();
             if outcome.is_ok() {
                 outcome = pass.write().await;
             }
+            let written = clock.elapsed();
             let touched = pass.touched();
             let jobs = std::mem::take(&mut pass.jobs);
             let cancels = std::mem::take(&mut pass.cancels);
@@ -174,10 +178,23 @@ impl Engine {
             };
             match committed {
                 Ok(()) => {
+                    let commit = clock.elapsed();
+                    let job_count = jobs.len();
                     self.publish(broker, jobs, cancels).await;
+                    tracing::debug!(
+                        messages = messages.len(), jobs = job_count,
+                        begin_us = began.as_micros() as u64,
+                        handle_us = (handled - began).as_micros() as u64,
+                        write_us = (written - handled).as_micros() as u64,
+                        commit_us = (commit - written).as_micros() as u64,
+                        publish_us = (clock.elapsed() - commit).as_micros() as u64,
+                        "engine pass"
+                    );
                     for id in touched {
                         let _ = self.notifier.0.send(id);
                     }
+                    // Settled runs leave the cache; a late message reloads one from the graph.
+                    self.runs.retain(|_, r| !r.status.is_settled());
                     return Ok(());
                 }
                 Err(e) => {
@@ -193,7 +210,7 @@ impl Engine {
     }
 
     async fn publish(&self, broker: &Broker, jobs: Vec<aiden_jobs::Job>, cancels: Vec<String>) {
-        let sends = jobs.iter().map(|job| broker.publish_job(job));
+        let sends = jobs.iter().map(|job| broker.publish_job_unconfirmed(job));
         for (job, result) in jobs.iter().zip(futures::future::join_all(sends).await) {
             if let Err(e) = result {
                 // Recorded as queued; recovery after reconnect re-publishes it.

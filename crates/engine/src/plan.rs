@@ -8,6 +8,8 @@ use serde_json::Value;
 
 pub struct Loaded {
     pub plan: Plan,
+    /// The version's `initialContext` names.
+    pub initial_context: Vec<String>,
     pub version_id: String,
     pub enabled: bool,
     pub owner_id: String,
@@ -79,6 +81,7 @@ pub async fn load(tx: &mut Tx, process_id: &str) -> Result<Loaded, LoadError> {
     }
     Ok(Loaded {
         plan: Plan::new(process_id, first.number, &definition, targets, timeouts),
+        initial_context: definition.initial_context.clone(),
         version_id: first.version_id.clone(),
         enabled: first.enabled,
         owner_id: first.owner_id.clone(),

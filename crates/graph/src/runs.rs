@@ -258,3 +258,9 @@ pub async fn mark_stale_workers_offline(tx: &mut Tx, cutoff: &str) -> Result<Vec
         .map(|r| r.id)
         .collect())
 }
+
+/// Detaches past step runs from a Tool being deleted (history keeps the id, not the edge).
+pub async fn forget_tool(tx: &mut Tx, tool_id: &str) -> Result<(), Error> {
+    tx.run(cypher(query_file!("run/forget_tool.cypher"), None).param("toolId", tool_id))
+        .await
+}

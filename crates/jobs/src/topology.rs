@@ -185,6 +185,34 @@ impl Broker {
             .await
     }
 
+    /// Publishes a job without waiting for the broker's confirm (which for a persistent
+    /// message comes after RabbitMQ's batched fsync, ~1-3 ms). For callers whose state in
+    /// the graph already records the job as queued and re-publishes it on recovery: a job
+    /// the broker loses costs a delay, never a step.
+    pub async fn publish_job_unconfirmed(&self, job: &Job) -> Result<(), BrokerError> {
+        let bytes = serde_json::to_vec(job)?;
+        let confirm = self
+            .publisher
+            .basic_publish(
+                JOBS_EXCHANGE,
+                &job.operation_type,
+                BasicPublishOptions::default(),
+                &bytes,
+                job_properties(job),
+            )
+            .await?;
+        let step = job.step_run_id.clone();
+        tokio::spawn(async move {
+            match confirm.await {
+                Ok(Confirmation::Nack(_)) | Err(_) => {
+                    tracing::warn!(step, "broker did not confirm a job; recovery re-publishes it")
+                }
+                _ => {}
+            }
+        });
+        Ok(())
+    }
+
     /// Re-publishes `job` (already carrying its next attempt) after `delay_ms`.
     pub async fn publish_retry(&self, job: &Job, delay_ms: u64) -> Result<(), BrokerError> {
         let queue = self.declare_retry_queue(&job.operation_type, delay_ms).await?;
@@ -214,6 +242,25 @@ impl Broker {
             .with_delivery_mode(2)
             .with_content_type("application/json".into());
         self.publish("", ENGINE_QUEUE, message, props).await
+    }
+
+    /// Like [`Broker::publish_engine`] without waiting for the confirm, for messages whose loss
+    /// the engine's sweep repairs (a run start: the sweep finds queued runs within seconds).
+    pub async fn publish_engine_unconfirmed(&self, message: &EngineMessage) -> Result<(), BrokerError> {
+        let bytes = serde_json::to_vec(message)?;
+        let props = BasicProperties::default()
+            .with_delivery_mode(2)
+            .with_content_type("application/json".into());
+        let confirm = self
+            .publisher
+            .basic_publish("", ENGINE_QUEUE, BasicPublishOptions::default(), &bytes, props)
+            .await?;
+        tokio::spawn(async move {
+            if !matches!(confirm.await, Ok(Confirmation::Ack(_))) {
+                tracing::warn!("broker did not confirm an engine message; the sweep repairs it");
+            }
+        });
+        Ok(())
     }
 
     /// Tells every worker that `run_id` was canceled (best effort; workers also check).

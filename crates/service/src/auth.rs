@@ -69,15 +69,22 @@ impl App {
     /// The caller a bearer token stands for, if any.
     pub async fn authenticate(&self, token: &str) -> Result<Option<Caller>> {
         let hash = hash_token(token);
+        if let Some(caller) = self.auth_cache.get(&hash) {
+            return Ok(Some(caller));
+        }
         let row = read_tx!(self, |tx| {
             Ok(aiden_graph::users::find_by_token_hash(&mut tx, &hash).await?)
         })?;
-        Ok(row.and_then(|r| {
+        let caller = row.and_then(|r| {
             Some(Caller {
                 id: Id::from_stored(r.id),
                 role: Role::parse(&r.role)?,
             })
-        }))
+        });
+        if let Some(c) = &caller {
+            self.auth_cache.put(hash, c.clone());
+        }
+        Ok(caller)
     }
 
     pub async fn create_user(&self, caller: &Caller, input: NewUser) -> Result<User> {
@@ -123,5 +130,33 @@ impl App {
             role: caller.role,
             token: None,
         })
+    }
+}
+
+/// Known token hashes for a few seconds, so a busy client costs one graph read per TTL
+/// rather than one per request. Only positive answers are cached; users are never deleted or
+/// demoted through the API, so a cached caller cannot outlive its rights.
+#[derive(Clone, Default)]
+pub(crate) struct AuthCache(
+    std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, (Caller, std::time::Instant)>>>,
+);
+
+impl AuthCache {
+    const TTL: std::time::Duration = std::time::Duration::from_secs(10);
+    const MAX: usize = 10_000;
+
+    fn get(&self, hash: &str) -> Option<Caller> {
+        let map = self.0.lock().ok()?;
+        let (caller, at) = map.get(hash)?;
+        (at.elapsed() < Self::TTL).then(|| caller.clone())
+    }
+
+    fn put(&self, hash: String, caller: Caller) {
+        if let Ok(mut map) = self.0.lock() {
+            if map.len() >= Self::MAX {
+                map.clear();
+            }
+            map.insert(hash, (caller, std::time::Instant::now()));
+        }
     }
 }

@@ -65,6 +65,7 @@ pub struct App {
     vault: Vault,
     http: reqwest::Client,
     broker: Option<aiden_jobs::Broker>,
+    auth_cache: auth::AuthCache,
 }
 
 impl App {
@@ -78,6 +79,7 @@ impl App {
             vault,
             http,
             broker: None,
+            auth_cache: auth::AuthCache::default(),
         }
     }
 

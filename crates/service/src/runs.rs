@@ -52,6 +52,7 @@ impl App {
         idempotency_key: Option<&str>,
     ) -> Result<RunStarted> {
         let request_key = idempotency_key.map(|k| format!("{}#{k}", caller.id.as_str()));
+        let total = std::time::Instant::now();
         let started = write_tx!(self, |tx| {
             if let Some(key) = &request_key {
                 if let Some(existing) = runs::find_request(&mut tx, key).await? {
@@ -62,7 +63,9 @@ impl App {
                     return Ok(RunStarted { run_id: existing, status, created: false });
                 }
             }
+            let clock = std::time::Instant::now();
             let loaded = plan::load(&mut tx, process_id).await.map_err(load_error)?;
+            let loaded_us = clock.elapsed().as_micros() as u64;
             ensure_readable(
                 caller,
                 &Owned { owner_id: &loaded.owner_id, shared: loaded.shared, sharing: Sharing::Shareable },
@@ -70,11 +73,7 @@ impl App {
             if !loaded.enabled {
                 return Err(Domain::invariant("PROC-8", "/enabled", format!("process `{process_id}` is disabled")).into());
             }
-            let definition_context: Vec<String> = serde_json::from_str::<Value>(&loaded_context(&mut tx, process_id).await?)
-                .ok()
-                .and_then(|v| serde_json::from_value(v).ok())
-                .unwrap_or_default();
-            for name in &definition_context {
+            for name in &loaded.initial_context {
                 if !inputs.contains_key(name) {
                     return Err(Domain::validation(format!("/inputs/{name}"), "required by the process's initialContext").into());
                 }
@@ -105,15 +104,22 @@ impl App {
             };
             let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
             runs::create(&mut tx, &new_run, &now).await?;
+            tracing::debug!(loaded_us, created_us = clock.elapsed().as_micros() as u64 - loaded_us, "start_run");
             if let Some(key) = &request_key {
                 runs::claim_request(&mut tx, key, &run_id, &now).await?;
             }
             Ok(RunStarted { run_id, status: "queued".into(), created: true })
         })?;
+        let committed_us = total.elapsed().as_micros() as u64;
         if started.created {
-            self.notify_engine(&EngineMessage::RunStart { run_id: started.run_id.clone() })
-                .await;
+            if let Some(broker) = &self.broker {
+                let start = EngineMessage::RunStart { run_id: started.run_id.clone() };
+                if let Err(e) = broker.publish_engine_unconfirmed(&start).await {
+                    tracing::warn!(error = %e, "run start not published; the engine sweep will pick it up");
+                }
+            }
         }
+        tracing::debug!(committed_us, notified_us = total.elapsed().as_micros() as u64 - committed_us, "start_run total");
         Ok(started)
     }
 
@@ -182,15 +188,6 @@ impl App {
             })
             .collect())
     }
-}
-
-async fn loaded_context(tx: &mut aiden_graph::Tx, process_id: &str) -> Result<String> {
-    let rows = runs::plan_source(tx, process_id).await?;
-    let doc: Value = rows
-        .first()
-        .and_then(|r| serde_json::from_str(&r.doc).ok())
-        .unwrap_or(Value::Null);
-    Ok(doc.get("initialContext").cloned().unwrap_or(json!([])).to_string())
 }
 
 /// The contract's run shape.

@@ -142,6 +142,7 @@ impl App {
                 )
                 .into());
             }
+            aiden_graph::runs::forget_tool(&mut tx, id).await?;
             resources::delete(&mut tx, Kind::Tool, id).await?;
             Ok(())
         })

@@ -128,8 +128,7 @@ pub fn server() -> &'static Server {
                     };
                     tokio::spawn(aiden_workers::pool::run(config));
                 }
-                let broker = aiden_jobs::Broker::connect(&amqp).await.expect("broker");
-                let app = aiden_service::App::new(graph, vault).with_broker(broker);
+                let app = aiden_service::App::new(graph, vault).with_broker(&amqp);
                 app.bootstrap_admin(&token).await.expect("bootstrap admin");
                 let server = aiden_api::Application::build(app, "127.0.0.1:0", amqp, notifier)
                     .await

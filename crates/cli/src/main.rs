@@ -69,11 +69,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let notifier = aiden_engine::Notifier::default();
     let engine = aiden_engine::Engine::new(graph.clone(), args.amqp_uri.clone(), notifier.clone());
     tokio::spawn(engine.run());
-    let mut app = aiden_service::App::new(graph, vault);
-    match aiden_jobs::Broker::connect(&args.amqp_uri).await {
-        Ok(broker) => app = app.with_broker(broker),
-        Err(e) => tracing::warn!(error = %e, "broker unreachable: runs start via the engine sweep"),
-    }
+    let app = aiden_service::App::new(graph, vault).with_broker(&args.amqp_uri);
     match args.admin_token.as_deref() {
         Some(token) => app
             .bootstrap_admin(token)

@@ -225,7 +225,7 @@ impl Engine {
     /// After (re)connecting: every unsettled run is rebuilt from the graph and pushed on.
     async fn recover(&mut self, broker: &Broker) {
         let ids = match self.unfinished().await {
-            Ok(ids) => ids,
+            Ok(rows) => rows.into_iter().map(|r| r.id).collect::<Vec<_>>(),
             Err(e) => {
                 tracing::warn!(error = %e, "recovery could not list runs");
                 return;
@@ -235,13 +235,13 @@ impl Engine {
             tracing::info!(runs = ids.len(), "recovering unfinished runs");
         }
         for chunk in ids.chunks(64) {
-            if let Err(e) = self.recover_runs(broker, chunk, &[]).await {
+            if let Err(e) = self.recover_runs(broker, chunk, &[], &[]).await {
                 tracing::warn!(error = %e, "recovery pass failed");
             }
         }
     }
 
-    async fn unfinished(&self) -> Result<Vec<String>, aiden_graph::Error> {
+    async fn unfinished(&self) -> Result<Vec<aiden_graph::runs::Unfinished>, aiden_graph::Error> {
         let mut tx = self.graph.begin().await?;
         let ids = aiden_graph::runs::unfinished(&mut tx).await;
         let _ = tx.rollback().await;
@@ -253,6 +253,7 @@ impl Engine {
         broker: &Broker,
         run_ids: &[String],
         lost_steps: &[(String, String)],
+        cancels: &[String],
     ) -> anyhow::Result<()> {
         let mut tx = self.graph.begin().await?;
         let mut pass = Pass::new(&mut tx, &mut self.runs, self.policy);
@@ -266,6 +267,12 @@ impl Engine {
         for (run_id, step_run_id) in lost_steps {
             if outcome.is_ok() {
                 outcome = pass.redispatch_step(run_id, step_run_id).await;
+            }
+        }
+        for run_id in cancels {
+            if outcome.is_ok() {
+                let cancel = EngineMessage::RunCancel { run_id: run_id.clone() };
+                outcome = pass.handle(cancel).await;
             }
         }
         if outcome.is_ok() {
@@ -324,17 +331,22 @@ impl Engine {
                 }
             }
         }
-        let unseen: Vec<String> = match self.unfinished().await {
-            Ok(ids) => ids
-                .into_iter()
-                .filter(|id| !self.runs.contains_key(id))
-                .collect(),
-            Err(_) => Vec::new(),
-        };
-        if unseen.is_empty() && lost.is_empty() {
+        let unfinished = self.unfinished().await.unwrap_or_default();
+        let unseen: Vec<String> = unfinished
+            .iter()
+            .filter(|r| !self.runs.contains_key(&r.id))
+            .map(|r| r.id.clone())
+            .collect();
+        // Cancel requests whose message was lost (the API also records them in the graph).
+        let cancels: Vec<String> = unfinished
+            .into_iter()
+            .filter(|r| r.cancel_requested)
+            .map(|r| r.id)
+            .collect();
+        if unseen.is_empty() && lost.is_empty() && cancels.is_empty() {
             return;
         }
-        if let Err(e) = self.recover_runs(broker, &unseen, &lost).await {
+        if let Err(e) = self.recover_runs(broker, &unseen, &lost, &cancels).await {
             tracing::warn!(error = %e, "sweep pass failed");
         }
     }

@@ -134,14 +134,25 @@ pub async fn get(tx: &mut Tx, id: &str) -> Result<Option<RunRow>, Error> {
     Ok(row.filter(|r| !r.run.is_null()))
 }
 
-/// Run ids not yet settled (for recovery after a restart).
-pub async fn unfinished(tx: &mut Tx) -> Result<Vec<String>, Error> {
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Unfinished {
+    pub id: String,
+    pub cancel_requested: bool,
+}
+
+/// Runs not yet settled (for recovery after a restart, and durable cancel requests).
+pub async fn unfinished(tx: &mut Tx) -> Result<Vec<Unfinished>, Error> {
+    tx.rows(cypher(query_file!("run/unfinished.cypher"), None))
+        .await
+}
+
+/// Records a cancel request on an unsettled run; `false` if it had already settled.
+pub async fn request_cancel(tx: &mut Tx, id: &str) -> Result<bool, Error> {
     Ok(tx
-        .rows::<IdRow>(cypher(query_file!("run/unfinished.cypher"), None))
+        .one::<IdRow>(cypher(query_file!("run/request_cancel.cypher"), None).param("id", id))
         .await?
-        .into_iter()
-        .map(|r| r.id)
-        .collect())
+        .is_some())
 }
 
 #[derive(Debug, Clone, Deserialize)]

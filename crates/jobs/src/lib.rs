@@ -2,7 +2,9 @@
 //! messages (API/worker → engine), and the queue topology every binary declares idempotently.
 
 pub mod envelope;
+pub mod shared;
 pub mod topology;
 
 pub use envelope::{EngineMessage, ErrorInfo, Job, StepOutcome, JOB_VERSION};
-pub use topology::{Broker, RetryPolicy, OPERATION_TYPES};
+pub use shared::SharedBroker;
+pub use topology::{Broker, BrokerError, RetryPolicy, OPERATION_TYPES};

@@ -64,7 +64,7 @@ pub struct App {
     graph: Graph,
     vault: Vault,
     http: reqwest::Client,
-    broker: Option<aiden_jobs::Broker>,
+    broker: Option<std::sync::Arc<aiden_jobs::SharedBroker>>,
     auth_cache: auth::AuthCache,
 }
 
@@ -84,8 +84,8 @@ impl App {
     }
 
     /// Lets the service tell the engine about runs (without it, the engine's sweep finds them).
-    pub fn with_broker(mut self, broker: aiden_jobs::Broker) -> Self {
-        self.broker = Some(broker);
+    pub fn with_broker(mut self, amqp_uri: &str) -> Self {
+        self.broker = Some(std::sync::Arc::new(aiden_jobs::SharedBroker::new(amqp_uri)));
         self
     }
 

@@ -112,21 +112,17 @@ impl App {
         })?;
         let committed_us = total.elapsed().as_micros() as u64;
         if started.created {
-            if let Some(broker) = &self.broker {
-                let start = EngineMessage::RunStart { run_id: started.run_id.clone() };
-                if let Err(e) = broker.publish_engine_unconfirmed(&start).await {
-                    tracing::warn!(error = %e, "run start not published; the engine sweep will pick it up");
-                }
-            }
+            let start = EngineMessage::RunStart { run_id: started.run_id.clone() };
+            self.notify_engine(&start, false).await;
         }
         tracing::debug!(committed_us, notified_us = total.elapsed().as_micros() as u64 - committed_us, "start_run total");
         Ok(started)
     }
 
-    async fn notify_engine(&self, message: &EngineMessage) {
+    async fn notify_engine(&self, message: &EngineMessage, confirmed: bool) {
         match &self.broker {
             Some(broker) => {
-                if let Err(e) = broker.publish_engine(message).await {
+                if let Err(e) = broker.publish_engine(message, confirmed).await {
                     tracing::warn!(error = %e, "engine message not published; the sweep will pick the run up");
                 }
             }
@@ -155,8 +151,9 @@ impl App {
     pub async fn cancel_run(&self, caller: &Caller, run_id: &str) -> Result<Value> {
         let row = self.visible_run(caller, run_id).await?;
         let status = row.run.get("status").and_then(Value::as_str).unwrap_or("queued");
-        if !matches!(status, "completed" | "failed" | "canceled") {
-            self.notify_engine(&EngineMessage::RunCancel { run_id: run_id.to_owned() })
+        let pending = write_tx!(self, |tx| { Ok(runs::request_cancel(&mut tx, run_id).await?) })?;
+        if pending {
+            self.notify_engine(&EngineMessage::RunCancel { run_id: run_id.to_owned() }, true)
                 .await;
         }
         Ok(json!({"runId": run_id, "status": status, "cancelRequested": true}))

@@ -62,19 +62,31 @@ fn admin_token() -> String {
     setting("AIDEN_ADMIN_TOKEN", Some("test-admin-token-0123456789abcdef"))
 }
 
-fn spawn(args: &[&str], http_port: u16) -> Child {
-    Command::new(binary())
-        .args(args)
-        .envs(envs(http_port))
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn aiden")
+/// A spawned `aiden`, SIGKILLed when dropped (also when a test panics), so a failed run never
+/// leaves an engine or worker behind to serve the next test binary's queues.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        sigkill(self);
+    }
 }
 
-fn sigkill(child: &mut Child) {
-    let _ = child.kill(); // SIGKILL on unix
-    let _ = child.wait();
+fn spawn(args: &[&str], http_port: u16) -> Proc {
+    Proc(
+        Command::new(binary())
+            .args(args)
+            .envs(envs(http_port))
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn aiden"),
+    )
+}
+
+fn sigkill(child: &mut Proc) {
+    let _ = child.0.kill(); // SIGKILL on unix
+    let _ = child.0.wait();
 }
 
 /// The REST API the test Tools call: `/slow?ms=` sleeps, counting calls per `tag`.

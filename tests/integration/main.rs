@@ -7,5 +7,6 @@ mod concurrency;
 mod http;
 mod identity;
 mod processes;
+mod runs;
 mod secrets;
 mod tools;

@@ -91,24 +91,25 @@ impl Engine {
             .await?;
         // Only the active consumer recovers; a standby engine waits for its first delivery.
         let mut recovered = false;
-        let mut sweep = tokio::time::interval(SWEEP_EVERY);
+        // The first tick (recovery, when no backlog arrives) comes shortly after connecting.
+        let first_tick = tokio::time::Instant::now() + Duration::from_millis(300);
+        let mut sweep = tokio::time::interval_at(first_tick, SWEEP_EVERY);
         sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let first = tokio::select! {
                 d = consumer.next() => d,
                 _ = sweep.tick() => {
-                    if recovered || self.runs.is_empty() {
+                    // Nothing arrived for a while: the backlog is applied.
+                    if recovered {
                         self.sweep(&broker).await;
+                    } else {
+                        self.recover(&broker).await;
                         recovered = true;
                     }
                     continue;
                 }
             };
             let Some(first) = first else { return Ok(()) };
-            if !recovered {
-                self.recover(&broker).await;
-                recovered = true;
-            }
             let mut deliveries = vec![first?];
             while deliveries.len() < MAX_BATCH {
                 match consumer.next().now_or_never() {
@@ -123,12 +124,20 @@ impl Engine {
                     Err(e) => tracing::error!(error = %e, "undecodable engine message dropped"),
                 }
             }
+            let drained = deliveries.len() < MAX_BATCH;
             let last = deliveries.last().expect("one delivery");
             match self.apply(&broker, messages).await {
                 Ok(()) => {
                     last.acker
                         .ack(BasicAckOptions { multiple: true })
                         .await?;
+                    // Recover only once the backlog is applied: step notices already queued
+                    // (a step a worker is running) must land before recovery re-dispatches
+                    // what the graph still shows as queued.
+                    if !recovered && drained {
+                        self.recover(&broker).await;
+                        recovered = true;
+                    }
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "engine pass failed; messages requeued");

@@ -634,6 +634,10 @@ impl<'a> Pass<'a> {
             }
         };
         let child_id = uuid::Uuid::now_v7().to_string();
+        // PROC-7: the caller's limit bounds the whole chain below it, not just one call.
+        let mut loaded = loaded;
+        loaded.plan.max_recursion_depth =
+            loaded.plan.max_recursion_depth.min(run.plan.max_recursion_depth);
         let new_run = NewRun {
             id: child_id.clone(),
             process_id: process_id.to_owned(),

@@ -7,6 +7,7 @@ mod concurrency;
 mod http;
 mod identity;
 mod processes;
+mod providers;
 mod runs;
 mod secrets;
 mod tools;

@@ -233,8 +233,14 @@ impl Engine {
 
     /// After (re)connecting: every unsettled run is rebuilt from the graph and pushed on.
     async fn recover(&mut self, broker: &Broker) {
+        // Runs this session already drives dispatched their own jobs: only the others (left by
+        // a previous session) are re-dispatched.
         let ids = match self.unfinished().await {
-            Ok(rows) => rows.into_iter().map(|r| r.id).collect::<Vec<_>>(),
+            Ok(rows) => rows
+                .into_iter()
+                .map(|r| r.id)
+                .filter(|id| !self.runs.contains_key(id))
+                .collect::<Vec<_>>(),
             Err(e) => {
                 tracing::warn!(error = %e, "recovery could not list runs");
                 return;

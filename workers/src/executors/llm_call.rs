@@ -1,19 +1,215 @@
-//! `llm_call` executor (placeholder until implemented).
+//! `llm_call` executor: OpenAI-compatible chat completions or the Anthropic Messages API over
+//! reqwest. The prompt is the Tool's `promptTemplate` (and `systemPrompt`) rendered over the
+//! input; model, temperature and max tokens come from `connectionParams`. Output:
+//! `{"text": …}`, or the parsed JSON with `responseFormat: json`. Telemetry: provider, model,
+//! token usage.
 
-use crate::tool::{FailureClass, Invocation, Tool, ToolFailure, ToolOutput};
+use aiden_domain::execution::interpolate::render_string;
+use aiden_domain::tool::{LlmApi, Operation, ResponseFormat};
+use serde_json::{json, Value};
 
-#[derive(Default)]
-pub struct LlmCall;
+use super::http_status::{status_failure, transport_failure};
+use crate::tool::{FailureClass, Invocation, Telemetry, TokenUsage, Tool, ToolFailure, ToolOutput};
+
+const ANTHROPIC_VERSION: &str = "2023-06-01";
+const DEFAULT_MAX_TOKENS: u64 = 1024;
+
+pub struct LlmCall {
+    http: reqwest::Client,
+}
+
+impl Default for LlmCall {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 impl LlmCall {
     pub fn new() -> Self {
-        Self
+        Self {
+            http: reqwest::Client::builder()
+                .tcp_nodelay(true)
+                .build()
+                .unwrap_or_default(),
+        }
     }
+}
+
+fn fail(class: FailureClass, message: impl Into<String>, telemetry: &Telemetry) -> ToolFailure {
+    let mut f = ToolFailure::new(class, message);
+    f.telemetry = telemetry.clone();
+    f
 }
 
 #[async_trait::async_trait]
 impl Tool for LlmCall {
-    async fn call(&self, _inv: &Invocation<'_>) -> Result<ToolOutput, ToolFailure> {
-        Err(ToolFailure::new(FailureClass::InvalidRequest, "llm_call executor not implemented"))
+    async fn call(&self, inv: &Invocation<'_>) -> Result<ToolOutput, ToolFailure> {
+        let Operation::LlmCall {
+            api,
+            system_prompt,
+            prompt_template,
+            response_format,
+        } = inv.operation
+        else {
+            return Err(ToolFailure::new(FailureClass::InvalidRequest, "not an llm_call operation"));
+        };
+        let provider = match api {
+            LlmApi::Openai => "openai",
+            LlmApi::Anthropic => "anthropic",
+        };
+        let model = inv.connection.get("model").and_then(Value::as_str);
+        let mut telemetry = Telemetry {
+            provider: Some(provider.into()),
+            model: model.map(str::to_owned),
+            token_usage: None,
+        };
+        let model = model.ok_or_else(|| {
+            fail(FailureClass::InvalidRequest, "connectionParams.model is required", &telemetry)
+        })?;
+        let endpoint = inv
+            .endpoint()
+            .ok_or_else(|| fail(FailureClass::InvalidRequest, "no endpoint configured", &telemetry))?
+            .trim_end_matches('/');
+        let render = |t: &str| {
+            render_string(t, inv.input)
+                .map_err(|e| fail(FailureClass::InvalidRequest, e.to_string(), &telemetry))
+        };
+        let prompt = render(prompt_template)?;
+        let system = system_prompt.as_deref().map(render).transpose()?;
+        let temperature = inv.connection.get("temperature").and_then(Value::as_f64);
+        let max_tokens = inv.connection.get("maxTokens").and_then(Value::as_u64);
+        let json_mode = *response_format == ResponseFormat::Json;
+
+        let request = match api {
+            LlmApi::Openai => {
+                let mut messages = Vec::new();
+                if let Some(s) = &system {
+                    messages.push(json!({"role": "system", "content": s}));
+                }
+                messages.push(json!({"role": "user", "content": prompt}));
+                let mut body = json!({"model": model, "messages": messages});
+                if let Some(t) = temperature {
+                    body["temperature"] = json!(t);
+                }
+                if let Some(m) = max_tokens {
+                    body["max_tokens"] = json!(m);
+                }
+                if json_mode {
+                    body["response_format"] = json!({"type": "json_object"});
+                }
+                let mut req = self.http.post(format!("{endpoint}/chat/completions")).json(&body);
+                if let Some(secret) = inv.secret {
+                    req = req.bearer_auth(secret.as_str());
+                }
+                req
+            }
+            LlmApi::Anthropic => {
+                let mut body = json!({"model": model,
+                    "max_tokens": max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+                    "messages": [{"role": "user", "content": prompt}]});
+                if let Some(s) = &system {
+                    body["system"] = json!(s);
+                }
+                if let Some(t) = temperature {
+                    body["temperature"] = json!(t);
+                }
+                let url = if endpoint.ends_with("/v1") {
+                    format!("{endpoint}/messages")
+                } else {
+                    format!("{endpoint}/v1/messages")
+                };
+                let mut req = self
+                    .http
+                    .post(url)
+                    .header("anthropic-version", ANTHROPIC_VERSION)
+                    .json(&body);
+                if let Some(secret) = inv.secret {
+                    req = req.header("x-api-key", secret.as_str());
+                }
+                req
+            }
+        };
+        let resp = request.timeout(inv.timeout).send().await.map_err(|e| {
+            let mut f = transport_failure(e);
+            f.telemetry = telemetry.clone();
+            f
+        })?;
+        let status = resp.status().as_u16();
+        let text = resp.text().await.map_err(|e| {
+            let mut f = transport_failure(e);
+            f.telemetry = telemetry.clone();
+            f
+        })?;
+        if !(200..300).contains(&status) {
+            let mut f = status_failure(status, &text);
+            if status == 529 {
+                f.class = FailureClass::UpstreamError; // Anthropic "overloaded"
+            }
+            f.telemetry = telemetry;
+            return Err(f);
+        }
+        let answer: Value = serde_json::from_str(&text)
+            .map_err(|_| fail(FailureClass::ToolError, "provider answered with non-JSON", &telemetry))?;
+        let (content, usage) = match api {
+            LlmApi::Openai => (
+                answer.pointer("/choices/0/message/content").and_then(Value::as_str).map(str::to_owned),
+                answer.get("usage").map(|u| TokenUsage {
+                    prompt_tokens: u["prompt_tokens"].as_u64().unwrap_or(0),
+                    completion_tokens: u["completion_tokens"].as_u64().unwrap_or(0),
+                    total_tokens: u["total_tokens"].as_u64().unwrap_or(0),
+                }),
+            ),
+            LlmApi::Anthropic => (
+                answer.get("content").and_then(Value::as_array).map(|blocks| {
+                    blocks
+                        .iter()
+                        .filter(|b| b["type"] == "text")
+                        .filter_map(|b| b["text"].as_str())
+                        .collect::<Vec<_>>()
+                        .join("")
+                }),
+                answer.get("usage").map(|u| {
+                    let (i, o) = (u["input_tokens"].as_u64().unwrap_or(0), u["output_tokens"].as_u64().unwrap_or(0));
+                    TokenUsage { prompt_tokens: i, completion_tokens: o, total_tokens: i + o }
+                }),
+            ),
+        };
+        if let Some(m) = answer.get("model").and_then(Value::as_str) {
+            telemetry.model = Some(m.to_owned());
+        }
+        telemetry.token_usage = usage;
+        let content = content
+            .ok_or_else(|| fail(FailureClass::ToolError, "provider answer has no message content", &telemetry))?;
+        let value = if json_mode {
+            parse_json_answer(&content)
+                .ok_or_else(|| fail(FailureClass::ToolError, "the model did not answer with JSON", &telemetry))?
+        } else {
+            json!({"text": content})
+        };
+        Ok(ToolOutput { value, telemetry })
+    }
+}
+
+/// The JSON in a model's answer, tolerating a Markdown code fence around it.
+fn parse_json_answer(content: &str) -> Option<Value> {
+    let t = content.trim();
+    let t = t
+        .strip_prefix("```json")
+        .or_else(|| t.strip_prefix("```"))
+        .map(|r| r.trim_end().trim_end_matches("```"))
+        .unwrap_or(t);
+    serde_json::from_str(t.trim()).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_json_answer;
+    use serde_json::json;
+
+    #[test]
+    fn json_answers_may_come_fenced() {
+        assert_eq!(parse_json_answer("{\"a\":1}"), Some(json!({"a": 1})));
+        assert_eq!(parse_json_answer("```json\n{\"a\":1}\n```"), Some(json!({"a": 1})));
+        assert_eq!(parse_json_answer("not json"), None);
     }
 }

@@ -21,7 +21,11 @@ struct Args {
     #[arg(long, default_value = "http://127.0.0.1:18080")]
     echo: String,
     /// Scenarios to run (default: all three).
-    #[arg(long, value_delimiter = ',', default_value = "chain3_seq,chain3,fanout4")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "chain3_seq,chain3,fanout4"
+    )]
     scenarios: Vec<String>,
     /// Scale every scenario's run count (e.g. 0.1 for a quick check).
     #[arg(long, default_value_t = 1.0)]
@@ -35,7 +39,12 @@ struct Api {
 }
 
 impl Api {
-    async fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
+    async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> anyhow::Result<Value> {
         let mut req = self
             .http
             .request(method, format!("{}{path}", self.base))
@@ -56,7 +65,11 @@ impl Api {
     async fn run_once(&self, process: &str) -> anyhow::Result<Duration> {
         let t0 = Instant::now();
         let started = self
-            .send(reqwest::Method::POST, &format!("/v1/processes/{process}/runs"), Some(json!({"inputs": {}})))
+            .send(
+                reqwest::Method::POST,
+                &format!("/v1/processes/{process}/runs"),
+                Some(json!({"inputs": {}})),
+            )
             .await?;
         let run_id = started["runId"].as_str().context("no runId")?.to_owned();
         let resp = self
@@ -88,7 +101,14 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
     sorted[i].as_secs_f64() * 1000.0
 }
 
-async fn scenario(api: Arc<Api>, name: &str, process: &str, runs: usize, in_flight: usize, steps: usize) -> anyhow::Result<Value> {
+async fn scenario(
+    api: Arc<Api>,
+    name: &str,
+    process: &str,
+    runs: usize,
+    in_flight: usize,
+    steps: usize,
+) -> anyhow::Result<Value> {
     // Warm-up (connections, caches, JIT of the graph server), not measured.
     for _ in 0..10 {
         api.run_once(process).await?;
@@ -167,11 +187,16 @@ async fn cleanup(api: &Api, ids: &Ids) {
 async fn setup(api: &Api, ids: &Ids, echo: &str) -> anyhow::Result<()> {
     let (service, tool) = (&ids.service, &ids.tool);
     let step = |id: &str, mode: &str, input: &str| step(tool, id, mode, input);
-    api.send(reqwest::Method::POST, "/v1/services", Some(json!({
+    api.send(
+        reqwest::Method::POST,
+        "/v1/services",
+        Some(json!({
         "id": service, "name": "Benchmark echo (nginx)", "type": "rest_api", "protocol": "http",
         "requiresSecret": false, "endpoint": echo, "enabled": true,
         "connectionSchema": {"type": "object", "required": ["endpoint"],
-            "properties": {"endpoint": {"type": "string"}, "timeoutMs": {"type": "integer"}}}}))).await?;
+            "properties": {"endpoint": {"type": "string"}, "timeoutMs": {"type": "integer"}}}})),
+    )
+    .await?;
     api.send(reqwest::Method::POST, "/v1/tools", Some(json!({
         "id": tool, "name": "Echo GET", "serviceId": service,
         "connectionParams": {"endpoint": echo, "timeoutMs": 5000},
@@ -180,17 +205,27 @@ async fn setup(api: &Api, ids: &Ids, echo: &str) -> anyhow::Result<()> {
         "outputSchema": {"type": "object", "required": ["status", "body"],
             "properties": {"status": {"type": "integer"}, "body": {}}},
         "enabled": true}))).await?;
-    api.send(reqwest::Method::POST, "/v1/processes", Some(json!({
+    api.send(
+        reqwest::Method::POST,
+        "/v1/processes",
+        Some(json!({
         "id": ids.chain3, "name": "Benchmark: 3 sequential steps",
         "steps": [step("a", "sequential", "start"), step("b", "sequential", "{{json a.body}}"),
                   step("c", "sequential", "{{json b.body}}")],
-        "outputTemplate": "{{c.body}}"}))).await?;
-    api.send(reqwest::Method::POST, "/v1/processes", Some(json!({
+        "outputTemplate": "{{c.body}}"})),
+    )
+    .await?;
+    api.send(
+        reqwest::Method::POST,
+        "/v1/processes",
+        Some(json!({
         "id": ids.fanout4, "name": "Benchmark: 4 parallel steps and a join",
         "steps": [step("p1", "parallel", "1"), step("p2", "parallel", "2"),
                   step("p3", "parallel", "3"), step("p4", "parallel", "4"),
                   step("join", "sequential", "{{json p1.body}}{{json p4.body}}")],
-        "outputTemplate": "{{join.body}}"}))).await?;
+        "outputTemplate": "{{join.body}}"})),
+    )
+    .await?;
     Ok(())
 }
 
@@ -198,7 +233,10 @@ async fn setup(api: &Api, ids: &Ids, echo: &str) -> anyhow::Result<()> {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let api = Arc::new(Api {
-        http: reqwest::Client::builder().pool_max_idle_per_host(64).tcp_nodelay(true).build()?,
+        http: reqwest::Client::builder()
+            .pool_max_idle_per_host(64)
+            .tcp_nodelay(true)
+            .build()?,
         base: args.server.trim_end_matches('/').to_owned(),
         token: args.token.clone(),
     });

@@ -14,21 +14,25 @@ use aiden_tests::{setting, TEST_MASTER_KEY};
 use axum::{extract::Query, routing::get, Json, Router};
 use serde_json::{json, Value};
 
+/// The `aiden` binary of this checkout, built once per test run (cargo does not build a
+/// package's binary for another package's tests, and a stale one would test old code).
 fn binary() -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let target = std::env::var("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| root.join("target"));
-    let bin = target.join("debug/aiden");
-    if !bin.exists() {
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "--bin", "aiden"])
-            .current_dir(&root)
-            .status()
-            .expect("cargo build");
-        assert!(status.success(), "building aiden failed");
-    }
-    bin
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+            let status = Command::new(env!("CARGO"))
+                .args(["build", "--quiet", "--bin", "aiden"])
+                .current_dir(&root)
+                .status()
+                .expect("cargo build");
+            assert!(status.success(), "building aiden failed");
+            let target = std::env::var("CARGO_TARGET_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|_| root.join("target"));
+            target.join("debug/aiden")
+        })
+        .clone()
 }
 
 fn free_port() -> u16 {
@@ -42,13 +46,28 @@ fn free_port() -> u16 {
 /// The environment every spawned `aiden` gets.
 fn envs(http_port: u16) -> Vec<(&'static str, String)> {
     vec![
-        ("AIDEN_NEO4J_URI", setting("AIDEN_NEO4J_URI", Some("bolt://127.0.0.1:7687"))),
-        ("AIDEN_NEO4J_USER", setting("AIDEN_NEO4J_USER", Some("root"))),
-        ("AIDEN_NEO4J_PASSWORD", setting("AIDEN_NEO4J_PASSWORD", None)),
-        ("AIDEN_NEO4J_DATABASE", setting("AIDEN_NEO4J_DATABASE", Some("neo4j"))),
+        (
+            "AIDEN_NEO4J_URI",
+            setting("AIDEN_NEO4J_URI", Some("bolt://127.0.0.1:7687")),
+        ),
+        (
+            "AIDEN_NEO4J_USER",
+            setting("AIDEN_NEO4J_USER", Some("root")),
+        ),
+        (
+            "AIDEN_NEO4J_PASSWORD",
+            setting("AIDEN_NEO4J_PASSWORD", None),
+        ),
+        (
+            "AIDEN_NEO4J_DATABASE",
+            setting("AIDEN_NEO4J_DATABASE", Some("neo4j")),
+        ),
         (
             "AIDEN_AMQP_URI",
-            setting("AIDEN_AMQP_URI", Some("amqp://guest:guest@127.0.0.1:5672/%2f")),
+            setting(
+                "AIDEN_AMQP_URI",
+                Some("amqp://guest:guest@127.0.0.1:5672/%2f"),
+            ),
         ),
         ("AIDEN_MASTER_KEY", TEST_MASTER_KEY.to_owned()),
         ("AIDEN_ADMIN_TOKEN", admin_token()),
@@ -59,7 +78,10 @@ fn envs(http_port: u16) -> Vec<(&'static str, String)> {
 }
 
 fn admin_token() -> String {
-    setting("AIDEN_ADMIN_TOKEN", Some("test-admin-token-0123456789abcdef"))
+    setting(
+        "AIDEN_ADMIN_TOKEN",
+        Some("test-admin-token-0123456789abcdef"),
+    )
 }
 
 /// A spawned `aiden`, SIGKILLed when dropped (also when a test panics), so a failed run never
@@ -112,18 +134,20 @@ async fn start_upstream() -> (Upstream, String) {
     let state = up.clone();
     let app = Router::new().route(
         "/slow",
-        get(move |Query(q): Query<std::collections::HashMap<String, String>>| {
-            let state = state.clone();
-            async move {
-                let tag = q.get("tag").cloned().unwrap_or_default();
-                let ms: u64 = q.get("ms").and_then(|m| m.parse().ok()).unwrap_or(0);
-                state.calls.lock().unwrap().push(tag.clone());
-                state.in_flight.fetch_add(1, Ordering::SeqCst);
-                tokio::time::sleep(Duration::from_millis(ms)).await;
-                state.in_flight.fetch_sub(1, Ordering::SeqCst);
-                Json(json!({"tag": tag, "ok": true}))
-            }
-        }),
+        get(
+            move |Query(q): Query<std::collections::HashMap<String, String>>| {
+                let state = state.clone();
+                async move {
+                    let tag = q.get("tag").cloned().unwrap_or_default();
+                    let ms: u64 = q.get("ms").and_then(|m| m.parse().ok()).unwrap_or(0);
+                    state.calls.lock().unwrap().push(tag.clone());
+                    state.in_flight.fetch_add(1, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    state.in_flight.fetch_sub(1, Ordering::SeqCst);
+                    Json(json!({"tag": tag, "ok": true}))
+                }
+            },
+        ),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -243,10 +267,14 @@ async fn define(api: &Api, upstream: &str, tag: &str, slow_ms: u64) -> String {
                "execution": {"mode": "sequential", "timeout": 30000}})
     };
     let (s, b) = api
-        .call(reqwest::Method::POST, "/v1/processes", Some(json!({
+        .call(
+            reqwest::Method::POST,
+            "/v1/processes",
+            Some(json!({
             "id": process, "name": "fault chain",
             "steps": [step("a", 0), step("b", slow_ms), step("c", 0)],
-            "outputTemplate": "{{c.body}}"})))
+            "outputTemplate": "{{c.body}}"})),
+        )
         .await;
     assert_eq!(s, 201, "{b}");
     process
@@ -254,7 +282,11 @@ async fn define(api: &Api, upstream: &str, tag: &str, slow_ms: u64) -> String {
 
 async fn start(api: &Api, process: &str) -> String {
     let (s, b) = api
-        .call(reqwest::Method::POST, &format!("/v1/processes/{process}/runs"), Some(json!({"inputs": {}})))
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/processes/{process}/runs"),
+            Some(json!({"inputs": {}})),
+        )
         .await;
     assert_eq!(s, 202, "{b}");
     b["runId"].as_str().unwrap().to_owned()
@@ -264,17 +296,27 @@ async fn start(api: &Api, process: &str) -> String {
 async fn assert_completed_once(api: &Api, run_id: &str, up: &Upstream, tag: &str) {
     let run = api.wait_settled(run_id, Duration::from_secs(60)).await;
     assert_eq!(run["status"], "completed", "{run}");
-    assert_eq!(run["output"], json!({"tag": format!("{tag}-c"), "ok": true}));
+    assert_eq!(
+        run["output"],
+        json!({"tag": format!("{tag}-c"), "ok": true})
+    );
     let events = api.events(run_id).await;
     for step in ["a", "b", "c"] {
         let completions = events
             .iter()
             .filter(|e| e["kind"] == "step.completed" && e["stepId"] == step)
             .count();
-        assert_eq!(completions, 1, "step {step} recorded {completions} times: {events:?}");
+        assert_eq!(
+            completions, 1,
+            "step {step} recorded {completions} times: {events:?}"
+        );
     }
     let seqs: Vec<i64> = events.iter().map(|e| e["seq"].as_i64().unwrap()).collect();
-    assert_eq!(seqs, (1..=seqs.len() as i64).collect::<Vec<_>>(), "gapless log");
+    assert_eq!(
+        seqs,
+        (1..=seqs.len() as i64).collect::<Vec<_>>(),
+        "gapless log"
+    );
     assert_eq!(up.calls_for(&format!("{tag}-a")), 1, "step a ran once");
     assert_eq!(up.calls_for(&format!("{tag}-c")), 1, "step c ran once");
 }
@@ -312,7 +354,10 @@ async fn faults_a_run_survives_killed_workers_a_broker_restart_and_a_server_rest
     let (up, upstream) = start_upstream().await;
     let mut serve = spawn(&["serve"], port);
     api.wait_ready().await;
-    let mut worker = spawn(&["worker", "--type", "rest_api", "--concurrency", "2"], port);
+    let mut worker = spawn(
+        &["worker", "--type", "rest_api", "--concurrency", "2"],
+        port,
+    );
     let suffix = uuid::Uuid::now_v7().simple().to_string();
 
     // 1. SIGKILL the worker in the middle of step b: the job is redelivered to a new worker.
@@ -320,11 +365,23 @@ async fn faults_a_run_survives_killed_workers_a_broker_restart_and_a_server_rest
     let process = define(&api, &upstream, &tag, 1500).await;
     let run = start(&api, &process).await;
     let b = format!("{tag}-b");
-    wait_until("step b to reach the upstream", Duration::from_secs(30), || up.calls_for(&b) == 1).await;
+    wait_until(
+        "step b to reach the upstream",
+        Duration::from_secs(30),
+        || up.calls_for(&b) == 1,
+    )
+    .await;
     sigkill(&mut worker);
-    worker = spawn(&["worker", "--type", "rest_api", "--concurrency", "2"], port);
+    worker = spawn(
+        &["worker", "--type", "rest_api", "--concurrency", "2"],
+        port,
+    );
     assert_completed_once(&api, &run, &up, &tag).await;
-    assert_eq!(up.calls_for(&b), 2, "the killed attempt and the redelivered one");
+    assert_eq!(
+        up.calls_for(&b),
+        2,
+        "the killed attempt and the redelivered one"
+    );
     assert_check_clean();
 
     // 2. Restart RabbitMQ while step b runs: durable queues, reconnecting engine and workers.
@@ -332,7 +389,12 @@ async fn faults_a_run_survives_killed_workers_a_broker_restart_and_a_server_rest
     let process = define(&api, &upstream, &tag, 1500).await;
     let run = start(&api, &process).await;
     let b = format!("{tag}-b");
-    wait_until("step b to reach the upstream", Duration::from_secs(30), || up.calls_for(&b) >= 1).await;
+    wait_until(
+        "step b to reach the upstream",
+        Duration::from_secs(30),
+        || up.calls_for(&b) >= 1,
+    )
+    .await;
     rabbitmqctl(&["stop_app"]);
     tokio::time::sleep(Duration::from_millis(500)).await;
     rabbitmqctl(&["start_app"]);
@@ -345,7 +407,12 @@ async fn faults_a_run_survives_killed_workers_a_broker_restart_and_a_server_rest
     let process = define(&api, &upstream, &tag, 1500).await;
     let run = start(&api, &process).await;
     let b = format!("{tag}-b");
-    wait_until("step b to reach the upstream", Duration::from_secs(30), || up.calls_for(&b) >= 1).await;
+    wait_until(
+        "step b to reach the upstream",
+        Duration::from_secs(30),
+        || up.calls_for(&b) >= 1,
+    )
+    .await;
     sigkill(&mut serve);
     tokio::time::sleep(Duration::from_millis(300)).await;
     serve = spawn(&["serve"], port);

@@ -121,7 +121,10 @@ fn check_runnable(r: &Resolved, secret_owner: Option<&str>) -> Result<(), NotRun
         return Err(rule("PROC-8", format!("tool `{}` is disabled", tool.id)));
     }
     if !service.enabled {
-        return Err(rule("PROC-8", format!("service `{}` is disabled", service.id)));
+        return Err(rule(
+            "PROC-8",
+            format!("service `{}` is disabled", service.id),
+        ));
     }
     if service.status == HealthStatus::Down {
         return Err(rule("PROC-8", format!("service `{}` is down", service.id)));
@@ -129,7 +132,10 @@ fn check_runnable(r: &Resolved, secret_owner: Option<&str>) -> Result<(), NotRun
     if service.owner_id != tool.owner_id && !service.shared {
         return Err(rule(
             "TOOL-3",
-            format!("service `{}` is no longer shared with the tool's owner", service.id),
+            format!(
+                "service `{}` is no longer shared with the tool's owner",
+                service.id
+            ),
         ));
     }
     if let Some(owner) = secret_owner {

@@ -349,14 +349,20 @@ pub fn router(app: App, amqp_uri: String, notifier: aiden_engine::Notifier) -> R
         POST,
         "/v1/runs/{id}/cancel",
         r::cancel_run,
-        Op::read("Cancel a run: pending work never starts, in-flight calls are abandoned", 202)
+        Op::read(
+            "Cancel a run: pending work never starts, in-flight calls are abandoned",
+            202
+        )
     );
     let t = route!(
         t,
         GET,
         "/v1/runs/{id}/events",
         r::run_events,
-        Op::read("The run's events as Server-Sent Events (resume with Last-Event-ID)", 200)
+        Op::read(
+            "The run's events as Server-Sent Events (resume with Last-Event-ID)",
+            200
+        )
     );
     let t = route!(
         t,

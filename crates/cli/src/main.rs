@@ -79,9 +79,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             "AIDEN_ADMIN_TOKEN is not set: no admin can log in unless one exists already"
         ),
     }
-    let server = aiden_api::Application::build(app, &args.http_addr, args.amqp_uri.clone(), notifier)
-        .await
-        .with_context(|| format!("binding {}", args.http_addr))?;
+    let server =
+        aiden_api::Application::build(app, &args.http_addr, args.amqp_uri.clone(), notifier)
+            .await
+            .with_context(|| format!("binding {}", args.http_addr))?;
     tracing::info!(addr = %server.local_addr()?, "aiden API listening");
     server.run().await?;
     Ok(())

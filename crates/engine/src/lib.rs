@@ -128,9 +128,7 @@ impl Engine {
             let last = deliveries.last().expect("one delivery");
             match self.apply(&broker, messages).await {
                 Ok(()) => {
-                    last.acker
-                        .ack(BasicAckOptions { multiple: true })
-                        .await?;
+                    last.acker.ack(BasicAckOptions { multiple: true }).await?;
                     // Recover only once the backlog is applied: step notices already queued
                     // (a step a worker is running) must land before recovery re-dispatches
                     // what the graph still shows as queued.
@@ -191,7 +189,8 @@ impl Engine {
                     let job_count = jobs.len();
                     self.publish(broker, jobs, cancels).await;
                     tracing::debug!(
-                        messages = messages.len(), jobs = job_count,
+                        messages = messages.len(),
+                        jobs = job_count,
                         begin_us = began.as_micros() as u64,
                         handle_us = (handled - began).as_micros() as u64,
                         write_us = (written - handled).as_micros() as u64,
@@ -207,8 +206,11 @@ impl Engine {
                     return Ok(());
                 }
                 Err(e) => {
-                    // The cache may hold uncommitted changes: rebuild from the graph.
-                    self.runs.clear();
+                    // The cache may hold uncommitted changes: drop what this pass touched; the
+                    // next message about those runs reloads them from the graph.
+                    for id in &touched {
+                        self.runs.remove(id);
+                    }
                     if !e.is_transient() || attempt >= 8 {
                         return Err(e.into());
                     }
@@ -286,7 +288,9 @@ impl Engine {
         }
         for run_id in cancels {
             if outcome.is_ok() {
-                let cancel = EngineMessage::RunCancel { run_id: run_id.clone() };
+                let cancel = EngineMessage::RunCancel {
+                    run_id: run_id.clone(),
+                };
                 outcome = pass.handle(cancel).await;
             }
         }
@@ -301,7 +305,9 @@ impl Engine {
             Ok(()) => tx.commit().await?,
             Err(e) => {
                 let _ = tx.rollback().await;
-                self.runs.clear();
+                for id in &touched {
+                    self.runs.remove(id);
+                }
                 return Err(e.into());
             }
         }
@@ -336,20 +342,21 @@ impl Engine {
             tracing::warn!(workers = ?offline, "workers went offline");
             for run in self.runs.values() {
                 for step in &run.steps {
-                    let held = step
-                        .worker_id
-                        .as_ref()
-                        .is_some_and(|w| offline.contains(w));
-                    if held && step.status == aiden_domain::execution::schedule::StepStatus::Running {
+                    let held = step.worker_id.as_ref().is_some_and(|w| offline.contains(w));
+                    if held && step.status == aiden_domain::execution::schedule::StepStatus::Running
+                    {
                         lost.push((run.id.clone(), step.id.clone()));
                     }
                 }
             }
         }
         let unfinished = self.unfinished().await.unwrap_or_default();
+        // Runs still `queued` that this engine never saw: their start message was lost.
+        // (A running run missing from the cache was evicted after a failed commit; the next
+        // message about it reloads it, and re-dispatching its steps here would duplicate them.)
         let unseen: Vec<String> = unfinished
             .iter()
-            .filter(|r| !self.runs.contains_key(&r.id))
+            .filter(|r| r.status == "queued" && !self.runs.contains_key(&r.id))
             .map(|r| r.id.clone())
             .collect();
         // Cancel requests whose message was lost (the API also records them in the graph).

@@ -131,10 +131,13 @@ impl<'a> Pass<'a> {
             run.event_seq += 1;
             run.event_seq
         };
-        self.events.entry(run_id.to_owned()).or_default().push(json!({
-            "key": format!("{run_id}#{seq}"), "runId": run_id, "seq": seq, "kind": kind,
-            "stepId": step_id, "at": self.now, "data": data.to_string(),
-        }));
+        self.events
+            .entry(run_id.to_owned())
+            .or_default()
+            .push(json!({
+                "key": format!("{run_id}#{seq}"), "runId": run_id, "seq": seq, "kind": kind,
+                "stepId": step_id, "at": self.now, "data": data.to_string(),
+            }));
         self.set_run(run_id, json!({"eventSeq": seq}));
     }
 
@@ -205,7 +208,11 @@ impl<'a> Pass<'a> {
     }
 
     /// Re-publishes the job of a step whose worker went silent (heartbeat lost).
-    pub async fn redispatch_step(&mut self, run_id: &str, step_run_id: &str) -> Result<(), aiden_graph::Error> {
+    pub async fn redispatch_step(
+        &mut self,
+        run_id: &str,
+        step_run_id: &str,
+    ) -> Result<(), aiden_graph::Error> {
         if !self.ensure(run_id).await? {
             return Ok(());
         }
@@ -220,8 +227,12 @@ impl<'a> Pass<'a> {
             job.redispatch = true;
             self.set_step(step_run_id, json!({"status": "queued"}));
             self.run(run_id).steps[i].status = StepStatus::Queued;
-            self.event(run_id, "step.queued", Some(&run.plan.steps[i].id),
-                json!({"attempt": job.attempt, "reason": "worker lost"}));
+            self.event(
+                run_id,
+                "step.queued",
+                Some(&run.plan.steps[i].id),
+                json!({"attempt": job.attempt, "reason": "worker lost"}),
+            );
             self.jobs.push(job);
         }
         Ok(())
@@ -261,7 +272,9 @@ impl<'a> Pass<'a> {
 
     fn step_started(&mut self, run_id: &str, sr_id: &str, attempt: u32, worker: &str, at: &str) {
         let run = self.run(run_id);
-        let Some(i) = run.step_index(sr_id) else { return };
+        let Some(i) = run.step_index(sr_id) else {
+            return;
+        };
         let step = &mut run.steps[i];
         if run.status.is_settled() || step.status.is_settled() || attempt < step.attempts {
             return; // a late or duplicate notice
@@ -290,7 +303,9 @@ impl<'a> Pass<'a> {
 
     fn step_finished(&mut self, run_id: &str, sr_id: &str, call: Call, outcome: StepOutcome) {
         let run = self.run(run_id);
-        let Some(i) = run.step_index(sr_id) else { return };
+        let Some(i) = run.step_index(sr_id) else {
+            return;
+        };
         if run.steps[i].status.is_settled() || run.status.is_settled() {
             // EXEC-2: a duplicate or late result never records a second result.
             tracing::debug!(sr_id, "result for a settled step ignored");
@@ -301,7 +316,13 @@ impl<'a> Pass<'a> {
             || (status == StepStatus::Running && run.steps[i].attempts < call.attempt);
         if unannounced && call.attempt != u32::MAX {
             // A fast step's worker reports its start only inside the result.
-            self.step_started(run_id, sr_id, call.attempt, &call.worker_id, &call.started_at);
+            self.step_started(
+                run_id,
+                sr_id,
+                call.attempt,
+                &call.worker_id,
+                &call.started_at,
+            );
         }
         let run = self.run(run_id);
         let step_id = run.plan.steps[i].id.clone();
@@ -310,18 +331,25 @@ impl<'a> Pass<'a> {
             Target::Process { id } => id.clone(),
         };
         let owner = run.owner_id.clone();
-        let latency = call.telemetry.get("latencyMs").cloned().unwrap_or(Value::Null);
+        let latency = call
+            .telemetry
+            .get("latencyMs")
+            .cloned()
+            .unwrap_or(Value::Null);
         let audit_status = match &outcome {
             StepOutcome::Completed { .. } => "completed",
             StepOutcome::Retrying { .. } => "retrying",
             StepOutcome::Failed { .. } => "failed",
         };
-        self.audits.entry(sr_id.to_owned()).or_default().push(json!({
-            "id": uuid::Uuid::now_v7().to_string(), "runId": run_id, "stepRunId": sr_id,
-            "toolId": tool_id, "actor": owner, "inputHash": call.input_hash,
-            "status": audit_status, "durationMs": latency, "attempt": call.attempt,
-            "at": call.finished_at,
-        }));
+        self.audits
+            .entry(sr_id.to_owned())
+            .or_default()
+            .push(json!({
+                "id": uuid::Uuid::now_v7().to_string(), "runId": run_id, "stepRunId": sr_id,
+                "toolId": tool_id, "actor": owner, "inputHash": call.input_hash,
+                "status": audit_status, "durationMs": latency, "attempt": call.attempt,
+                "at": call.finished_at,
+            }));
         self.ran_on(sr_id, &call.worker_id);
         let mut telemetry = obj(call.telemetry.clone());
         telemetry.insert("retryCount".into(), json!(call.attempt.saturating_sub(1)));
@@ -517,7 +545,12 @@ impl<'a> Pass<'a> {
                     run.steps[i].status = StepStatus::Skipped;
                     let (sr, sid) = (run.steps[i].id.clone(), run.plan.steps[i].id.clone());
                     self.set_step(&sr, json!({"status": "skipped", "finishedAt": self.now}));
-                    self.event(run_id, "step.skipped", Some(&sid), json!({"reason": "condition"}));
+                    self.event(
+                        run_id,
+                        "step.skipped",
+                        Some(&sid),
+                        json!({"reason": "condition"}),
+                    );
                 }
                 Decision::FailStep(i, f) => {
                     let run = self.run(run_id);
@@ -535,7 +568,9 @@ impl<'a> Pass<'a> {
                     self.stop_run(run_id, RunStatus::Completed, Some(output), None);
                 }
                 Decision::FailRun(f) => {
-                    let error = self.first_step_error(run_id).unwrap_or(ErrorInfo::new(f.code, f.message));
+                    let error = self
+                        .first_step_error(run_id)
+                        .unwrap_or(ErrorInfo::new(f.code, f.message));
                     self.stop_run(run_id, RunStatus::Failed, None, Some(error));
                 }
             }
@@ -546,7 +581,10 @@ impl<'a> Pass<'a> {
     /// The failing step's own error, so a run's error says what actually went wrong.
     fn first_step_error(&self, run_id: &str) -> Option<ErrorInfo> {
         let run = self.runs.get(run_id)?;
-        let i = run.steps.iter().position(|s| s.status == StepStatus::Failed)?;
+        let i = run
+            .steps
+            .iter()
+            .position(|s| s.status == StepStatus::Failed)?;
         let set = self.step_sets.get(&run.steps[i].id)?;
         let text = set.get("error")?.as_str()?;
         let inner: ErrorInfo = serde_json::from_str(text).ok()?;
@@ -561,13 +599,20 @@ impl<'a> Pass<'a> {
         let spec = &run.plan.steps[i];
         match &spec.target {
             Target::Tool { .. } => {
-                let Some(job) = self.job_for(&run, i) else { return Ok(()) };
+                let Some(job) = self.job_for(&run, i) else {
+                    return Ok(());
+                };
                 self.run(run_id).steps[i].status = StepStatus::Queued;
                 self.set_step(
                     &run.steps[i].id,
                     json!({"status": "queued", "queuedAt": self.now}),
                 );
-                self.event(run_id, "step.queued", Some(&spec.id), json!({"attempt": job.attempt}));
+                self.event(
+                    run_id,
+                    "step.queued",
+                    Some(&spec.id),
+                    json!({"attempt": job.attempt}),
+                );
                 self.jobs.push(job);
             }
             Target::Process { id } => self.start_child(&run, i, id).await?,
@@ -599,23 +644,38 @@ impl<'a> Pass<'a> {
         })
     }
 
-    async fn start_child(&mut self, run: &RunState, i: usize, process_id: &str) -> Result<(), aiden_graph::Error> {
+    async fn start_child(
+        &mut self,
+        run: &RunState,
+        i: usize,
+        process_id: &str,
+    ) -> Result<(), aiden_graph::Error> {
         let spec = &run.plan.steps[i];
         let sr_id = run.steps[i].id.clone();
         let fail = |code: &str, message: String| ErrorInfo::new(code, message);
         let depth = run.depth + 1;
         let child = if depth > i64::from(run.plan.max_recursion_depth) {
-            Err(fail("PROC-7", format!(
-                "calling `{process_id}` would run at depth {depth}, past maxRecursionDepth {}",
-                run.plan.max_recursion_depth
-            )))
+            Err(fail(
+                "PROC-7",
+                format!(
+                    "calling `{process_id}` would run at depth {depth}, past maxRecursionDepth {}",
+                    run.plan.max_recursion_depth
+                ),
+            ))
         } else {
             match plan::load(self.tx, process_id).await {
-                Ok(l) if !l.enabled => Err(fail("PROC-8", format!("process `{process_id}` is disabled"))),
-                Ok(l) if l.owner_id != run.owner_id && !l.shared => {
-                    Err(fail("TOOL-3", format!("process `{process_id}` is not visible to the run's owner")))
-                }
-                Ok(l) => match render_tree(&Value::Object(spec.inputs.clone()), &Value::Object(run.variables.clone())) {
+                Ok(l) if !l.enabled => Err(fail(
+                    "PROC-8",
+                    format!("process `{process_id}` is disabled"),
+                )),
+                Ok(l) if l.owner_id != run.owner_id && !l.shared => Err(fail(
+                    "TOOL-3",
+                    format!("process `{process_id}` is not visible to the run's owner"),
+                )),
+                Ok(l) => match render_tree(
+                    &Value::Object(spec.inputs.clone()),
+                    &Value::Object(run.variables.clone()),
+                ) {
                     Ok(inputs) => Ok((l, inputs)),
                     Err(e) => Err(fail("INTERPOLATION_ERROR", e.to_string())),
                 },
@@ -636,8 +696,10 @@ impl<'a> Pass<'a> {
         let child_id = uuid::Uuid::now_v7().to_string();
         // PROC-7: the caller's limit bounds the whole chain below it, not just one call.
         let mut loaded = loaded;
-        loaded.plan.max_recursion_depth =
-            loaded.plan.max_recursion_depth.min(run.plan.max_recursion_depth);
+        loaded.plan.max_recursion_depth = loaded
+            .plan
+            .max_recursion_depth
+            .min(run.plan.max_recursion_depth);
         let new_run = NewRun {
             id: child_id.clone(),
             process_id: process_id.to_owned(),
@@ -692,13 +754,24 @@ impl<'a> Pass<'a> {
             &sr_id,
             json!({"status": "running", "attempts": 1, "startedAt": self.now, "childRunId": child_id}),
         );
-        self.event(&run.id, "step.started", Some(&spec.id), json!({"childRunId": child_id}));
+        self.event(
+            &run.id,
+            "step.started",
+            Some(&spec.id),
+            json!({"childRunId": child_id}),
+        );
         self.start(&child_id);
         Ok(())
     }
 
     /// Settles a run: unstarted steps are canceled, children are canceled, a parent step hears.
-    fn stop_run(&mut self, run_id: &str, status: RunStatus, output: Option<Value>, error: Option<ErrorInfo>) {
+    fn stop_run(
+        &mut self,
+        run_id: &str,
+        status: RunStatus,
+        output: Option<Value>,
+        error: Option<ErrorInfo>,
+    ) {
         let run = self.run(run_id);
         run.status = status;
         let mut children = Vec::new();
@@ -712,7 +785,10 @@ impl<'a> Pass<'a> {
                 }
             }
         }
-        let parent = run.parent_run_id.clone().zip(run.parent_step_run_id.clone());
+        let parent = run
+            .parent_run_id
+            .clone()
+            .zip(run.parent_step_run_id.clone());
         for sr in canceled_steps {
             self.set_step(&sr, json!({"status": "canceled", "finishedAt": self.now}));
         }
@@ -729,21 +805,39 @@ impl<'a> Pass<'a> {
             RunStatus::Canceled => "run.canceled",
             _ => "run.failed",
         };
-        self.event(run_id, kind, None, json!({"output": output, "error": error}));
+        self.event(
+            run_id,
+            kind,
+            None,
+            json!({"output": output, "error": error}),
+        );
         if status == RunStatus::Canceled {
             self.cancels.push(run_id.to_owned());
         }
         for child in children {
-            if self.runs.get(&child).is_some_and(|c| !c.status.is_settled()) {
-                self.stop_run(&child, RunStatus::Canceled, None,
-                    Some(ErrorInfo::new("CANCELED", "the parent run stopped")));
+            if self
+                .runs
+                .get(&child)
+                .is_some_and(|c| !c.status.is_settled())
+            {
+                self.stop_run(
+                    &child,
+                    RunStatus::Canceled,
+                    None,
+                    Some(ErrorInfo::new("CANCELED", "the parent run stopped")),
+                );
             }
         }
         if let Some((parent_run_id, parent_step_run_id)) = parent {
             let outcome = match (status, output) {
                 (RunStatus::Completed, Some(o)) => Ok(o),
                 _ => Err(error.map_or_else(
-                    || ErrorInfo::new("CHILD_RUN_FAILED", format!("child run {run_id} did not complete")),
+                    || {
+                        ErrorInfo::new(
+                            "CHILD_RUN_FAILED",
+                            format!("child run {run_id} did not complete"),
+                        )
+                    },
                     |e| ErrorInfo::new(&e.code, format!("child run {run_id}: {}", e.message)),
                 )),
             };

@@ -39,7 +39,10 @@ pub async fn load(tx: &mut Tx, process_id: &str) -> Result<Loaded, LoadError> {
                 m.retain(|k, _| {
                     matches!(
                         k.as_str(),
-                        "initialContext" | "steps" | "outputTemplate" | "tokenBudget"
+                        "initialContext"
+                            | "steps"
+                            | "outputTemplate"
+                            | "tokenBudget"
                             | "maxRecursionDepth"
                     )
                 });

@@ -138,6 +138,7 @@ pub async fn get(tx: &mut Tx, id: &str) -> Result<Option<RunRow>, Error> {
 #[serde(rename_all = "camelCase")]
 pub struct Unfinished {
     pub id: String,
+    pub status: String,
     pub cancel_requested: bool,
 }
 

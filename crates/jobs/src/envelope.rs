@@ -68,7 +68,11 @@ impl ErrorInfo {
 
 /// How an attempt ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "outcome", rename_all = "snake_case", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "outcome",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum StepOutcome {
     Completed {
         output: Value,
@@ -87,7 +91,11 @@ pub enum StepOutcome {
 
 /// Everything the engine reacts to arrives on its one queue, in order of arrival.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum EngineMessage {
     RunStart {
         run_id: String,

@@ -20,7 +20,13 @@ impl SharedBroker {
     }
 
     async fn broker(&self) -> Result<Broker, BrokerError> {
-        if let Some(b) = self.current.read().await.as_ref().filter(|b| b.is_connected()) {
+        if let Some(b) = self
+            .current
+            .read()
+            .await
+            .as_ref()
+            .filter(|b| b.is_connected())
+        {
             return Ok(b.clone());
         }
         let mut slot = self.current.write().await;
@@ -34,7 +40,11 @@ impl SharedBroker {
 
     /// Publishes to the engine, reconnecting once if the connection went away. With
     /// `confirmed`, waits for the broker's confirm.
-    pub async fn publish_engine(&self, message: &EngineMessage, confirmed: bool) -> Result<(), BrokerError> {
+    pub async fn publish_engine(
+        &self,
+        message: &EngineMessage,
+        confirmed: bool,
+    ) -> Result<(), BrokerError> {
         let mut last = None;
         for _ in 0..2 {
             let broker = self.broker().await?;

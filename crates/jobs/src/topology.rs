@@ -164,7 +164,8 @@ impl Broker {
         }
         let mut args = FieldTable::default();
         args.insert("x-single-active-consumer".into(), AMQPValue::Boolean(true));
-        ch.queue_declare(ENGINE_QUEUE, durable_queue(), args).await?;
+        ch.queue_declare(ENGINE_QUEUE, durable_queue(), args)
+            .await?;
         Ok(())
     }
 
@@ -172,7 +173,10 @@ impl Broker {
     async fn declare_retry_queue(&self, ty: &str, delay_ms: u64) -> Result<String, BrokerError> {
         let name = retry_queue(ty, delay_ms);
         let mut args = FieldTable::default();
-        args.insert("x-message-ttl".into(), AMQPValue::LongLongInt(delay_ms as i64));
+        args.insert(
+            "x-message-ttl".into(),
+            AMQPValue::LongLongInt(delay_ms as i64),
+        );
         args.insert("x-dead-letter-exchange".into(), text(JOBS_EXCHANGE));
         args.insert("x-dead-letter-routing-key".into(), text(ty));
         declare_bound(&self.publisher, &name, RETRY_EXCHANGE, &name, args).await?;
@@ -205,7 +209,10 @@ impl Broker {
         tokio::spawn(async move {
             match confirm.await {
                 Ok(Confirmation::Nack(_)) | Err(_) => {
-                    tracing::warn!(step, "broker did not confirm a job; recovery re-publishes it")
+                    tracing::warn!(
+                        step,
+                        "broker did not confirm a job; recovery re-publishes it"
+                    )
                 }
                 _ => {}
             }
@@ -215,7 +222,9 @@ impl Broker {
 
     /// Re-publishes `job` (already carrying its next attempt) after `delay_ms`.
     pub async fn publish_retry(&self, job: &Job, delay_ms: u64) -> Result<(), BrokerError> {
-        let queue = self.declare_retry_queue(&job.operation_type, delay_ms).await?;
+        let queue = self
+            .declare_retry_queue(&job.operation_type, delay_ms)
+            .await?;
         self.publish(RETRY_EXCHANGE, &queue, job, job_properties(job))
             .await
     }
@@ -246,14 +255,23 @@ impl Broker {
 
     /// Like [`Broker::publish_engine`] without waiting for the confirm, for messages whose loss
     /// the engine's sweep repairs (a run start: the sweep finds queued runs within seconds).
-    pub async fn publish_engine_unconfirmed(&self, message: &EngineMessage) -> Result<(), BrokerError> {
+    pub async fn publish_engine_unconfirmed(
+        &self,
+        message: &EngineMessage,
+    ) -> Result<(), BrokerError> {
         let bytes = serde_json::to_vec(message)?;
         let props = BasicProperties::default()
             .with_delivery_mode(2)
             .with_content_type("application/json".into());
         let confirm = self
             .publisher
-            .basic_publish("", ENGINE_QUEUE, BasicPublishOptions::default(), &bytes, props)
+            .basic_publish(
+                "",
+                ENGINE_QUEUE,
+                BasicPublishOptions::default(),
+                &bytes,
+                props,
+            )
             .await?;
         tokio::spawn(async move {
             if !matches!(confirm.await, Ok(Confirmation::Ack(_))) {

@@ -138,7 +138,9 @@ impl App {
 /// demoted through the API, so a cached caller cannot outlive its rights.
 #[derive(Clone, Default)]
 pub(crate) struct AuthCache(
-    std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, (Caller, std::time::Instant)>>>,
+    std::sync::Arc<
+        std::sync::Mutex<std::collections::HashMap<String, (Caller, std::time::Instant)>>,
+    >,
 );
 
 impl AuthCache {

@@ -58,9 +58,18 @@ impl App {
                 if let Some(existing) = runs::find_request(&mut tx, key).await? {
                     let status = runs::get(&mut tx, &existing)
                         .await?
-                        .and_then(|r| r.run.get("status").and_then(Value::as_str).map(str::to_owned))
+                        .and_then(|r| {
+                            r.run
+                                .get("status")
+                                .and_then(Value::as_str)
+                                .map(str::to_owned)
+                        })
                         .unwrap_or_else(|| "queued".into());
-                    return Ok(RunStarted { run_id: existing, status, created: false });
+                    return Ok(RunStarted {
+                        run_id: existing,
+                        status,
+                        created: false,
+                    });
                 }
             }
             let clock = std::time::Instant::now();
@@ -68,14 +77,27 @@ impl App {
             let loaded_us = clock.elapsed().as_micros() as u64;
             ensure_readable(
                 caller,
-                &Owned { owner_id: &loaded.owner_id, shared: loaded.shared, sharing: Sharing::Shareable },
+                &Owned {
+                    owner_id: &loaded.owner_id,
+                    shared: loaded.shared,
+                    sharing: Sharing::Shareable,
+                },
             )?;
             if !loaded.enabled {
-                return Err(Domain::invariant("PROC-8", "/enabled", format!("process `{process_id}` is disabled")).into());
+                return Err(Domain::invariant(
+                    "PROC-8",
+                    "/enabled",
+                    format!("process `{process_id}` is disabled"),
+                )
+                .into());
             }
             for name in &loaded.initial_context {
                 if !inputs.contains_key(name) {
-                    return Err(Domain::validation(format!("/inputs/{name}"), "required by the process's initialContext").into());
+                    return Err(Domain::validation(
+                        format!("/inputs/{name}"),
+                        "required by the process's initialContext",
+                    )
+                    .into());
                 }
             }
             let run_id = uuid::Uuid::now_v7().to_string();
@@ -104,18 +126,32 @@ impl App {
             };
             let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
             runs::create(&mut tx, &new_run, &now).await?;
-            tracing::debug!(loaded_us, created_us = clock.elapsed().as_micros() as u64 - loaded_us, "start_run");
+            tracing::debug!(
+                loaded_us,
+                created_us = clock.elapsed().as_micros() as u64 - loaded_us,
+                "start_run"
+            );
             if let Some(key) = &request_key {
                 runs::claim_request(&mut tx, key, &run_id, &now).await?;
             }
-            Ok(RunStarted { run_id, status: "queued".into(), created: true })
+            Ok(RunStarted {
+                run_id,
+                status: "queued".into(),
+                created: true,
+            })
         })?;
         let committed_us = total.elapsed().as_micros() as u64;
         if started.created {
-            let start = EngineMessage::RunStart { run_id: started.run_id.clone() };
+            let start = EngineMessage::RunStart {
+                run_id: started.run_id.clone(),
+            };
             self.notify_engine(&start, false).await;
         }
-        tracing::debug!(committed_us, notified_us = total.elapsed().as_micros() as u64 - committed_us, "start_run total");
+        tracing::debug!(
+            committed_us,
+            notified_us = total.elapsed().as_micros() as u64 - committed_us,
+            "start_run total"
+        );
         Ok(started)
     }
 
@@ -133,7 +169,11 @@ impl App {
     async fn visible_run(&self, caller: &Caller, run_id: &str) -> Result<runs::RunRow> {
         let row = read_tx!(self, |tx| { Ok(runs::get(&mut tx, run_id).await?) })?
             .ok_or(Domain::NotFound)?;
-        let owner = row.run.get("ownerId").and_then(Value::as_str).unwrap_or_default();
+        let owner = row
+            .run
+            .get("ownerId")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         // Runs are private to whoever started them; admins see every run.
         if owner != caller.id.as_str() && !caller.is_admin() {
             return Err(Domain::NotFound.into());
@@ -150,24 +190,48 @@ impl App {
     /// `POST /v1/runs/{id}/cancel`: the engine settles it; answers the run as it stands.
     pub async fn cancel_run(&self, caller: &Caller, run_id: &str) -> Result<Value> {
         let row = self.visible_run(caller, run_id).await?;
-        let status = row.run.get("status").and_then(Value::as_str).unwrap_or("queued");
-        let pending = write_tx!(self, |tx| { Ok(runs::request_cancel(&mut tx, run_id).await?) })?;
+        let status = row
+            .run
+            .get("status")
+            .and_then(Value::as_str)
+            .unwrap_or("queued");
+        let pending = write_tx!(self, |tx| {
+            Ok(runs::request_cancel(&mut tx, run_id).await?)
+        })?;
         if pending {
-            self.notify_engine(&EngineMessage::RunCancel { run_id: run_id.to_owned() }, true)
-                .await;
+            self.notify_engine(
+                &EngineMessage::RunCancel {
+                    run_id: run_id.to_owned(),
+                },
+                true,
+            )
+            .await;
         }
         Ok(json!({"runId": run_id, "status": status, "cancelRequested": true}))
     }
 
     /// Events after `after` (at most `limit`), for the SSE stream; checks visibility.
-    pub async fn run_events(&self, caller: &Caller, run_id: &str, after: i64, limit: i64) -> Result<Vec<EventRow>> {
+    pub async fn run_events(
+        &self,
+        caller: &Caller,
+        run_id: &str,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<EventRow>> {
         self.visible_run(caller, run_id).await?;
         self.run_events_unchecked(run_id, after, limit).await
     }
 
     /// Events after `after`, for a stream whose visibility was already checked.
-    pub async fn run_events_unchecked(&self, run_id: &str, after: i64, limit: i64) -> Result<Vec<EventRow>> {
-        read_tx!(self, |tx| { Ok(runs::events_after(&mut tx, run_id, after, limit).await?) })
+    pub async fn run_events_unchecked(
+        &self,
+        run_id: &str,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<EventRow>> {
+        read_tx!(self, |tx| {
+            Ok(runs::events_after(&mut tx, run_id, after, limit).await?)
+        })
     }
 
     /// `GET /v1/workers`.

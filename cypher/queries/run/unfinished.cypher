@@ -1,3 +1,3 @@
 MATCH (r:Run)
 WHERE r.status IN ['queued', 'running']
-RETURN r.id AS id, coalesce(r.cancelRequested, false) AS cancelRequested
+RETURN r.id AS id, r.status AS status, coalesce(r.cancelRequested, false) AS cancelRequested

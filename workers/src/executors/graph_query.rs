@@ -25,11 +25,14 @@ impl GraphQuery {
     }
 
     async fn graph(&self, inv: &Invocation<'_>) -> Result<neo4rs::Graph, ToolFailure> {
-        let endpoint = inv
-            .endpoint()
-            .ok_or_else(|| ToolFailure::new(FailureClass::InvalidRequest, "no endpoint configured"))?;
+        let endpoint = inv.endpoint().ok_or_else(|| {
+            ToolFailure::new(FailureClass::InvalidRequest, "no endpoint configured")
+        })?;
         let password = inv.secret.ok_or_else(|| {
-            ToolFailure::new(FailureClass::AuthError, "graph_query needs a password Secret")
+            ToolFailure::new(
+                FailureClass::AuthError,
+                "graph_query needs a password Secret",
+            )
         })?;
         let text = |k: &str, d: &str| {
             inv.connection
@@ -75,7 +78,9 @@ fn hex_digest(bytes: &[u8]) -> String {
 /// errors and broken connections are retryable, refused credentials are an auth error.
 fn classify(e: neo4rs::Error) -> ToolFailure {
     let class = match &e {
-        neo4rs::Error::Neo4j(n) if n.code().contains("TransientError") => FailureClass::ConnectionError,
+        neo4rs::Error::Neo4j(n) if n.code().contains("TransientError") => {
+            FailureClass::ConnectionError
+        }
         neo4rs::Error::Neo4j(n) if n.code().contains("Security") => FailureClass::AuthError,
         neo4rs::Error::Neo4j(_) => FailureClass::InvalidRequest,
         neo4rs::Error::AuthenticationError(_) => FailureClass::AuthError,
@@ -92,14 +97,20 @@ fn classify(e: neo4rs::Error) -> ToolFailure {
 impl Tool for GraphQuery {
     async fn call(&self, inv: &Invocation<'_>) -> Result<ToolOutput, ToolFailure> {
         let Operation::GraphQuery { query, access } = inv.operation else {
-            return Err(ToolFailure::new(FailureClass::InvalidRequest, "not a graph_query operation"));
+            return Err(ToolFailure::new(
+                FailureClass::InvalidRequest,
+                "not a graph_query operation",
+            ));
         };
         let graph = self.graph(inv).await?;
         let mut q = neo4rs::query(query);
         if let Some(params) = inv.input.as_object() {
             for (name, value) in params {
                 let bolt = neo4rs::BoltType::try_from(value.clone()).map_err(|e| {
-                    ToolFailure::new(FailureClass::InvalidRequest, format!("parameter `{name}`: {e}"))
+                    ToolFailure::new(
+                        FailureClass::InvalidRequest,
+                        format!("parameter `{name}`: {e}"),
+                    )
                 })?;
                 q = q.param(name, bolt);
             }
@@ -126,7 +137,9 @@ impl Tool for GraphQuery {
         };
         let rows = tokio::time::timeout(inv.timeout, work)
             .await
-            .map_err(|_| ToolFailure::new(FailureClass::Timeout, "the query did not finish in time"))??;
+            .map_err(|_| {
+                ToolFailure::new(FailureClass::Timeout, "the query did not finish in time")
+            })??;
         Ok(ToolOutput {
             value: json!({"rows": rows}),
             telemetry: Telemetry {

@@ -51,7 +51,10 @@ impl Tool for LlmCall {
             response_format,
         } = inv.operation
         else {
-            return Err(ToolFailure::new(FailureClass::InvalidRequest, "not an llm_call operation"));
+            return Err(ToolFailure::new(
+                FailureClass::InvalidRequest,
+                "not an llm_call operation",
+            ));
         };
         let provider = match api {
             LlmApi::Openai => "openai",
@@ -64,11 +67,21 @@ impl Tool for LlmCall {
             token_usage: None,
         };
         let model = model.ok_or_else(|| {
-            fail(FailureClass::InvalidRequest, "connectionParams.model is required", &telemetry)
+            fail(
+                FailureClass::InvalidRequest,
+                "connectionParams.model is required",
+                &telemetry,
+            )
         })?;
         let endpoint = inv
             .endpoint()
-            .ok_or_else(|| fail(FailureClass::InvalidRequest, "no endpoint configured", &telemetry))?
+            .ok_or_else(|| {
+                fail(
+                    FailureClass::InvalidRequest,
+                    "no endpoint configured",
+                    &telemetry,
+                )
+            })?
             .trim_end_matches('/');
         let render = |t: &str| {
             render_string(t, inv.input)
@@ -97,7 +110,10 @@ impl Tool for LlmCall {
                 if json_mode {
                     body["response_format"] = json!({"type": "json_object"});
                 }
-                let mut req = self.http.post(format!("{endpoint}/chat/completions")).json(&body);
+                let mut req = self
+                    .http
+                    .post(format!("{endpoint}/chat/completions"))
+                    .json(&body);
                 if let Some(secret) = inv.secret {
                     req = req.bearer_auth(secret.as_str());
                 }
@@ -148,11 +164,19 @@ impl Tool for LlmCall {
             f.telemetry = telemetry;
             return Err(f);
         }
-        let answer: Value = serde_json::from_str(&text)
-            .map_err(|_| fail(FailureClass::ToolError, "provider answered with non-JSON", &telemetry))?;
+        let answer: Value = serde_json::from_str(&text).map_err(|_| {
+            fail(
+                FailureClass::ToolError,
+                "provider answered with non-JSON",
+                &telemetry,
+            )
+        })?;
         let (content, usage) = match api {
             LlmApi::Openai => (
-                answer.pointer("/choices/0/message/content").and_then(Value::as_str).map(str::to_owned),
+                answer
+                    .pointer("/choices/0/message/content")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
                 answer.get("usage").map(|u| TokenUsage {
                     prompt_tokens: u["prompt_tokens"].as_u64().unwrap_or(0),
                     completion_tokens: u["completion_tokens"].as_u64().unwrap_or(0),
@@ -160,17 +184,27 @@ impl Tool for LlmCall {
                 }),
             ),
             LlmApi::Anthropic => (
-                answer.get("content").and_then(Value::as_array).map(|blocks| {
-                    blocks
-                        .iter()
-                        .filter(|b| b["type"] == "text")
-                        .filter_map(|b| b["text"].as_str())
-                        .collect::<Vec<_>>()
-                        .join("")
-                }),
+                answer
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .map(|blocks| {
+                        blocks
+                            .iter()
+                            .filter(|b| b["type"] == "text")
+                            .filter_map(|b| b["text"].as_str())
+                            .collect::<Vec<_>>()
+                            .join("")
+                    }),
                 answer.get("usage").map(|u| {
-                    let (i, o) = (u["input_tokens"].as_u64().unwrap_or(0), u["output_tokens"].as_u64().unwrap_or(0));
-                    TokenUsage { prompt_tokens: i, completion_tokens: o, total_tokens: i + o }
+                    let (i, o) = (
+                        u["input_tokens"].as_u64().unwrap_or(0),
+                        u["output_tokens"].as_u64().unwrap_or(0),
+                    );
+                    TokenUsage {
+                        prompt_tokens: i,
+                        completion_tokens: o,
+                        total_tokens: i + o,
+                    }
                 }),
             ),
         };
@@ -178,11 +212,21 @@ impl Tool for LlmCall {
             telemetry.model = Some(m.to_owned());
         }
         telemetry.token_usage = usage;
-        let content = content
-            .ok_or_else(|| fail(FailureClass::ToolError, "provider answer has no message content", &telemetry))?;
+        let content = content.ok_or_else(|| {
+            fail(
+                FailureClass::ToolError,
+                "provider answer has no message content",
+                &telemetry,
+            )
+        })?;
         let value = if json_mode {
-            parse_json_answer(&content)
-                .ok_or_else(|| fail(FailureClass::ToolError, "the model did not answer with JSON", &telemetry))?
+            parse_json_answer(&content).ok_or_else(|| {
+                fail(
+                    FailureClass::ToolError,
+                    "the model did not answer with JSON",
+                    &telemetry,
+                )
+            })?
         } else {
             json!({"text": content})
         };
@@ -209,7 +253,10 @@ mod tests {
     #[test]
     fn json_answers_may_come_fenced() {
         assert_eq!(parse_json_answer("{\"a\":1}"), Some(json!({"a": 1})));
-        assert_eq!(parse_json_answer("```json\n{\"a\":1}\n```"), Some(json!({"a": 1})));
+        assert_eq!(
+            parse_json_answer("```json\n{\"a\":1}\n```"),
+            Some(json!({"a": 1}))
+        );
         assert_eq!(parse_json_answer("not json"), None);
     }
 }

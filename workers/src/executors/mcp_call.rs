@@ -14,6 +14,9 @@ impl McpCall {
 #[async_trait::async_trait]
 impl Tool for McpCall {
     async fn call(&self, _inv: &Invocation<'_>) -> Result<ToolOutput, ToolFailure> {
-        Err(ToolFailure::new(FailureClass::InvalidRequest, "mcp_call executor not implemented"))
+        Err(ToolFailure::new(
+            FailureClass::InvalidRequest,
+            "mcp_call executor not implemented",
+        ))
     }
 }

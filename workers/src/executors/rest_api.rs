@@ -54,7 +54,9 @@ fn percent_encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
             _ => out.push_str(&format!("%{b:02X}")),
         }
     }
@@ -87,13 +89,16 @@ impl Tool for RestApi {
         let base = inv
             .endpoint()
             .ok_or_else(|| invalid("no endpoint configured (connectionParams.endpoint)"))?;
-        let path = render_string(path, &url_encoded(inv.input)).map_err(|e| invalid(e.to_string()))?;
+        let path =
+            render_string(path, &url_encoded(inv.input)).map_err(|e| invalid(e.to_string()))?;
         let mut url = format!("{}{path}", base.trim_end_matches('/'));
         let timeout = inv
             .connection
             .get("timeoutMs")
             .and_then(Value::as_u64)
-            .map_or(inv.timeout, |ms| inv.timeout.min(Duration::from_millis(ms.max(1))));
+            .map_or(inv.timeout, |ms| {
+                inv.timeout.min(Duration::from_millis(ms.max(1)))
+            });
         let mut req_headers = Vec::new();
         for (name, template) in headers {
             let value = render_string(template, inv.input).map_err(|e| invalid(e.to_string()))?;
@@ -101,7 +106,10 @@ impl Tool for RestApi {
         }
         if let Some(secret) = inv.secret {
             match inv.secret_scope.unwrap_or("bearer") {
-                "bearer" => req_headers.push(("Authorization".into(), format!("Bearer {}", secret.as_str()))),
+                "bearer" => req_headers.push((
+                    "Authorization".into(),
+                    format!("Bearer {}", secret.as_str()),
+                )),
                 scope => {
                     if let Some(name) = scope.strip_prefix("header:") {
                         req_headers.push((name.to_owned(), secret.to_string()));

@@ -3,5 +3,5 @@
 pub mod catalog;
 pub mod ops;
 pub mod processes;
-pub mod users;
 pub mod runs;
+pub mod users;

@@ -111,7 +111,10 @@ mod tests {
         assert_ne!(input_hash(&a), input_hash(&json!({"query": "y"})));
         assert_eq!(input_hash(&a).len(), 64);
         let redacted = canonical_json(&redact(&a));
-        assert!(!redacted.contains("sk-1") && !redacted.contains("a@b"), "{redacted}");
+        assert!(
+            !redacted.contains("sk-1") && !redacted.contains("a@b"),
+            "{redacted}"
+        );
         assert_eq!(
             redacted,
             r#"{"apiKey":"[REDACTED]","nested":{"email":"[REDACTED]","n":1},"query":"x"}"#
@@ -120,7 +123,14 @@ mod tests {
 
     #[test]
     fn exclusion_patterns_follow_the_standard() {
-        for key in ["password", "client_secret", "accessToken", "api-key", "x_key", "SSN"] {
+        for key in [
+            "password",
+            "client_secret",
+            "accessToken",
+            "api-key",
+            "x_key",
+            "SSN",
+        ] {
             assert!(is_excluded_key(key), "{key}");
         }
         for key in ["query", "name", "keyword", "monkey"] {

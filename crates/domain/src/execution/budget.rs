@@ -64,7 +64,11 @@ fn shrink(value: Value, budget: u64) -> Value {
                 let excess = total - budget;
                 let target = size.saturating_sub(excess + 1);
                 let member = map.remove(&key).unwrap_or(Value::Null);
-                let shrunk = if target == 0 { Value::Null } else { shrink(member, target) };
+                let shrunk = if target == 0 {
+                    Value::Null
+                } else {
+                    shrink(member, target)
+                };
                 map.insert(key, shrunk);
                 if size == 0 {
                     break;

@@ -99,7 +99,10 @@ fn describe(error: &handlebars::RenderError) -> String {
         R::MissingVariable(Some(name)) => format!("missing variable `{name}`"),
         R::MissingVariable(None) => "missing variable".to_owned(),
         R::ParamNotFoundForName(helper, _) | R::ParamNotFoundForIndex(helper, _) => {
-            format!("missing variable in an argument of `{}`", helper.trim_end_matches("_helper"))
+            format!(
+                "missing variable in an argument of `{}`",
+                helper.trim_end_matches("_helper")
+            )
         }
         R::TemplateError(t) => format!("bad template: {}", t.reason()),
         other => other.to_string(),
@@ -163,11 +166,17 @@ mod tests {
 
     #[test]
     fn sole_expression_passes_the_json_value_unchanged() {
-        assert_eq!(render_value("{{obj}}", &vars()).unwrap(), json!({"a": [1, 2]}));
+        assert_eq!(
+            render_value("{{obj}}", &vars()).unwrap(),
+            json!({"a": [1, 2]})
+        );
         assert_eq!(render_value(" {{ n }} ", &vars()).unwrap(), json!(3));
         assert_eq!(render_value("{{obj.a}}", &vars()).unwrap(), json!([1, 2]));
         assert_eq!(render_value("{{nothing}}", &vars()).unwrap(), Value::Null);
-        assert_eq!(render_value("{step.obj}", &vars()).unwrap(), json!({"a": [1, 2]}));
+        assert_eq!(
+            render_value("{step.obj}", &vars()).unwrap(),
+            json!({"a": [1, 2]})
+        );
         assert_eq!(
             render_value("{{pluck rows \"uuid\"}}", &vars()).unwrap(),
             json!(["u1", "u2"])
@@ -184,7 +193,10 @@ mod tests {
             render_value("data: {{json obj}}", &vars()).unwrap(),
             json!("data: {\"a\":[1,2]}")
         );
-        assert_eq!(render_value("{{json obj}}", &vars()).unwrap(), json!("{\"a\":[1,2]}"));
+        assert_eq!(
+            render_value("{{json obj}}", &vars()).unwrap(),
+            json!("{\"a\":[1,2]}")
+        );
         assert_eq!(render_string("<{{q}}>", &vars()).unwrap(), "<hello>");
         assert_eq!(render_string("x {step.q} y", &vars()).unwrap(), "x hello y");
     }

@@ -53,7 +53,11 @@ impl StepStatus {
 
 /// What a step calls, resolved when the run was created.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 pub enum Target {
     Tool { id: String, operation_type: String },
     Process { id: String },
@@ -147,7 +151,11 @@ pub enum Decision {
 
 /// Advances the run as far as it can without waiting: marks dispatched steps `queued`,
 /// skipped ones `skipped` (setting their variable to `null`) and returns what happened.
-pub fn advance(plan: &Plan, statuses: &mut [StepStatus], variables: &mut Map<String, Value>) -> Vec<Decision> {
+pub fn advance(
+    plan: &Plan,
+    statuses: &mut [StepStatus],
+    variables: &mut Map<String, Value>,
+) -> Vec<Decision> {
     let mut decisions = Vec::new();
     if let Some(i) = statuses.iter().position(|s| *s == StepStatus::Failed) {
         decisions.push(FailRun(Failure {
@@ -211,10 +219,10 @@ fn is_ready(plan: &Plan, statuses: &[StepStatus], i: usize) -> bool {
     let step = &plan.steps[i];
     match step.mode {
         Mode::Sequential => statuses[..i].iter().all(|s| s.is_settled()),
-        Mode::Parallel => step.depends_on.iter().all(|dep| {
-            plan.index_of(dep)
-                .is_none_or(|j| statuses[j].is_settled())
-        }),
+        Mode::Parallel => step
+            .depends_on
+            .iter()
+            .all(|dep| plan.index_of(dep).is_none_or(|j| statuses[j].is_settled())),
     }
 }
 

@@ -6,6 +6,7 @@ mod catalog;
 mod concurrency;
 mod http;
 mod identity;
+mod mcp;
 mod processes;
 mod providers;
 mod runs;

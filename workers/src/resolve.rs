@@ -58,13 +58,9 @@ impl Resolver {
     }
 
     pub async fn resolve(&self, tool_id: &str) -> Result<Arc<Resolved>, NotRunnable> {
-        let row = {
-            let mut tx = self.graph.begin().await?;
-            let row = runs::tool_for_call(&mut tx, tool_id).await;
-            let _ = tx.rollback().await;
-            row?
-        }
-        .ok_or_else(|| rule("PROC-8", format!("tool `{tool_id}` no longer exists")))?;
+        let row = runs::tool_for_call(&self.graph, tool_id)
+            .await?
+            .ok_or_else(|| rule("PROC-8", format!("tool `{tool_id}` no longer exists")))?;
         let key = (
             tool_id.to_owned(),
             row.tool_revision,

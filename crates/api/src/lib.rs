@@ -57,7 +57,12 @@ impl Application {
     }
 
     pub async fn run(self) -> std::io::Result<()> {
-        axum::serve(self.listener, self.router)
+        use axum::serve::ListenerExt;
+        // TCP_NODELAY: small responses (an SSE event, a 202) must not wait for a delayed ACK.
+        let listener = self.listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        axum::serve(listener, self.router)
             .with_graceful_shutdown(shutdown_signal())
             .await
     }

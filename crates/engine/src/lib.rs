@@ -157,9 +157,8 @@ impl Engine {
         loop {
             attempt += 1;
             let clock = std::time::Instant::now();
-            let mut tx = self.graph.begin().await?;
             let began = clock.elapsed();
-            let mut pass = Pass::new(&mut tx, &mut self.runs, self.policy);
+            let mut pass = Pass::new(self.graph.clone(), &mut self.runs, self.policy);
             let mut outcome = Ok(());
             for m in messages.iter().cloned() {
                 if let Err(e) = pass.handle(m).await {
@@ -175,13 +174,16 @@ impl Engine {
             let touched = pass.touched();
             let jobs = std::mem::take(&mut pass.jobs);
             let cancels = std::mem::take(&mut pass.cancels);
+            let tx = pass.take_tx();
             drop(pass);
-            let committed = match outcome {
-                Ok(()) => tx.commit().await,
-                Err(e) => {
+            let committed = match (outcome, tx) {
+                (Ok(()), Some(tx)) => tx.commit().await,
+                (Ok(()), None) => Ok(()),
+                (Err(e), Some(tx)) => {
                     let _ = tx.rollback().await;
                     Err(e)
                 }
+                (Err(e), None) => Err(e),
             };
             match committed {
                 Ok(()) => {
@@ -272,8 +274,7 @@ impl Engine {
         lost_steps: &[(String, String)],
         cancels: &[String],
     ) -> anyhow::Result<()> {
-        let mut tx = self.graph.begin().await?;
-        let mut pass = Pass::new(&mut tx, &mut self.runs, self.policy);
+        let mut pass = Pass::new(self.graph.clone(), &mut self.runs, self.policy);
         let mut outcome = Ok(());
         for id in run_ids {
             outcome = pass.recover(id).await;
@@ -300,11 +301,18 @@ impl Engine {
         let touched = pass.touched();
         let jobs = std::mem::take(&mut pass.jobs);
         let cancels = std::mem::take(&mut pass.cancels);
+        let tx = pass.take_tx();
         drop(pass);
         match outcome {
-            Ok(()) => tx.commit().await?,
+            Ok(()) => {
+                if let Some(tx) = tx {
+                    tx.commit().await?;
+                }
+            }
             Err(e) => {
-                let _ = tx.rollback().await;
+                if let Some(tx) = tx {
+                    let _ = tx.rollback().await;
+                }
                 for id in &touched {
                     self.runs.remove(id);
                 }

@@ -10,7 +10,7 @@ use aiden_domain::execution::schedule::{
 };
 use aiden_domain::process::PROCESS_MAX_TIMEOUT_MS;
 use aiden_graph::runs::{self, Batch, NewRun, NewStepRun};
-use aiden_graph::Tx;
+use aiden_graph::{Graph, Tx};
 use aiden_jobs::{EngineMessage, ErrorInfo, Job, RetryPolicy, StepOutcome, JOB_VERSION};
 use serde_json::{json, Map, Value};
 
@@ -27,7 +27,10 @@ struct ChildResult {
 }
 
 pub struct Pass<'a> {
-    tx: &'a mut Tx,
+    graph: Graph,
+    /// Begun on the first read or multi-statement write; a pass that only writes its batch
+    /// sends one auto-commit statement instead (one round trip, no BEGIN/COMMIT).
+    tx: Option<Tx>,
     runs: &'a mut Runs,
     policy: RetryPolicy,
     now: String,
@@ -54,10 +57,11 @@ fn obj(v: Value) -> Map<String, Value> {
 }
 
 impl<'a> Pass<'a> {
-    pub fn new(tx: &'a mut Tx, runs: &'a mut Runs, policy: RetryPolicy) -> Self {
+    pub fn new(graph: Graph, runs: &'a mut Runs, policy: RetryPolicy) -> Self {
         let now = chrono::Utc::now();
         Self {
-            tx,
+            graph,
+            tx: None,
             runs,
             policy,
             now: now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
@@ -85,7 +89,7 @@ impl<'a> Pass<'a> {
         if self.runs.contains_key(run_id) {
             return Ok(true);
         }
-        let Some(row) = runs::get(self.tx, run_id).await? else {
+        let Some(row) = runs::get(self.tx().await?, run_id).await? else {
             return Ok(false);
         };
         match RunState::from_row(&row) {
@@ -663,7 +667,7 @@ impl<'a> Pass<'a> {
                 ),
             ))
         } else {
-            match plan::load(self.tx, process_id).await {
+            match plan::load(self.tx().await?, process_id).await {
                 Ok(l) if !l.enabled => Err(fail(
                     "PROC-8",
                     format!("process `{process_id}` is disabled"),
@@ -850,9 +854,23 @@ impl<'a> Pass<'a> {
     }
 
     /// Writes the pass to the graph (child runs first, then every change). The caller commits.
+    async fn tx(&mut self) -> Result<&mut Tx, aiden_graph::Error> {
+        if self.tx.is_none() {
+            self.tx = Some(self.graph.begin().await?);
+        }
+        Ok(self.tx.as_mut().expect("just begun"))
+    }
+
+    /// The open transaction, if the pass needed one; the caller commits or rolls it back.
+    pub fn take_tx(&mut self) -> Option<Tx> {
+        self.tx.take()
+    }
+
     pub async fn write(&mut self) -> Result<(), aiden_graph::Error> {
-        for run in &self.new_runs {
-            runs::create(self.tx, run, &self.now).await?;
+        let new_runs = std::mem::take(&mut self.new_runs);
+        for run in &new_runs {
+            let now = self.now.clone();
+            runs::create(self.tx().await?, run, &now).await?;
         }
         let mut step_ids: Vec<String> = self.step_sets.keys().cloned().collect();
         step_ids.extend(self.workers.keys().cloned());
@@ -880,7 +898,10 @@ impl<'a> Pass<'a> {
             .collect();
         let batch = Batch { steps, runs };
         if !batch.is_empty() {
-            runs::apply(self.tx, &batch).await?;
+            match self.tx.as_mut() {
+                Some(tx) => runs::apply(tx, &batch).await?,
+                None => runs::apply_autocommit(&self.graph, &batch).await?,
+            }
         }
         Ok(())
     }

@@ -71,6 +71,33 @@ impl Graph {
         tx.commit().await
     }
 
+    /// One read statement in an auto-commit transaction (a single round trip instead of
+    /// BEGIN/RUN/ROLLBACK), for hot read paths that need no transaction around them.
+    pub async fn read_rows<T: serde::de::DeserializeOwned>(
+        &self,
+        q: neo4rs::Query,
+    ) -> Result<Vec<T>, Error> {
+        let mut stream = self
+            .inner
+            .execute_read(q)
+            .await
+            .map_err(Error::from_driver)?;
+        let mut out = Vec::new();
+        while let Some(row) = stream.next().await.map_err(Error::from_driver)? {
+            out.push(row.to::<T>().map_err(|e| Error::Decode(e.to_string()))?);
+        }
+        Ok(out)
+    }
+
+    /// One write statement as its own (auto-commit) transaction.
+    pub async fn run_autocommit(&self, q: neo4rs::Query) -> Result<(), Error> {
+        self.inner
+            .run(q)
+            .await
+            .map(|_| ())
+            .map_err(Error::from_driver)
+    }
+
     /// Opens an explicit transaction. Callers retry the whole unit on `Error::is_transient`.
     pub async fn begin(&self) -> Result<Tx, Error> {
         self.inner

@@ -217,6 +217,14 @@ pub async fn apply(tx: &mut Tx, batch: &Batch) -> Result<(), Error> {
     tx.run(q).await
 }
 
+/// [`apply`] as one auto-commit statement (atomic on its own; one round trip).
+pub async fn apply_autocommit(graph: &crate::Graph, batch: &Batch) -> Result<(), Error> {
+    let q = cypher(query_file!("run/apply_batch.cypher"), None)
+        .param("steps", bolt(Value::Array(batch.steps.clone()))?)
+        .param("runs", bolt(Value::Array(batch.runs.clone()))?);
+    graph.run_autocommit(q).await
+}
+
 /// What a worker needs to call a Tool, and what the engine re-checks at execution.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -231,9 +239,12 @@ pub struct ToolCallRow {
     pub secret_revision: Option<i64>,
 }
 
-pub async fn tool_for_call(tx: &mut Tx, tool_id: &str) -> Result<Option<ToolCallRow>, Error> {
-    tx.one(cypher(query_file!("run/tool_for_call.cypher"), None).param("toolId", tool_id))
-        .await
+pub async fn tool_for_call(
+    graph: &crate::Graph,
+    tool_id: &str,
+) -> Result<Option<ToolCallRow>, Error> {
+    let q = cypher(query_file!("run/tool_for_call.cypher"), None).param("toolId", tool_id);
+    Ok(graph.read_rows(q).await?.into_iter().next())
 }
 
 /// Worker heartbeats: `{id, set: {type, status, currentJobId, lastHeartbeat, ...}}`.

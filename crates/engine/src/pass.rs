@@ -296,7 +296,6 @@ impl<'a> Pass<'a> {
             set["startedAt"] = json!(at);
         }
         self.set_step(sr_id, set);
-        self.ran_on(sr_id, worker);
         self.event(
             run_id,
             "step.started",

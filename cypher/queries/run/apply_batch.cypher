@@ -1,10 +1,11 @@
-// One engine pass in one statement: step-run changes (with the Worker that ran each and the
-// tool-call audit records), then run changes with their new events. `WITH count(*)` joins the
+// One engine pass in one statement: step-run changes (with the Worker that finished each
+// attempt, one CREATEd edge per attempt: a MERGE would scan the Worker's ever-growing edge list,
+// and the tool-call audit records), then run changes with their new events. `WITH count(*)` joins the
 // two halves and yields one row even when there are no step rows.
 UNWIND $steps AS s
 MATCH (sr:StepRun {id: s.id})
 SET sr += s.set
-FOREACH (wid IN s.workers | MERGE (w:Worker {id: wid}) MERGE (sr)-[:RAN_ON]->(w))
+FOREACH (wid IN s.workers | MERGE (w:Worker {id: wid}) CREATE (sr)-[:RAN_ON]->(w))
 FOREACH (a IN s.audits |
   CREATE (:ToolCallAudit {id: a.id, runId: a.runId, stepRunId: a.stepRunId, toolId: a.toolId,
                           actor: a.actor, inputHash: a.inputHash, status: a.status,

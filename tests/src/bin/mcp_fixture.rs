@@ -1,6 +1,11 @@
 //! A real MCP server for the tests, built with `rmcp`: stdio by default, streamable HTTP with
-//! `--http 127.0.0.1:PORT`. Tools: `search {query}`, `fail {}`, `slow {ms}`.
+//! `--http 127.0.0.1:PORT` (add `--token T` to answer 401 unless `Authorization: Bearer T`).
+//! Tools: `search {query}`, `fail {}`, `slow {ms}`, and `whoami {}` (this process's pid and
+//! the MCP session's number, so tests can tell a reused session from a new one).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::response::IntoResponse;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock};
 use rmcp::{schemars, tool, tool_router, ErrorData, ServiceExt};
@@ -19,8 +24,21 @@ struct SlowRequest {
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 struct Empty {}
 
+/// Sessions opened so far in this process.
+static SESSIONS: AtomicU64 = AtomicU64::new(0);
+
 #[derive(Debug, Clone)]
-struct Fixture;
+struct Fixture {
+    session: u64,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        Self {
+            session: SESSIONS.fetch_add(1, Ordering::SeqCst) + 1,
+        }
+    }
+}
 
 #[tool_router(server_handler)]
 impl Fixture {
@@ -48,6 +66,13 @@ impl Fixture {
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
         "slept".to_owned()
     }
+
+    #[tool(description = "This server process's pid and the session's number")]
+    fn whoami(&self, Parameters(Empty {}): Parameters<Empty>) -> Result<CallToolResult, ErrorData> {
+        Ok(CallToolResult::structured(
+            json!({"pid": std::process::id(), "session": self.session}),
+        ))
+    }
 }
 
 #[tokio::main]
@@ -61,16 +86,40 @@ async fn main() -> anyhow::Result<()> {
             .get(i + 1)
             .cloned()
             .unwrap_or_else(|| "127.0.0.1:18090".into());
+        let token = args
+            .iter()
+            .position(|a| a == "--token")
+            .and_then(|i| args.get(i + 1))
+            .map(|t| format!("Bearer {t}"));
         let service = StreamableHttpService::new(
-            || Ok(Fixture),
+            || Ok(Fixture::new()),
             LocalSessionManager::default().into(),
             StreamableHttpServerConfig::default(),
         );
-        let router = axum::Router::new().nest_service("/mcp", service);
+        let router =
+            axum::Router::new()
+                .nest_service("/mcp", service)
+                .layer(axum::middleware::from_fn(
+                    move |req: axum::extract::Request, next: axum::middleware::Next| {
+                        let token = token.clone();
+                        async move {
+                            let given = req
+                                .headers()
+                                .get(axum::http::header::AUTHORIZATION)
+                                .and_then(|v| v.to_str().ok());
+                            match token {
+                                Some(t) if given != Some(t.as_str()) => {
+                                    axum::http::StatusCode::UNAUTHORIZED.into_response()
+                                }
+                                _ => next.run(req).await,
+                            }
+                        }
+                    },
+                ));
         let listener = tokio::net::TcpListener::bind(&addr).await?;
         axum::serve(listener, router).await?;
     } else {
-        let running = Fixture.serve(rmcp::transport::stdio()).await?;
+        let running = Fixture::new().serve(rmcp::transport::stdio()).await?;
         running.waiting().await?;
     }
     Ok(())

@@ -1,15 +1,32 @@
 //! `graph_query` executor: the Tool's Cypher against its own Neo4j (or Bolt-compatible) target,
 //! authenticated with the Tool's Secret as password, every top-level input key a parameter, in
 //! a read or write transaction per `access`. Output: `{"rows": [{column: value}]}`.
+//!
+//! Failure classes: refused or broken connections and `Neo.TransientError.*` are
+//! `ConnectionError`, refused credentials (`Neo.ClientError.Security.*`, a failed HELLO) are
+//! `AuthError`, any other `Neo.ClientError.*` (syntax, semantics, constraint violations) is
+//! `InvalidRequest`, `Neo.DatabaseError.*` is `UpstreamError`, and a call that outlives
+//! `inv.timeout` is `Timeout`.
+//!
+//! A timed-out *write* stays `Timeout` here although it may have committed on the server: the
+//! executor cannot know, and whether to retry is the pool's decision (it never retries a
+//! `graph_query` write that timed out).
 
 use std::collections::HashMap;
 use std::time::Duration;
+
+/// How long the driver waits for a TCP connection or any single Bolt response. The per-call
+/// deadline is `inv.timeout`, enforced around the whole call; this only bounds a stuck socket
+/// of a pooled connection, so it must not cut a legitimately long query short (neo4rs uses the
+/// same value for connecting and for every receive).
+const SOCKET_TIMEOUT: Duration = Duration::from_secs(600);
 
 use aiden_domain::tool::{Access, Operation};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use tokio::sync::Mutex;
 
+use super::http_status::redact;
 use crate::tool::{FailureClass, Invocation, Telemetry, Tool, ToolFailure, ToolOutput};
 
 #[derive(Default)]
@@ -58,7 +75,7 @@ impl GraphQuery {
             .password(password.as_str())
             .db(database.as_str())
             .max_connections(max)
-            .connection_timeout(Duration::from_secs(5))
+            .connection_timeout(SOCKET_TIMEOUT)
             .build()
             .map_err(|e| ToolFailure::new(FailureClass::InvalidRequest, e.to_string()))?;
         let graph = neo4rs::Graph::connect(config).map_err(classify)?;
@@ -77,17 +94,26 @@ fn hex_digest(bytes: &[u8]) -> String {
 /// Driver errors by class: Cypher mistakes are the Tool's fault (permanent), transient server
 /// errors and broken connections are retryable, refused credentials are an auth error.
 fn classify(e: neo4rs::Error) -> ToolFailure {
+    use neo4rs::{Neo4jClientErrorKind as Client, Neo4jErrorKind as Kind};
     let class = match &e {
-        neo4rs::Error::Neo4j(n) if n.code().contains("TransientError") => {
-            FailureClass::ConnectionError
-        }
-        neo4rs::Error::Neo4j(n) if n.code().contains("Security") => FailureClass::AuthError,
-        neo4rs::Error::Neo4j(_) => FailureClass::InvalidRequest,
+        neo4rs::Error::Neo4j(n) => match n.kind() {
+            Kind::Transient | Kind::Client(Client::SessionExpired) => FailureClass::ConnectionError,
+            Kind::Client(Client::Security(_)) => FailureClass::AuthError,
+            Kind::Client(_) => FailureClass::InvalidRequest,
+            Kind::Database => FailureClass::UpstreamError,
+            Kind::Unknown => FailureClass::ToolError,
+        },
         neo4rs::Error::AuthenticationError(_) => FailureClass::AuthError,
         neo4rs::Error::ConnectionTimedOut => FailureClass::Timeout,
         neo4rs::Error::IOError { .. }
         | neo4rs::Error::ConnectionError
+        | neo4rs::Error::IncompleteBoltExchange
+        | neo4rs::Error::RequestIgnoredError
         | neo4rs::Error::ServerUnavailableError(_) => FailureClass::ConnectionError,
+        neo4rs::Error::UrlParseError(_)
+        | neo4rs::Error::UnsupportedScheme(_)
+        | neo4rs::Error::InvalidDnsName(_)
+        | neo4rs::Error::InvalidConfig => FailureClass::InvalidRequest,
         _ => FailureClass::ToolError,
     };
     ToolFailure::new(class, e.to_string())
@@ -96,6 +122,17 @@ fn classify(e: neo4rs::Error) -> ToolFailure {
 #[async_trait::async_trait]
 impl Tool for GraphQuery {
     async fn call(&self, inv: &Invocation<'_>) -> Result<ToolOutput, ToolFailure> {
+        let password = inv.secret.map(|s| s.as_str());
+        self.run(inv)
+            .await
+            .map_err(|failure| redact(failure, password))
+    }
+}
+
+impl GraphQuery {
+    /// One call. A timed-out write is still `Timeout` (see the module docs): whether it
+    /// committed is unknown, and the pool, which knows the access mode, does not retry it.
+    async fn run(&self, inv: &Invocation<'_>) -> Result<ToolOutput, ToolFailure> {
         let Operation::GraphQuery { query, access } = inv.operation else {
             return Err(ToolFailure::new(
                 FailureClass::InvalidRequest,

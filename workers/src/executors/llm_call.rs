@@ -8,7 +8,11 @@ use aiden_domain::execution::interpolate::render_string;
 use aiden_domain::tool::{LlmApi, Operation, ResponseFormat};
 use serde_json::{json, Value};
 
-use super::http_status::{status_failure, transport_failure};
+use reqwest::header::HeaderValue;
+
+use super::http_status::{
+    class_of_status, redact, same_origin_redirects, status_failure, transport_failure,
+};
 use crate::tool::{FailureClass, Invocation, Telemetry, TokenUsage, Tool, ToolFailure, ToolOutput};
 
 const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -29,6 +33,7 @@ impl LlmCall {
         Self {
             http: reqwest::Client::builder()
                 .tcp_nodelay(true)
+                .redirect(same_origin_redirects())
                 .build()
                 .unwrap_or_default(),
         }
@@ -44,6 +49,15 @@ fn fail(class: FailureClass, message: impl Into<String>, telemetry: &Telemetry) 
 #[async_trait::async_trait]
 impl Tool for LlmCall {
     async fn call(&self, inv: &Invocation<'_>) -> Result<ToolOutput, ToolFailure> {
+        let secret = inv.secret.map(|s| s.as_str());
+        self.exchange(inv)
+            .await
+            .map_err(|failure| redact(failure, secret))
+    }
+}
+
+impl LlmCall {
+    async fn exchange(&self, inv: &Invocation<'_>) -> Result<ToolOutput, ToolFailure> {
         let Operation::LlmCall {
             api,
             system_prompt,
@@ -140,7 +154,15 @@ impl Tool for LlmCall {
                     .header("anthropic-version", ANTHROPIC_VERSION)
                     .json(&body);
                 if let Some(secret) = inv.secret {
-                    req = req.header("x-api-key", secret.as_str());
+                    let mut key = HeaderValue::from_str(secret).map_err(|_| {
+                        fail(
+                            FailureClass::InvalidRequest,
+                            "the Secret is not a valid x-api-key header value",
+                            &telemetry,
+                        )
+                    })?;
+                    key.set_sensitive(true);
+                    req = req.header("x-api-key", key);
                 }
                 req
             }
@@ -158,9 +180,7 @@ impl Tool for LlmCall {
         })?;
         if !(200..300).contains(&status) {
             let mut f = status_failure(status, &text);
-            if status == 529 {
-                f.class = FailureClass::UpstreamError; // Anthropic "overloaded"
-            }
+            f.class = provider_error_class(status, &text);
             f.telemetry = telemetry;
             return Err(f);
         }
@@ -231,6 +251,27 @@ impl Tool for LlmCall {
             json!({"text": content})
         };
         Ok(ToolOutput { value, telemetry })
+    }
+}
+
+/// The class of a provider's error answer: by status (429 rate limited, 5xx and Anthropic's
+/// 529 `overloaded_error` upstream, 401/403 auth), refined by the error `type` both APIs put
+/// in the body when the status alone is ambiguous (a proxy answering 400 for a rate limit).
+fn provider_error_class(status: u16, body: &str) -> FailureClass {
+    let by_status = class_of_status(status);
+    if by_status != FailureClass::InvalidRequest {
+        return by_status;
+    }
+    let kind = serde_json::from_str::<Value>(body).ok().and_then(|v| {
+        v.pointer("/error/type")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
+    match kind.as_deref() {
+        Some("overloaded_error" | "api_error") => FailureClass::UpstreamError,
+        Some("rate_limit_error" | "rate_limit_exceeded") => FailureClass::RateLimited,
+        Some("authentication_error" | "permission_error") => FailureClass::AuthError,
+        _ => by_status,
     }
 }
 

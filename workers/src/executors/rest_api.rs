@@ -6,9 +6,13 @@ use std::time::Duration;
 
 use aiden_domain::execution::interpolate::render_string;
 use aiden_domain::tool::{HttpMethod, Operation};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use serde_json::{Map, Value};
+use zeroize::Zeroizing;
 
-use super::http_status::{status_failure, transport_failure};
+use super::http_status::{
+    percent_encode, redact, same_origin_redirects, status_failure, transport_failure,
+};
 use crate::tool::{FailureClass, Invocation, Telemetry, Tool, ToolFailure, ToolOutput};
 
 pub struct RestApi {
@@ -26,6 +30,7 @@ impl RestApi {
         let http = reqwest::Client::builder()
             .tcp_nodelay(true)
             .pool_max_idle_per_host(64)
+            .redirect(same_origin_redirects())
             .build()
             .unwrap_or_default();
         Self { http }
@@ -50,17 +55,23 @@ fn url_encoded(input: &Value) -> Value {
     }
 }
 
-fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
+/// A request header; the Secret's is marked sensitive (kept out of `Debug` output).
+fn header(
+    name: &str,
+    value: &str,
+    sensitive: bool,
+) -> Result<(HeaderName, HeaderValue), ToolFailure> {
+    let name = HeaderName::from_bytes(name.as_bytes())
+        .map_err(|_| invalid(format!("`{name}` is not a valid header name")))?;
+    let mut value = HeaderValue::from_str(value).map_err(|_| {
+        invalid(if sensitive {
+            format!("the Secret is not a valid value for header `{name}`")
+        } else {
+            format!("the rendered value of header `{name}` is not a valid header value")
+        })
+    })?;
+    value.set_sensitive(sensitive);
+    Ok((name, value))
 }
 
 fn method(m: HttpMethod) -> reqwest::Method {
@@ -77,6 +88,15 @@ fn method(m: HttpMethod) -> reqwest::Method {
 #[async_trait::async_trait]
 impl Tool for RestApi {
     async fn call(&self, inv: &Invocation<'_>) -> Result<ToolOutput, ToolFailure> {
+        let secret = inv.secret.map(|s| s.as_str());
+        self.request(inv)
+            .await
+            .map_err(|failure| redact(failure, secret))
+    }
+}
+
+impl RestApi {
+    async fn request(&self, inv: &Invocation<'_>) -> Result<ToolOutput, ToolFailure> {
         let Operation::RestApi {
             method: m,
             path,
@@ -91,7 +111,13 @@ impl Tool for RestApi {
             .ok_or_else(|| invalid("no endpoint configured (connectionParams.endpoint)"))?;
         let path =
             render_string(path, &url_encoded(inv.input)).map_err(|e| invalid(e.to_string()))?;
-        let mut url = format!("{}{path}", base.trim_end_matches('/'));
+        // Zeroized on drop: with `query:` scope it carries the Secret.
+        let sep = if path.is_empty() || path.starts_with(['/', '?']) {
+            ""
+        } else {
+            "/"
+        };
+        let mut url = Zeroizing::new(format!("{}{sep}{path}", base.trim_end_matches('/')));
         let timeout = inv
             .connection
             .get("timeoutMs")
@@ -99,20 +125,23 @@ impl Tool for RestApi {
             .map_or(inv.timeout, |ms| {
                 inv.timeout.min(Duration::from_millis(ms.max(1)))
             });
-        let mut req_headers = Vec::new();
+        let mut req_headers = HeaderMap::new();
         for (name, template) in headers {
             let value = render_string(template, inv.input).map_err(|e| invalid(e.to_string()))?;
-            req_headers.push((name.clone(), value));
+            let (name, value) = header(name, &value, false)?;
+            req_headers.append(name, value);
         }
         if let Some(secret) = inv.secret {
             match inv.secret_scope.unwrap_or("bearer") {
-                "bearer" => req_headers.push((
-                    "Authorization".into(),
-                    format!("Bearer {}", secret.as_str()),
-                )),
+                "bearer" => {
+                    let bearer = Zeroizing::new(format!("Bearer {}", secret.as_str()));
+                    let (name, value) = header("authorization", &bearer, true)?;
+                    req_headers.insert(name, value);
+                }
                 scope => {
                     if let Some(name) = scope.strip_prefix("header:") {
-                        req_headers.push((name.to_owned(), secret.to_string()));
+                        let (name, value) = header(name, secret, true)?;
+                        req_headers.insert(name, value);
                     } else if let Some(param) = scope.strip_prefix("query:") {
                         let sep = if url.contains('?') { '&' } else { '?' };
                         url.push(sep);
@@ -125,15 +154,24 @@ impl Tool for RestApi {
                 }
             }
         }
-        let mut req = self.http.request(method(*m), &url).timeout(timeout);
-        for (name, value) in req_headers {
-            req = req.header(name, value);
-        }
-        if let Some(t) = body_template {
-            let body = render_string(t, inv.input).map_err(|e| invalid(e.to_string()))?;
-            if serde_json::from_str::<Value>(&body).is_ok() {
-                req = req.header("content-type", "application/json");
+        let body = match body_template {
+            Some(t) => {
+                let body = render_string(t, inv.input).map_err(|e| invalid(e.to_string()))?;
+                if !req_headers.contains_key(CONTENT_TYPE)
+                    && serde_json::from_str::<Value>(&body).is_ok()
+                {
+                    req_headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                }
+                Some(body)
             }
+            None => None,
+        };
+        let mut req = self
+            .http
+            .request(method(*m), url.as_str())
+            .timeout(timeout)
+            .headers(req_headers);
+        if let Some(body) = body {
             req = req.body(body);
         }
         let resp = req.send().await.map_err(transport_failure)?;
@@ -149,10 +187,7 @@ impl Tool for RestApi {
         };
         Ok(ToolOutput {
             value: serde_json::json!({"status": status, "body": body}),
-            telemetry: Telemetry {
-                provider: Some("rest_api".into()),
-                ..Telemetry::default()
-            },
+            telemetry: Telemetry::default(),
         })
     }
 }

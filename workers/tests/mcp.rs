@@ -308,12 +308,14 @@ async fn unknown_tool_and_missing_variable_are_invalid_requests() {
     assert_eq!(f.class, FailureClass::InvalidRequest, "{f}");
     assert!(!f.class.retryable());
 
-    // The server rejects arguments of the wrong shape.
+    // Arguments of the wrong shape: rmcp servers answer with an `isError` result (MCP
+    // reports input validation failures as tool errors), which fails the call as such.
     let f = Call::stdio("search", json!({"query": 7}), json!({}))
         .run(&mcp)
         .await
         .unwrap_err();
-    assert_eq!(f.class, FailureClass::InvalidRequest, "{f}");
+    assert_eq!(f.class, FailureClass::ToolError, "{f}");
+    assert!(f.message.contains("invalid type"), "{}", f.message);
 
     // A variable the input lacks never reaches the server.
     let f = Call::stdio("search", json!({"query": "{{missing}}"}), json!({"q": 1}))

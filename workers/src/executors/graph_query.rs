@@ -13,13 +13,8 @@
 //! `graph_query` write that timed out).
 
 use std::collections::HashMap;
-use std::time::Duration;
-
-/// How long the driver waits for a TCP connection or any single Bolt response. The per-call
-/// deadline is `inv.timeout`, enforced around the whole call; this only bounds a stuck socket
-/// of a pooled connection, so it must not cut a legitimately long query short (neo4rs uses the
-/// same value for connecting and for every receive).
-const SOCKET_TIMEOUT: Duration = Duration::from_secs(600);
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use aiden_domain::tool::{Access, Operation};
 use serde_json::{json, Value};
@@ -29,11 +24,27 @@ use tokio::sync::Mutex;
 use super::http_status::redact;
 use crate::tool::{FailureClass, Invocation, Telemetry, Tool, ToolFailure, ToolOutput};
 
+/// How long the driver waits for a TCP connection or any single Bolt response. The per-call
+/// deadline is `inv.timeout`, enforced around the whole call; this only bounds a stuck socket
+/// of a pooled connection, so it must not cut a legitimately long query short (neo4rs uses the
+/// same value for connecting and for every receive).
+const SOCKET_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How long credentials the server refused are refused here without asking it again. Bolt
+/// servers lock a user out after repeated failures (ArcadeDB: 5 in a row lock it for 30 s),
+/// and the user may be shared with other Tools or the engine: one Tool with a wrong password,
+/// run in a loop, must not lock them all out.
+const AUTH_BACKOFF: Duration = Duration::from_secs(60);
+
+/// (endpoint, user, database, password digest): the plain password never becomes a map key.
+type Key = (String, String, String, String);
+
 #[derive(Default)]
 pub struct GraphQuery {
-    /// Connection pools per (endpoint, user, database, password digest): the plain password
-    /// never becomes a map key.
-    pools: Mutex<HashMap<(String, String, String, String), neo4rs::Graph>>,
+    /// Connection pools per target and credentials.
+    pools: Mutex<HashMap<Key, neo4rs::Graph>>,
+    /// Credentials the server refused, and when.
+    refused: std::sync::Mutex<HashMap<Key, Instant>>,
 }
 
 impl GraphQuery {
@@ -41,7 +52,7 @@ impl GraphQuery {
         Self::default()
     }
 
-    async fn graph(&self, inv: &Invocation<'_>) -> Result<neo4rs::Graph, ToolFailure> {
+    async fn graph(&self, inv: &Invocation<'_>) -> Result<(Key, neo4rs::Graph), ToolFailure> {
         let endpoint = inv.endpoint().ok_or_else(|| {
             ToolFailure::new(FailureClass::InvalidRequest, "no endpoint configured")
         })?;
@@ -61,8 +72,20 @@ impl GraphQuery {
         let (user, database) = (text("user", "neo4j"), text("database", "neo4j"));
         let digest = hex_digest(password.as_bytes());
         let key = (endpoint.to_owned(), user.clone(), database.clone(), digest);
+        if let Some(at) = self.refused.lock().unwrap().get(&key) {
+            if at.elapsed() < AUTH_BACKOFF {
+                return Err(ToolFailure::new(
+                    FailureClass::AuthError,
+                    format!(
+                        "the server refused these credentials for user `{user}` less than {} s \
+                         ago; not trying them again yet",
+                        AUTH_BACKOFF.as_secs()
+                    ),
+                ));
+            }
+        }
         if let Some(g) = self.pools.lock().await.get(&key) {
-            return Ok(g.clone());
+            return Ok((key, g.clone()));
         }
         let max = inv
             .connection
@@ -79,8 +102,8 @@ impl GraphQuery {
             .build()
             .map_err(|e| ToolFailure::new(FailureClass::InvalidRequest, e.to_string()))?;
         let graph = neo4rs::Graph::connect(config).map_err(classify)?;
-        self.pools.lock().await.insert(key, graph.clone());
-        Ok(graph)
+        self.pools.lock().await.insert(key.clone(), graph.clone());
+        Ok((key, graph))
     }
 }
 
@@ -89,6 +112,21 @@ fn hex_digest(bytes: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// The server refused the credentials themselves (not one query's permissions).
+fn is_login_failure(e: &neo4rs::Error) -> bool {
+    use neo4rs::{Neo4jClientErrorKind as Client, Neo4jErrorKind as Kind};
+    match e {
+        neo4rs::Error::AuthenticationError(_) => true,
+        neo4rs::Error::Neo4j(n) => matches!(
+            n.kind(),
+            Kind::Client(Client::Security(
+                neo4rs::Neo4jSecurityErrorKind::Authentication
+            ))
+        ),
+        _ => false,
+    }
 }
 
 /// Driver errors by class: Cypher mistakes are the Tool's fault (permanent), transient server
@@ -139,7 +177,7 @@ impl GraphQuery {
                 "not a graph_query operation",
             ));
         };
-        let graph = self.graph(inv).await?;
+        let (key, graph) = self.graph(inv).await?;
         let mut q = neo4rs::query(query);
         if let Some(params) = inv.input.as_object() {
             for (name, value) in params {
@@ -156,8 +194,12 @@ impl GraphQuery {
         // could run a write twice; retries are the pool's decision (EXEC-4). A read is rolled
         // back, so a "read" Tool can never change the graph. (Routing reads to followers needs
         // neo4rs's unstable API; a single server or the cluster leader serves both.)
+        let login_refused = AtomicBool::new(false);
         let work = async {
-            let mut txn = graph.start_txn().await.map_err(classify)?;
+            let mut txn = graph.start_txn().await.map_err(|e| {
+                login_refused.store(is_login_failure(&e), Ordering::Relaxed);
+                classify(e)
+            })?;
             let mut stream = txn.execute(q).await.map_err(classify)?;
             let mut rows = Vec::new();
             while let Some(row) = stream.next(&mut txn).await.map_err(classify)? {
@@ -172,11 +214,20 @@ impl GraphQuery {
             }
             Ok::<_, ToolFailure>(rows)
         };
-        let rows = tokio::time::timeout(inv.timeout, work)
-            .await
-            .map_err(|_| {
-                ToolFailure::new(FailureClass::Timeout, "the query did not finish in time")
-            })??;
+        let rows = match tokio::time::timeout(inv.timeout, work).await {
+            Err(_) => {
+                return Err(ToolFailure::new(
+                    FailureClass::Timeout,
+                    "the query did not finish in time",
+                ))
+            }
+            Ok(Err(f)) if login_refused.load(Ordering::Relaxed) => {
+                self.pools.lock().await.remove(&key);
+                self.refused.lock().unwrap().insert(key, Instant::now());
+                return Err(f);
+            }
+            Ok(result) => result?,
+        };
         Ok(ToolOutput {
             value: json!({"rows": rows}),
             telemetry: Telemetry {

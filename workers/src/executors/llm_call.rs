@@ -6,9 +6,8 @@
 
 use aiden_domain::execution::interpolate::render_string;
 use aiden_domain::tool::{LlmApi, Operation, ResponseFormat};
-use serde_json::{json, Value};
-
 use reqwest::header::HeaderValue;
+use serde_json::{json, Value};
 
 use super::http_status::{
     class_of_status, redact, same_origin_redirects, status_failure, transport_failure,
@@ -288,8 +287,33 @@ fn parse_json_answer(content: &str) -> Option<Value> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_json_answer;
+    use super::{parse_json_answer, provider_error_class};
+    use crate::tool::FailureClass;
     use serde_json::json;
+
+    #[test]
+    fn provider_errors_classify_by_status_then_error_type() {
+        assert_eq!(provider_error_class(529, ""), FailureClass::UpstreamError);
+        assert_eq!(provider_error_class(429, ""), FailureClass::RateLimited);
+        assert_eq!(provider_error_class(401, "{}"), FailureClass::AuthError);
+        let body = |t: &str| json!({"type": "error", "error": {"type": t}}).to_string();
+        assert_eq!(
+            provider_error_class(400, &body("rate_limit_error")),
+            FailureClass::RateLimited
+        );
+        assert_eq!(
+            provider_error_class(400, &body("overloaded_error")),
+            FailureClass::UpstreamError
+        );
+        assert_eq!(
+            provider_error_class(400, &body("invalid_request_error")),
+            FailureClass::InvalidRequest
+        );
+        assert_eq!(
+            provider_error_class(404, "not json"),
+            FailureClass::InvalidRequest
+        );
+    }
 
     #[test]
     fn json_answers_may_come_fenced() {

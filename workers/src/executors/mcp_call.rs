@@ -31,6 +31,8 @@ type Session = Arc<RunningService<RoleClient, ()>>;
 
 /// Longest tool error text carried into a failure message.
 const ERROR_TEXT_LIMIT: usize = 300;
+/// Longest failure message (transport errors may quote a response body).
+const MESSAGE_LIMIT: usize = 500;
 
 #[derive(Default)]
 pub struct McpCall {
@@ -334,6 +336,17 @@ fn transport_class(error: &(dyn StdError + 'static)) -> FailureClass {
                 StreamableHttpError::ReservedHeaderConflict(_) => {
                     return FailureClass::InvalidRequest
                 }
+                // rmcp reports other non-2xx answers (a 401/403 without a challenge, a 404,
+                // a 400) as `HTTP <status>: <body>`.
+                StreamableHttpError::UnexpectedServerResponse(text) => {
+                    if let Some(status) = text
+                        .strip_prefix("HTTP ")
+                        .and_then(|rest| rest.get(..3))
+                        .and_then(|code| code.parse::<u16>().ok())
+                    {
+                        return status_class(status);
+                    }
+                }
                 _ => {}
             }
         }
@@ -362,14 +375,18 @@ fn rpc_class(code: ErrorCode) -> FailureClass {
 }
 
 fn init_failure(e: ClientInitializeError) -> ToolFailure {
-    let class = match &e {
-        ClientInitializeError::TransportError { error, .. } => {
-            transport_class(error.error.as_ref())
-        }
-        ClientInitializeError::JsonRpcError(data) => rpc_class(data.code),
-        _ => FailureClass::ConnectionError,
-    };
-    ToolFailure::new(class, format!("MCP connect: {e}"))
+    match &e {
+        // The inner error, without the transport's (long) type name.
+        ClientInitializeError::TransportError { error, context } => ToolFailure::new(
+            transport_class(error.error.as_ref()),
+            format!("MCP connect ({context}): {}", error.error),
+        ),
+        ClientInitializeError::JsonRpcError(data) => ToolFailure::new(
+            rpc_class(data.code),
+            format!("MCP initialize refused: {} {}", data.code.0, data.message),
+        ),
+        _ => ToolFailure::new(FailureClass::ConnectionError, format!("MCP connect: {e}")),
+    }
 }
 
 fn call_failure(e: ServiceError) -> ToolFailure {
@@ -383,7 +400,7 @@ fn call_failure(e: ServiceError) -> ToolFailure {
         }
         ServiceError::TransportSend(error) => ToolFailure::new(
             transport_class(error.error.as_ref()),
-            format!("MCP transport: {error}"),
+            format!("MCP transport: {}", error.error),
         ),
         other => ToolFailure::new(
             FailureClass::ConnectionError,
@@ -422,6 +439,10 @@ impl Tool for McpCall {
             // Transport errors may quote the URL, which carries a `query:` Secret.
             if let Some(secret) = inv.secret.filter(|s| !s.is_empty()) {
                 failure.message = failure.message.replace(secret.as_str(), "***");
+            }
+            // Remote error bodies can be long.
+            if failure.message.chars().count() > MESSAGE_LIMIT {
+                failure.message = failure.message.chars().take(MESSAGE_LIMIT).collect();
             }
             failure.telemetry = telemetry();
             failure

@@ -4,6 +4,7 @@
 mod audit;
 mod catalog;
 mod concurrency;
+mod execution;
 mod http;
 mod identity;
 mod mcp;

@@ -271,7 +271,9 @@ async fn handle(shared: &Shared, broker: &Broker, slot: usize, delivery: Deliver
         let _ = delivery.acker.ack(BasicAckOptions::default()).await;
         return;
     }
-    if (delivery.redelivered || job.redispatch) && already_settled(shared, &job).await {
+    // EXEC-2: every job checks the graph first (one indexed read): a duplicate can also arrive
+    // as a fresh delivery, e.g. a retry queued before a failed result publish.
+    if already_settled(shared, &job).await {
         tracing::info!(step = %job.step_run_id, "redelivered job for a settled step skipped");
         let _ = delivery.acker.ack(BasicAckOptions::default()).await;
         return;
@@ -428,7 +430,7 @@ async fn execute(shared: &Shared, job: &Job) -> (Executed, Option<String>) {
         let e = ErrorInfo::new("TIMEOUT", "the job's deadline passed before it could start");
         return (Err((e, Telemetry::default())), None);
     }
-    let resolved = match shared.resolver.resolve(&job.tool_id).await {
+    let resolved = match shared.resolver.resolve(&job.tool_id, &job.owner_id).await {
         Ok(r) => r,
         Err(NotRunnable::Rule { invariant, message }) => {
             return (

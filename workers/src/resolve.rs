@@ -57,7 +57,12 @@ impl Resolver {
         }
     }
 
-    pub async fn resolve(&self, tool_id: &str) -> Result<Arc<Resolved>, NotRunnable> {
+    /// `run_owner` is the user on whose behalf the run executes (SEC-6).
+    pub async fn resolve(
+        &self,
+        tool_id: &str,
+        run_owner: &str,
+    ) -> Result<Arc<Resolved>, NotRunnable> {
         let row = runs::tool_for_call(&self.graph, tool_id)
             .await?
             .ok_or_else(|| rule("PROC-8", format!("tool `{tool_id}` no longer exists")))?;
@@ -79,6 +84,14 @@ impl Resolver {
             }
         };
         check_runnable(&resolved, row.secret_owner_id.as_deref())?;
+        if let Some(owner) = row.secret_owner_id.as_deref() {
+            if owner != run_owner {
+                return Err(rule(
+                    "PERMISSION_DENIED",
+                    "SEC-6: the tool's secret belongs to another user than the run's",
+                ));
+            }
+        }
         Ok(resolved)
     }
 

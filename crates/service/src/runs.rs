@@ -234,6 +234,17 @@ impl App {
         })
     }
 
+    /// Whether the run has settled and its log is complete (for a stream resumed at its end).
+    pub async fn run_settled(&self, run_id: &str) -> Result<bool> {
+        let row = read_tx!(self, |tx| { Ok(runs::get(&mut tx, run_id).await?) })?;
+        Ok(row.is_some_and(|r| {
+            matches!(
+                r.run.get("status").and_then(Value::as_str),
+                Some("completed" | "failed" | "canceled")
+            )
+        }))
+    }
+
     /// `GET /v1/workers`.
     pub async fn list_workers(&self, _caller: &Caller) -> Result<Vec<Value>> {
         let rows = read_tx!(self, |tx| { Ok(runs::list_workers(&mut tx).await?) })?;

@@ -134,7 +134,23 @@ impl Tail {
                     self.buffer.extend(rows);
                     continue;
                 }
-                Ok(_) => {}
+                Ok(_) => {
+                    // Resumed at or past the terminal event: nothing more will come.
+                    if self.st.app.run_settled(&self.run_id).await.unwrap_or(false) {
+                        // Status and events commit together; re-read what landed meanwhile.
+                        let rest = self
+                            .st
+                            .app
+                            .run_events_unchecked(&self.run_id, self.after, 200)
+                            .await
+                            .unwrap_or_default();
+                        if rest.is_empty() {
+                            return None;
+                        }
+                        self.buffer.extend(rest);
+                        continue;
+                    }
+                }
                 Err(e) => tracing::warn!(error = %e, "event stream read failed"),
             }
             // Wait for the engine to commit something for this run (or poll: the engine may

@@ -66,7 +66,7 @@ impl ApiError {
                     Rule::NotFound => (StatusCode::NOT_FOUND, "NOT_FOUND"),
                     Rule::Forbidden(_) => (StatusCode::FORBIDDEN, "FORBIDDEN"),
                     Rule::Conflict { .. } => (StatusCode::CONFLICT, "CONFLICT"),
-                    Rule::NotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "NOT_ALLOWED"),
+                    Rule::NotAllowed { .. } => (StatusCode::METHOD_NOT_ALLOWED, "NOT_ALLOWED"),
                 };
                 Body {
                     status,

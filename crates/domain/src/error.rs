@@ -54,8 +54,11 @@ pub enum Error {
         details: Vec<Violation>,
     },
     /// The operation never applies to this resource (405).
-    #[error("not allowed: {0}")]
-    NotAllowed(String),
+    #[error("not allowed: {message}")]
+    NotAllowed {
+        message: String,
+        details: Vec<Violation>,
+    },
 }
 
 impl Error {
@@ -79,6 +82,17 @@ impl Error {
         }
     }
 
+    /// 405: the operation never applies; `id` names the rule that forbids it, if one does.
+    pub fn not_allowed(id: Option<&'static str>, message: impl Into<String>) -> Self {
+        let message = message.into();
+        Self::NotAllowed {
+            details: id
+                .map(|id| vec![Violation::rule(id, "", message.clone())])
+                .unwrap_or_default(),
+            message,
+        }
+    }
+
     pub fn conflict(message: impl Into<String>) -> Self {
         Self::Conflict {
             message: message.into(),
@@ -88,8 +102,11 @@ impl Error {
 
     pub fn details(&self) -> &[Violation] {
         match self {
-            Self::Validation(v) | Self::Invariant(v) | Self::Conflict { details: v, .. } => v,
-            Self::NotFound | Self::Forbidden(_) | Self::NotAllowed(_) => &[],
+            Self::Validation(v)
+            | Self::Invariant(v)
+            | Self::Conflict { details: v, .. }
+            | Self::NotAllowed { details: v, .. } => v,
+            Self::NotFound | Self::Forbidden(_) => &[],
         }
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod access;
 pub mod checked;
+pub mod conversation;
 pub mod error;
 pub mod execution;
 pub mod ids;

@@ -725,6 +725,7 @@ impl<'a> Pass<'a> {
                     order: order as i64,
                 })
                 .collect(),
+            alternative_id: None,
         };
         let state = RunState {
             id: child_id.clone(),
@@ -748,6 +749,7 @@ impl<'a> Pass<'a> {
             plan: loaded.plan,
             status: RunStatus::Queued,
             event_seq: 0,
+            alternative_id: None,
         };
         self.new_runs.push(new_run);
         self.runs.insert(child_id.clone(), state);
@@ -792,12 +794,20 @@ impl<'a> Pass<'a> {
             .parent_run_id
             .clone()
             .zip(run.parent_step_run_id.clone());
+        let generates_alternative = run.alternative_id.is_some();
         for sr in canceled_steps {
             self.set_step(&sr, json!({"status": "canceled", "finishedAt": self.now}));
         }
         let mut set = json!({"status": status.as_str(), "finishedAt": self.now});
         if let Some(o) = &output {
             set["output"] = json!(o.to_string());
+            if generates_alternative {
+                // The Alternative's content: a string output as is, anything else as JSON text.
+                set["outputText"] = match o {
+                    Value::String(s) => json!(s),
+                    other => json!(other.to_string()),
+                };
+            }
         }
         if let Some(e) = &error {
             set["error"] = json!(serde_json::to_string(e).unwrap_or_default());

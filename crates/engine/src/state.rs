@@ -62,6 +62,8 @@ pub struct RunState {
     pub steps: Vec<StepState>,
     pub variables: Map<String, Value>,
     pub event_seq: i64,
+    /// The agent Alternative the run generates, if any.
+    pub alternative_id: Option<String>,
 }
 
 impl RunState {
@@ -125,6 +127,7 @@ impl RunState {
             parent_step_run_id: text("parentStepRunId"),
             status: RunStatus::parse(text("status").as_deref().unwrap_or("queued")),
             event_seq: r.get("eventSeq").and_then(Value::as_i64).unwrap_or(0),
+            alternative_id: text("alternativeId"),
             plan,
             steps,
             variables,

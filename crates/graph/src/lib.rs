@@ -3,6 +3,7 @@
 //! Must not decide domain rules: write methods take `Checked<_>` values from the domain crate.
 
 pub mod audit;
+pub mod conversations;
 mod error;
 pub mod migrate;
 pub mod processes;

@@ -35,19 +35,24 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
             "/../../cypher/schema/0004_runs.cypher"
         )),
     ),
+    (
+        "0005_conversations",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../cypher/schema/0005_conversations.cypher"
+        )),
+    ),
 ];
 
-/// Statements of one file: split on `;`, comment lines dropped.
+/// Statements of one file: comment lines dropped (they may contain `;`), then split on `;`.
 pub fn statements(text: &str) -> Vec<String> {
-    text.split(';')
-        .map(|s| {
-            s.lines()
-                .filter(|l| !l.trim_start().starts_with("//"))
-                .collect::<Vec<_>>()
-                .join("\n")
-                .trim()
-                .to_owned()
-        })
+    let code = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    code.split(';')
+        .map(|s| s.trim().to_owned())
         .filter(|s| !s.is_empty())
         .collect()
 }

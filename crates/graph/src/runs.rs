@@ -59,6 +59,8 @@ pub struct NewRun {
     /// JSON text of the resolved plan (so a run never depends on later edits).
     pub plan: String,
     pub steps: Vec<NewStepRun>,
+    /// The agent Alternative this run generates (its content is written when the run settles).
+    pub alternative_id: Option<String>,
 }
 
 pub async fn create(tx: &mut Tx, run: &NewRun, now: &str) -> Result<(), Error> {
@@ -66,6 +68,7 @@ pub async fn create(tx: &mut Tx, run: &NewRun, now: &str) -> Result<(), Error> {
     let q = cypher(query_file!("run/create_run.cypher"), None)
         .param("id", run.id.as_str())
         .param("processId", run.process_id.as_str())
+        .param("alternativeId", run.alternative_id.clone())
         .param("number", run.number)
         .param("versionId", run.version_id.as_str())
         .param("depth", run.depth)

@@ -6,6 +6,7 @@
 mod audit;
 mod auth;
 mod common;
+mod conversations;
 mod error;
 mod probe;
 mod processes;
@@ -14,6 +15,7 @@ mod secrets;
 mod services;
 mod templates;
 mod tools;
+mod turns;
 mod tx;
 pub mod vault;
 
@@ -25,6 +27,7 @@ pub use error::Error;
 pub use processes::ProcessVersion;
 pub use runs::{run_view, RunStarted};
 pub use secrets::{NewSecret, SecretPatch};
+pub use turns::{AlternativeAdded, Generating};
 pub use vault::Vault;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

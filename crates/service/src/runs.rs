@@ -43,6 +43,68 @@ fn parsed(v: Option<&Value>) -> Value {
     }
 }
 
+/// The current version of a Process the caller may run now: visible (OWN-2, else 404) and
+/// enabled (PROC-8).
+pub(crate) async fn load_runnable(
+    tx: &mut aiden_graph::Tx,
+    caller: &Caller,
+    process_id: &str,
+) -> Result<plan::Loaded> {
+    let loaded = plan::load(tx, process_id).await.map_err(load_error)?;
+    ensure_readable(
+        caller,
+        &Owned {
+            owner_id: &loaded.owner_id,
+            shared: loaded.shared,
+            sharing: Sharing::Shareable,
+        },
+    )?;
+    if !loaded.enabled {
+        return Err(Domain::invariant(
+            "PROC-8",
+            "/enabled",
+            format!("process `{process_id}` is disabled"),
+        )
+        .into());
+    }
+    Ok(loaded)
+}
+
+/// A depth-1 run of `loaded` started by the caller, optionally generating an agent Alternative.
+pub(crate) fn top_level_run(
+    run_id: &str,
+    caller: &Caller,
+    process_id: &str,
+    loaded: &plan::Loaded,
+    inputs: &Map<String, Value>,
+    alternative_id: Option<String>,
+) -> NewRun {
+    NewRun {
+        id: run_id.to_owned(),
+        process_id: process_id.to_owned(),
+        number: loaded.plan.version,
+        version_id: loaded.version_id.clone(),
+        depth: 1,
+        parent_run_id: None,
+        parent_step_run_id: None,
+        owner_id: caller.id.as_str().to_owned(),
+        inputs: Value::Object(inputs.clone()).to_string(),
+        plan: serde_json::to_string(&loaded.plan).unwrap_or_default(),
+        steps: loaded
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(order, (step_id, ps))| NewStepRun {
+                id: step_run_id(run_id, step_id),
+                step_id: step_id.clone(),
+                process_step_id: ps.clone(),
+                order: order as i64,
+            })
+            .collect(),
+        alternative_id,
+    }
+}
+
 impl App {
     pub async fn start_run(
         &self,
@@ -73,24 +135,8 @@ impl App {
                 }
             }
             let clock = std::time::Instant::now();
-            let loaded = plan::load(&mut tx, process_id).await.map_err(load_error)?;
+            let loaded = load_runnable(&mut tx, caller, process_id).await?;
             let loaded_us = clock.elapsed().as_micros() as u64;
-            ensure_readable(
-                caller,
-                &Owned {
-                    owner_id: &loaded.owner_id,
-                    shared: loaded.shared,
-                    sharing: Sharing::Shareable,
-                },
-            )?;
-            if !loaded.enabled {
-                return Err(Domain::invariant(
-                    "PROC-8",
-                    "/enabled",
-                    format!("process `{process_id}` is disabled"),
-                )
-                .into());
-            }
             for name in &loaded.initial_context {
                 if !inputs.contains_key(name) {
                     return Err(Domain::validation(
@@ -101,29 +147,7 @@ impl App {
                 }
             }
             let run_id = uuid::Uuid::now_v7().to_string();
-            let new_run = NewRun {
-                id: run_id.clone(),
-                process_id: process_id.to_owned(),
-                number: loaded.plan.version,
-                version_id: loaded.version_id.clone(),
-                depth: 1,
-                parent_run_id: None,
-                parent_step_run_id: None,
-                owner_id: caller.id.as_str().to_owned(),
-                inputs: Value::Object(inputs.clone()).to_string(),
-                plan: serde_json::to_string(&loaded.plan).unwrap_or_default(),
-                steps: loaded
-                    .steps
-                    .iter()
-                    .enumerate()
-                    .map(|(order, (step_id, ps))| NewStepRun {
-                        id: step_run_id(&run_id, step_id),
-                        step_id: step_id.clone(),
-                        process_step_id: ps.clone(),
-                        order: order as i64,
-                    })
-                    .collect(),
-            };
+            let new_run = top_level_run(&run_id, caller, process_id, &loaded, &inputs, None);
             let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
             runs::create(&mut tx, &new_run, &now).await?;
             tracing::debug!(
@@ -155,7 +179,7 @@ impl App {
         Ok(started)
     }
 
-    async fn notify_engine(&self, message: &EngineMessage, confirmed: bool) {
+    pub(crate) async fn notify_engine(&self, message: &EngineMessage, confirmed: bool) {
         match &self.broker {
             Some(broker) => {
                 if let Err(e) = broker.publish_engine(message, confirmed).await {

@@ -1,7 +1,8 @@
 // One engine pass in one statement: step-run changes (with the Worker that finished each
 // attempt, one CREATEd edge per attempt: a MERGE would scan the Worker's ever-growing edge list,
 // and the tool-call audit records), then run changes with their new events. `WITH count(*)` joins the
-// two halves and yields one row even when there are no step rows.
+// two halves and yields one row even when there are no step rows. A run that generates an agent
+// Alternative settles it in the same statement: content written once, from `generating` only.
 UNWIND $steps AS s
 MATCH (sr:StepRun {id: s.id})
 SET sr += s.set
@@ -17,4 +18,13 @@ SET x += r.set
 FOREACH (e IN r.events |
   CREATE (:RunEvent {key: e.key, runId: e.runId, seq: e.seq, kind: e.kind, stepId: e.stepId,
                      at: e.at, data: e.data}))
+WITH stepRows, x
+OPTIONAL MATCH (al:Alternative {id: x.alternativeId})
+WITH stepRows, x, al
+FOREACH (_ IN CASE WHEN al IS NOT NULL AND al.state = 'generating'
+                        AND x.status IN ['completed', 'failed', 'canceled'] THEN [1] ELSE [] END |
+  SET al.state = CASE WHEN x.status = 'completed' THEN 'valid' ELSE 'failed' END,
+      al.content = CASE WHEN x.status = 'completed' THEN x.outputText ELSE null END,
+      al.error = CASE WHEN x.status = 'completed' THEN null ELSE x.error END,
+      al.settledAt = x.finishedAt)
 RETURN stepRows, count(*) AS runRows

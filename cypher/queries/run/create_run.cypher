@@ -2,7 +2,7 @@ MATCH (v:ProcessVersion {id: $versionId}), (u:User {id: $ownerId})
 CREATE (r:Run {id: $id, processId: $processId, processVersion: $number, versionId: $versionId,
                status: 'queued', depth: $depth, parentRunId: $parentRunId,
                parentStepRunId: $parentStepRunId, ownerId: $ownerId, inputs: $inputs,
-               plan: $plan, eventSeq: 0, createdAt: $now})
+               plan: $plan, eventSeq: 0, createdAt: $now, alternativeId: $alternativeId})
 CREATE (r)-[:RUN_OF]->(v)
 CREATE (r)-[:STARTED_BY]->(u)
 WITH r

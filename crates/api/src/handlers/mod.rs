@@ -1,6 +1,7 @@
 //! Handlers: `verb_noun`, each one service call.
 
 pub mod catalog;
+pub mod conversations;
 pub mod ops;
 pub mod processes;
 pub mod runs;

@@ -72,5 +72,5 @@ pub async fn not_found() -> ApiError {
 }
 
 pub async fn method_not_allowed() -> ApiError {
-    aiden_domain::Error::NotAllowed("method not allowed on this route".into()).into()
+    aiden_domain::Error::not_allowed(None, "method not allowed on this route").into()
 }

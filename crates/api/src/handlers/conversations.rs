@@ -1,0 +1,155 @@
+//! Conversations, Turns, Alternatives, working memory and Summaries.
+
+use aiden_domain::conversation::{
+    ConversationPatch, ForkRequest, NewAgentTurn, NewAlternative, NewConversation, NewSummary,
+    NewTurn, SwitchActive,
+};
+use aiden_service::AlternativeAdded;
+use axum::{
+    extract::{Path, Query, State as S},
+    http::StatusCode,
+    response::{IntoResponse, Response},
+    Json,
+};
+use serde::Deserialize;
+
+use super::catalog::{created, ok};
+use crate::{
+    error::{ApiError, ApiResult},
+    extract::{AppJson, Auth, IfMatch, Paging},
+    State,
+};
+
+pub async fn create_conversation(
+    S(st): S<State>,
+    Auth(c): Auth,
+    AppJson(b): AppJson<NewConversation>,
+) -> ApiResult<Response> {
+    Ok(created(st.app.create_conversation(&c, b).await?))
+}
+pub async fn list_conversations(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Paging(p): Paging,
+) -> ApiResult<Response> {
+    Ok(ok(st.app.list_conversations(&c, p).await?))
+}
+pub async fn get_conversation(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    Ok(ok(st.app.get_conversation(&c, &id).await?))
+}
+pub async fn patch_conversation(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+    IfMatch(r): IfMatch,
+    AppJson(b): AppJson<ConversationPatch>,
+) -> ApiResult<Response> {
+    Ok(ok(st.app.patch_conversation(&c, &id, b, r).await?))
+}
+pub async fn delete_conversation(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    st.app.delete_conversation(&c, &id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+pub async fn fork_conversation(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+    AppJson(b): AppJson<ForkRequest>,
+) -> ApiResult<Response> {
+    Ok(created(st.app.fork_conversation(&c, &id, b).await?))
+}
+pub async fn create_turn(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+    AppJson(b): AppJson<NewTurn>,
+) -> ApiResult<Response> {
+    Ok(created(st.app.create_turn(&c, &id, b).await?))
+}
+pub async fn create_agent_turn(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+    AppJson(b): AppJson<NewAgentTurn>,
+) -> ApiResult<Response> {
+    let started = st.app.create_agent_turn(&c, &id, b).await?;
+    Ok((StatusCode::ACCEPTED, Json(started)).into_response())
+}
+pub async fn get_turn(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    Ok(ok(st.app.get_turn(&c, &id).await?))
+}
+pub async fn add_alternative(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+    AppJson(b): AppJson<NewAlternative>,
+) -> ApiResult<Response> {
+    Ok(match st.app.add_alternative(&c, &id, b).await? {
+        AlternativeAdded::Turn(t) => created(t),
+        AlternativeAdded::Generating(g) => (StatusCode::ACCEPTED, Json(g)).into_response(),
+    })
+}
+pub async fn switch_active(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+    AppJson(b): AppJson<SwitchActive>,
+) -> ApiResult<Response> {
+    Ok(ok(st.app.switch_active(&c, &id, b).await?))
+}
+pub async fn conversation_tree(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    Ok(ok(st.app.conversation_tree(&c, &id).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Position {
+    turn_id: Option<String>,
+    alternative_id: Option<String>,
+}
+
+pub async fn working_memory(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+    q: Result<Query<Position>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Response> {
+    let Query(q) =
+        q.map_err(|e| ApiError::from(aiden_domain::Error::validation("query", e.body_text())))?;
+    let wm = st
+        .app
+        .working_memory(&c, &id, q.turn_id.as_deref(), q.alternative_id.as_deref())
+        .await?;
+    Ok(ok(wm))
+}
+pub async fn create_summary(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+    AppJson(b): AppJson<NewSummary>,
+) -> ApiResult<Response> {
+    Ok(created(st.app.create_summary(&c, &id, b).await?))
+}
+pub async fn list_summaries(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    Ok(ok(st.app.list_summaries(&c, &id).await?))
+}

@@ -1,0 +1,203 @@
+//! Conversations (seed 001 §Conversation, §ConversationTurn, §WorkingMemory, §Summary): the
+//! commands the API accepts, the facts the graph hands back, and the rules CONV-*, TURN-*, WM-*
+//! and SUM-1 as pure functions over them.
+
+pub mod memory;
+pub mod rules;
+pub mod tree;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{nullable, Id};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Active,
+    Archived,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Archived => "archived",
+        }
+    }
+}
+
+/// Who speaks a Turn. Agents speak only through a Process run (`agent-turns`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Speaker {
+    User,
+    Agent,
+    System,
+}
+
+impl Speaker {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Agent => "agent",
+            Self::System => "system",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "user" => Some(Self::User),
+            "agent" => Some(Self::Agent),
+            "system" => Some(Self::System),
+            _ => None,
+        }
+    }
+}
+
+/// The speakers a client may write content for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HumanSpeaker {
+    User,
+    System,
+}
+
+impl From<HumanSpeaker> for Speaker {
+    fn from(s: HumanSpeaker) -> Self {
+        match s {
+            HumanSpeaker::User => Speaker::User,
+            HumanSpeaker::System => Speaker::System,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnType {
+    #[default]
+    Message,
+    ToolResult,
+    Summary,
+}
+
+impl TurnType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Message => "message",
+            Self::ToolResult => "tool_result",
+            Self::Summary => "summary",
+        }
+    }
+}
+
+/// An Alternative's stored lifecycle: user content is `valid` at once; an agent Alternative is
+/// `generating` until its run settles, then `valid` (content written once) or `failed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AltState {
+    Generating,
+    Valid,
+    Failed,
+}
+
+impl AltState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Generating => "generating",
+            Self::Valid => "valid",
+            Self::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "generating" => Self::Generating,
+            "failed" => Self::Failed,
+            _ => Self::Valid,
+        }
+    }
+}
+
+/// Longest content accepted for one Alternative (characters).
+pub const MAX_CONTENT_CHARS: usize = 200_000;
+pub const MAX_TITLE_CHARS: usize = 500;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewConversation {
+    pub id: Option<Id>,
+    pub title: Option<String>,
+    pub default_process_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConversationPatch {
+    #[serde(default, deserialize_with = "nullable::deserialize")]
+    pub title: Option<Option<String>>,
+    pub status: Option<Status>,
+    #[serde(default, deserialize_with = "nullable::deserialize")]
+    pub default_process_id: Option<Option<String>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewTurn {
+    pub speaker: HumanSpeaker,
+    pub content: String,
+    #[serde(default)]
+    pub turn_type: TurnType,
+    pub parent_turn_id: Option<String>,
+    pub parent_alternative_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewAgentTurn {
+    pub process_id: String,
+    pub parent_turn_id: String,
+    pub parent_alternative_id: Option<String>,
+}
+
+/// `POST /v1/turns/{id}/alternatives`: `content` for user/system Turns, `processId` for agent
+/// Turns (which one is checked against the Turn's speaker).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewAlternative {
+    pub content: Option<String>,
+    pub process_id: Option<String>,
+    pub parent_alternative_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SwitchActive {
+    pub alternative_id: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ForkRequest {
+    pub turn_id: String,
+    pub alternative_id: String,
+    pub title: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewSummary {
+    pub content: String,
+    pub covers_up_to_turn_id: String,
+    pub sources: Vec<String>,
+    pub created_by_process_id: Option<String>,
+    pub token_count: Option<i64>,
+}
+
+/// The names an agent run's initial context offers (contract: agent-turns).
+pub const AGENT_CONTEXT: [&str; 5] = [
+    "conversationId",
+    "turnId",
+    "alternativeId",
+    "userMessage",
+    "workingMemory",
+];

@@ -1,0 +1,428 @@
+//! Turns and Alternatives on the mutation path: user/system turns, agent turns run by a
+//! Process, new Alternatives (edits, regenerations, continuing from another parent), switching
+//! the active one, the tree and working memory. Every write decides from facts read in the same
+//! transaction and writes the Turn first, so concurrent requests on one Turn serialize (TURN-2).
+
+use aiden_domain::conversation::{
+    memory::{self, WorkingMemory},
+    rules::{self, AlternativeKind, Attachment},
+    tree::{self, Context, TurnView},
+    AltState, NewAgentTurn, NewAlternative, NewTurn, Speaker, SwitchActive, AGENT_CONTEXT,
+};
+use aiden_domain::{user::Caller, Error as Rule};
+use aiden_graph::conversations::{self as conv, AltWithTurn};
+use aiden_graph::{runs, Tx};
+use aiden_jobs::EngineMessage;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::conversations::{conversation_view, ensure_own, status_of};
+use crate::runs::{load_runnable, top_level_run};
+use crate::{now, tx::write_tx, App, Result};
+
+/// `202` for work handed to the engine: the Alternative is `generating` until its run ends.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Generating {
+    pub turn_id: String,
+    pub alternative_id: String,
+    pub run_id: String,
+    pub status: &'static str,
+}
+
+/// What a new user Alternative answers (201, the Turn) or an agent one (202).
+pub enum AlternativeAdded {
+    Turn(TurnView),
+    Generating(Generating),
+}
+
+fn one_turn(rows: Vec<AltWithTurn>) -> Result<TurnView> {
+    let mut ctx = Context::default();
+    for r in &rows {
+        if let (Some(p), Some(a)) = (&r.parent_turn_id, &r.parent_active) {
+            ctx.active_of_turn.insert(p.clone(), a.clone());
+        }
+        if r.has_children {
+            ctx.responded_to.insert(r.id.clone());
+        }
+    }
+    let turn = rows
+        .first()
+        .map(AltWithTurn::turn_row)
+        .ok_or(Rule::NotFound)?;
+    let alts = rows.into_iter().map(AltWithTurn::alt_row).collect();
+    Ok(tree::assemble(vec![turn], alts, &ctx)
+        .pop()
+        .ok_or(Rule::NotFound)?)
+}
+
+/// An agent run to start once the transaction commits.
+struct AgentRun {
+    run_id: String,
+    alternative: conv::NewAlternative,
+}
+
+impl App {
+    /// The working memory at `alternative_id`, read inside `tx` (what an agent run is given).
+    async fn memory_in(
+        &self,
+        tx: &mut Tx,
+        conversation_id: &str,
+        alternative_id: &str,
+    ) -> Result<WorkingMemory> {
+        let path = conv::path_in(tx, alternative_id).await?;
+        let summaries = conv::summaries(&self.graph, conversation_id).await?;
+        Ok(memory::assemble(
+            conversation_id,
+            path,
+            summaries.iter().map(Into::into).collect(),
+            now(),
+        )?)
+    }
+
+    /// Checks the Process and prepares its run and the generating Alternative: the run's
+    /// initial context is the agent context (PROC-6 when the Process asks for more).
+    async fn prepare_agent_run(
+        &self,
+        tx: &mut Tx,
+        caller: &Caller,
+        conversation_id: &str,
+        turn_id: &str,
+        process_id: &str,
+        at: &Attachment,
+    ) -> Result<AgentRun> {
+        let loaded = load_runnable(tx, caller, process_id).await?;
+        if let Some(name) = loaded
+            .initial_context
+            .iter()
+            .find(|n| !AGENT_CONTEXT.contains(&n.as_str()))
+        {
+            return Err(Rule::invariant(
+                "PROC-6",
+                "/processId",
+                format!(
+                    "the process needs `{name}`; an agent turn offers {}",
+                    AGENT_CONTEXT.join(", ")
+                ),
+            )
+            .into());
+        }
+        let parent_alt = at.parent_alternative_id.as_deref().ok_or_else(|| {
+            Rule::invariant(
+                "TURN-3",
+                "/parentTurnId",
+                "an agent turn responds to a turn",
+            )
+        })?;
+        let wm = self.memory_in(tx, conversation_id, parent_alt).await?;
+        let user_message = wm
+            .immediate_path
+            .last()
+            .and_then(|p| p.content.clone())
+            .unwrap_or_default();
+        let alternative_id = uuid::Uuid::now_v7().to_string();
+        let run_id = uuid::Uuid::now_v7().to_string();
+        let mut inputs = Map::new();
+        inputs.insert("conversationId".into(), conversation_id.into());
+        inputs.insert("turnId".into(), turn_id.into());
+        inputs.insert("alternativeId".into(), alternative_id.clone().into());
+        inputs.insert("userMessage".into(), user_message.into());
+        inputs.insert(
+            "workingMemory".into(),
+            serde_json::to_value(&wm).unwrap_or(Value::Null),
+        );
+        let run = top_level_run(
+            &run_id,
+            caller,
+            process_id,
+            &loaded,
+            &inputs,
+            Some(alternative_id.clone()),
+        );
+        let now = now();
+        runs::create(tx, &run, &now).await?;
+        conv::set_default_process(tx, conversation_id, Some(process_id), &now).await?;
+        Ok(AgentRun {
+            run_id,
+            alternative: conv::NewAlternative {
+                alternative_id,
+                content: None,
+                state: AltState::Generating.as_str(),
+                run_id: None,
+                parent_alternative_id: at.parent_alternative_id.clone(),
+                process_id: Some(process_id.to_owned()),
+                process_version: Some(loaded.plan.version),
+                process_version_id: Some(loaded.version_id.clone()),
+            },
+        })
+    }
+
+    async fn start_agent_run(&self, run_id: &str) {
+        let start = EngineMessage::RunStart {
+            run_id: run_id.to_owned(),
+        };
+        self.notify_engine(&start, false).await;
+    }
+
+    /// `POST /v1/conversations/{id}/turns`: a user or system Turn with its first Alternative.
+    pub async fn create_turn(&self, caller: &Caller, id: &str, b: NewTurn) -> Result<TurnView> {
+        rules::check_content(&b.content)?;
+        let speaker = Speaker::from(b.speaker);
+        write_tx!(self, |tx| {
+            let (c, parent) = conv::facts_with_turn(&mut tx, id, b.parent_turn_id.as_deref())
+                .await?
+                .ok_or(Rule::NotFound)?;
+            ensure_own(caller, &c.owner_id)?;
+            rules::ensure_writable(status_of(&c.status))?;
+            let at = rules::attach(
+                id,
+                c.turn_count > 0,
+                b.parent_turn_id.as_deref(),
+                parent.as_ref(),
+                b.parent_alternative_id.as_deref(),
+            )?;
+            let turn_id = uuid::Uuid::now_v7().to_string();
+            let first = conv::NewAlternative {
+                alternative_id: uuid::Uuid::now_v7().to_string(),
+                content: Some(b.content.clone()),
+                state: AltState::Valid.as_str(),
+                parent_alternative_id: at.parent_alternative_id.clone(),
+                ..Default::default()
+            };
+            let new_turn = conv::NewTurn {
+                conversation_id: id,
+                turn_id: &turn_id,
+                speaker: speaker.as_str(),
+                turn_type: b.turn_type.as_str(),
+                sequence: at.sequence,
+                parent_turn_id: at.parent_turn_id.as_deref(),
+                first,
+            };
+            conv::create_turn(&mut tx, &new_turn, &now()).await?;
+            one_turn(conv::turn_view(&mut tx, &turn_id).await?)
+        })
+    }
+
+    /// `POST /v1/conversations/{id}/agent-turns`: an agent Turn whose Alternative a run of the
+    /// Process generates; the Conversation's DEFAULT_PROCESS follows the choice (CONV-2).
+    pub async fn create_agent_turn(
+        &self,
+        caller: &Caller,
+        id: &str,
+        b: NewAgentTurn,
+    ) -> Result<Generating> {
+        let started = write_tx!(self, |tx| {
+            let (c, parent) = conv::facts_with_turn(&mut tx, id, Some(&b.parent_turn_id))
+                .await?
+                .ok_or(Rule::NotFound)?;
+            ensure_own(caller, &c.owner_id)?;
+            rules::ensure_writable(status_of(&c.status))?;
+            let at = rules::attach(
+                id,
+                true,
+                Some(&b.parent_turn_id),
+                parent.as_ref(),
+                b.parent_alternative_id.as_deref(),
+            )?;
+            let turn_id = uuid::Uuid::now_v7().to_string();
+            let mut agent = self
+                .prepare_agent_run(&mut tx, caller, id, &turn_id, &b.process_id, &at)
+                .await?;
+            agent.alternative.run_id = Some(agent.run_id.clone());
+            let new_turn = conv::NewTurn {
+                conversation_id: id,
+                turn_id: &turn_id,
+                speaker: Speaker::Agent.as_str(),
+                turn_type: "message",
+                sequence: at.sequence,
+                parent_turn_id: at.parent_turn_id.as_deref(),
+                first: agent.alternative.clone(),
+            };
+            conv::create_turn(&mut tx, &new_turn, &now()).await?;
+            Ok(Generating {
+                turn_id,
+                alternative_id: agent.alternative.alternative_id,
+                run_id: agent.run_id,
+                status: AltState::Generating.as_str(),
+            })
+        })?;
+        self.start_agent_run(&started.run_id).await;
+        Ok(started)
+    }
+
+    /// `POST /v1/turns/{turnId}/alternatives`: a revised prompt (user/system Turn) or a new
+    /// generation (agent Turn), attached to the parent's chosen Alternative; it becomes active.
+    pub async fn add_alternative(
+        &self,
+        caller: &Caller,
+        turn_id: &str,
+        b: NewAlternative,
+    ) -> Result<AlternativeAdded> {
+        let added = write_tx!(self, |tx| {
+            let f = conv::facts_with_parent(&mut tx, turn_id)
+                .await?
+                .ok_or(Rule::NotFound)?;
+            ensure_own(caller, &f.conversation.owner_id)?;
+            rules::ensure_writable(status_of(&f.conversation.status))?;
+            let kind = rules::alternative_kind(
+                f.turn.speaker,
+                b.content.as_deref(),
+                b.process_id.as_deref(),
+            )?;
+            let at = rules::attach_sibling(
+                &f.turn,
+                f.parent.as_ref(),
+                b.parent_alternative_id.as_deref(),
+            )?;
+            let now = now();
+            match kind {
+                AlternativeKind::Content(content) => {
+                    let alt = conv::NewAlternative {
+                        alternative_id: uuid::Uuid::now_v7().to_string(),
+                        content: Some(content.to_owned()),
+                        state: AltState::Valid.as_str(),
+                        parent_alternative_id: at.parent_alternative_id.clone(),
+                        ..Default::default()
+                    };
+                    conv::add_alternative(&mut tx, turn_id, &alt, &now).await?;
+                    Ok(AlternativeAdded::Turn(one_turn(
+                        conv::turn_view(&mut tx, turn_id).await?,
+                    )?))
+                }
+                AlternativeKind::Process(process_id) => {
+                    let conversation_id = f.conversation.id.clone();
+                    let mut agent = self
+                        .prepare_agent_run(
+                            &mut tx,
+                            caller,
+                            &conversation_id,
+                            turn_id,
+                            process_id,
+                            &at,
+                        )
+                        .await?;
+                    agent.alternative.run_id = Some(agent.run_id.clone());
+                    conv::add_alternative(&mut tx, turn_id, &agent.alternative, &now).await?;
+                    Ok(AlternativeAdded::Generating(Generating {
+                        turn_id: turn_id.to_owned(),
+                        alternative_id: agent.alternative.alternative_id,
+                        run_id: agent.run_id,
+                        status: AltState::Generating.as_str(),
+                    }))
+                }
+            }
+        })?;
+        if let AlternativeAdded::Generating(g) = &added {
+            self.start_agent_run(&g.run_id).await;
+        }
+        Ok(added)
+    }
+
+    /// `PUT /v1/turns/{turnId}/active`: exactly one active Alternative, always (TURN-2).
+    pub async fn switch_active(
+        &self,
+        caller: &Caller,
+        turn_id: &str,
+        b: SwitchActive,
+    ) -> Result<TurnView> {
+        write_tx!(self, |tx| {
+            let f = conv::facts_with_parent(&mut tx, turn_id)
+                .await?
+                .ok_or(Rule::NotFound)?;
+            ensure_own(caller, &f.conversation.owner_id)?;
+            rules::ensure_writable(status_of(&f.conversation.status))?;
+            rules::switch_target(&f.turn, &b.alternative_id)?;
+            conv::switch_active(&mut tx, turn_id, &b.alternative_id, &now()).await?;
+            one_turn(conv::turn_view(&mut tx, turn_id).await?)
+        })
+    }
+
+    /// `GET /v1/turns/{turnId}`.
+    pub async fn get_turn(&self, caller: &Caller, turn_id: &str) -> Result<TurnView> {
+        let rows = conv::turn_view_autocommit(&self.graph, turn_id).await?;
+        let owner = match rows.first() {
+            Some(r) => conv::get_autocommit(&self.graph, &r.conversation_id)
+                .await?
+                .map(|c| c.owner_id),
+            None => None,
+        };
+        ensure_own(caller, &owner.ok_or(Rule::NotFound)?)?;
+        one_turn(rows)
+    }
+
+    /// `GET /v1/conversations/{id}/tree`: every Turn and Alternative, derivations included.
+    pub async fn conversation_tree(&self, caller: &Caller, id: &str) -> Result<Value> {
+        let c = conv::get_autocommit(&self.graph, id)
+            .await?
+            .ok_or(Rule::NotFound)?;
+        ensure_own(caller, &c.owner_id)?;
+        let rows = conv::tree(&self.graph, id).await?;
+        let mut turns = std::collections::HashMap::new();
+        let mut alts = Vec::with_capacity(rows.len());
+        for r in rows {
+            turns
+                .entry(r.turn_id.clone())
+                .or_insert_with(|| r.turn_row());
+            alts.push(r.alt_row());
+        }
+        let ctx = Context::of_whole(&alts);
+        let turns = tree::assemble(turns.into_values().collect(), alts, &ctx);
+        Ok(serde_json::json!({"conversation": conversation_view(&c), "turns": turns}))
+    }
+
+    /// `GET /v1/conversations/{id}/working-memory`: computed now from the path (WM-1..3).
+    pub async fn working_memory(
+        &self,
+        caller: &Caller,
+        id: &str,
+        turn_id: Option<&str>,
+        alternative_id: Option<&str>,
+    ) -> Result<WorkingMemory> {
+        let c = conv::get_autocommit(&self.graph, id)
+            .await?
+            .ok_or(Rule::NotFound)?;
+        ensure_own(caller, &c.owner_id)?;
+        let foreign = |what: &str, v: &str| -> crate::Error {
+            Rule::invariant(
+                "WM-3",
+                format!("/{what}"),
+                format!("`{v}` is not part of this conversation"),
+            )
+            .into()
+        };
+        let start = match (alternative_id, turn_id) {
+            (Some(a), _) => Some(a.to_owned()),
+            (None, Some(t)) => {
+                let active = conv::active_alternative(&self.graph, t)
+                    .await?
+                    .filter(|a| a.conversation_id == id)
+                    .ok_or_else(|| foreign("turnId", t))?;
+                Some(active.id)
+            }
+            (None, None) => c.current_alternative_id.clone(),
+        };
+        let Some(start) = start else {
+            return Ok(memory::assemble(id, Vec::new(), Vec::new(), c.updated_at)?);
+        };
+        let (path, summaries) = tokio::join!(
+            conv::path(&self.graph, &start),
+            conv::summaries(&self.graph, id)
+        );
+        let path = path?;
+        let at_turn = path
+            .iter()
+            .find(|p| p.alternative_id == start)
+            .map(|p| p.turn_id.clone());
+        match (at_turn, turn_id) {
+            (None, _) => return Err(foreign("alternativeId", &start)),
+            (Some(t), Some(asked)) if t != asked => return Err(foreign("alternativeId", &start)),
+            _ => {}
+        }
+        Ok(memory::assemble(
+            id,
+            path,
+            summaries?.iter().map(Into::into).collect(),
+            c.updated_at,
+        )?)
+    }
+}

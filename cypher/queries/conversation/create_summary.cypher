@@ -1,0 +1,21 @@
+// A Summary (seed 001 §Summary): HAS_SUMMARY from its Conversation, SUMMARIZES each source in
+// order, COVERS_UP_TO the last Turn it stands in for, CREATED_BY_PROCESS when one made it.
+MATCH (c:Conversation {id: $conversationId}), (t:ConversationTurn {id: $coversUpToTurnId})
+CREATE (s:Summary {id: $id, conversationId: $conversationId, content: $content,
+                   coversUpToTurnId: $coversUpToTurnId, compressionLevel: $compressionLevel,
+                   tokenCount: $tokenCount, sources: $sourceIds,
+                   createdByProcessId: $createdByProcessId, createdAt: $now})
+CREATE (c)-[:HAS_SUMMARY {createdAt: $now}]->(s)
+CREATE (s)-[:COVERS_UP_TO]->(t)
+WITH s
+UNWIND $sources AS src
+OPTIONAL MATCH (a:Alternative {id: src.id})
+OPTIONAL MATCH (o:Summary {id: src.id})
+OPTIONAL MATCH (e:Episode {uuid: src.id})
+WITH s, src, coalesce(a, o, e) AS target
+CREATE (s)-[:SUMMARIZES {order: src.order}]->(target)
+WITH s, count(*) AS n
+OPTIONAL MATCH (p:Process {id: $createdByProcessId})
+FOREACH (_ IN CASE WHEN p IS NULL THEN [] ELSE [1] END |
+  CREATE (s)-[:CREATED_BY_PROCESS {createdAt: $now}]->(p))
+RETURN s.id AS id

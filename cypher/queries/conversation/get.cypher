@@ -1,0 +1,7 @@
+MATCH (c:Conversation {id: $id})
+RETURN c.id AS id, c.ownerId AS ownerId, c.title AS title, c.status AS status,
+       c.defaultProcessId AS defaultProcessId, c.forkedFromId AS forkedFromId,
+       c.originTurnId AS originTurnId, c.originAlternativeId AS originAlternativeId,
+       c.currentTurnId AS currentTurnId, c.currentAlternativeId AS currentAlternativeId,
+       c.turnCount AS turnCount, c.revision AS revision, c.createdAt AS createdAt,
+       c.updatedAt AS updatedAt

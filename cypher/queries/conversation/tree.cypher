@@ -1,0 +1,10 @@
+// Every Turn and Alternative of a Conversation: one indexed scan, derivations done in Rust.
+MATCH (t:ConversationTurn {conversationId: $id})-[h:HAS_ALTERNATIVE]->(a:Alternative)
+OPTIONAL MATCH (a)-[e:EXECUTED_BY]->(p:Process)
+RETURN t.id AS turnId, t.conversationId AS conversationId, t.speaker AS speaker,
+       t.turnType AS turnType, t.sequence AS turnSequence, t.parentTurnId AS parentTurnId,
+       t.viaAlternative AS viaAlternative, t.timestamp AS timestamp,
+       a.id AS id, h.sequence AS sequence, h.isActive AS isActive, a.content AS content,
+       a.createdAt AS createdAt, a.respondsTo AS respondsTo, p.id AS processId,
+       e.version AS processVersion, a.runId AS runId, a.state AS state,
+       a.episodeId AS episodeId, a.error AS error

@@ -1,0 +1,28 @@
+// Another Alternative of an existing Turn. The Turn is written first (its lock on Neo4j, a
+// version conflict on ArcadeDB), so concurrent additions and switches on one Turn serialize:
+// the sequence is the Turn's next, and the new Alternative is the only active one (TURN-2,
+// TURN-8). `seqKey` is the unique backstop for the sequence.
+MATCH (t:ConversationTurn {id: $turnId})
+SET t.lockedAt = $now
+WITH t
+SET t.altCount = t.altCount + 1
+WITH t
+MATCH (t)-[h:HAS_ALTERNATIVE]->(:Alternative)
+SET h.isActive = false
+WITH DISTINCT t
+CREATE (t)-[:HAS_ALTERNATIVE {isActive: true, sequence: t.altCount}]->(a:Alternative {
+  id: $alternativeId, seqKey: t.id + '#' + toString(t.altCount), turnId: t.id,
+  conversationId: t.conversationId, speaker: t.speaker, turnType: t.turnType,
+  sequence: t.altCount, depth: t.sequence,
+  content: $content, state: $state, runId: $runId, respondsTo: $parentAlternativeId,
+  createdAt: $now})
+WITH t, a
+MATCH (c:Conversation {id: t.conversationId})
+SET c.currentTurnId = t.id, c.currentAlternativeId = a.id, c.updatedAt = $now
+WITH t, a
+OPTIONAL MATCH (pa:Alternative {id: $parentAlternativeId})
+OPTIONAL MATCH (proc:Process {id: $processId})
+FOREACH (_ IN CASE WHEN pa IS NULL THEN [] ELSE [1] END | CREATE (a)-[:RESPONDS_TO]->(pa))
+FOREACH (_ IN CASE WHEN proc IS NULL THEN [] ELSE [1] END |
+  CREATE (a)-[:EXECUTED_BY {createdAt: $now, version: $processVersion, versionId: $processVersionId}]->(proc))
+RETURN a.sequence AS sequence

@@ -1,0 +1,24 @@
+// A Turn with its first, active Alternative (TURN-8), attached under its parent (TURN-3) at
+// depth = parent + 1 (TURN-1); the Conversation counts it and moves its current position.
+// Agent Alternatives are EXECUTED_BY the Process version that generates them (TURN-5).
+MATCH (c:Conversation {id: $conversationId})
+SET c.turnCount = c.turnCount + 1, c.currentTurnId = $turnId,
+    c.currentAlternativeId = $alternativeId, c.updatedAt = $now
+CREATE (c)-[:HAS_TURN {sequence: $sequence}]->(t:ConversationTurn {
+  id: $turnId, conversationId: $conversationId, speaker: $speaker, turnType: $turnType,
+  sequence: $sequence, parentTurnId: $parentTurnId, viaAlternative: $parentAlternativeId,
+  timestamp: $now, altCount: 1})
+CREATE (t)-[:HAS_ALTERNATIVE {isActive: true, sequence: 1}]->(a:Alternative {
+  id: $alternativeId, seqKey: $turnId + '#1', turnId: $turnId, conversationId: $conversationId,
+  speaker: $speaker, turnType: $turnType, sequence: 1, depth: $sequence, content: $content, state: $state,
+  runId: $runId, respondsTo: $parentAlternativeId, createdAt: $now})
+WITH t, a
+OPTIONAL MATCH (p:ConversationTurn {id: $parentTurnId})
+OPTIONAL MATCH (pa:Alternative {id: $parentAlternativeId})
+OPTIONAL MATCH (proc:Process {id: $processId})
+FOREACH (_ IN CASE WHEN p IS NULL THEN [] ELSE [1] END |
+  CREATE (t)-[:CHILD_OF {viaAlternative: $parentAlternativeId}]->(p))
+FOREACH (_ IN CASE WHEN pa IS NULL THEN [] ELSE [1] END | CREATE (a)-[:RESPONDS_TO]->(pa))
+FOREACH (_ IN CASE WHEN proc IS NULL THEN [] ELSE [1] END |
+  CREATE (a)-[:EXECUTED_BY {createdAt: $now, version: $processVersion, versionId: $processVersionId}]->(proc))
+RETURN t.id AS id

@@ -77,3 +77,41 @@ pub async fn event_gaps(tx: &mut Tx) -> Result<Vec<IdRow>, Error> {
     tx.rows(cypher(query_file!("audit/event_gaps.cypher"), None))
         .await
 }
+
+/// The conversation audits (TURN-1, 2, 3, 5, 7): `(invariant, offending ids, what is wrong)`.
+pub async fn conversation_findings(
+    tx: &mut Tx,
+) -> Result<Vec<(&'static str, Vec<IdRow>, &'static str)>, Error> {
+    let checks: [(&'static str, &'static str, &'static str); 5] = [
+        (
+            "TURN-1",
+            query_file!("audit/turn_sequence.cypher"),
+            "Turn without exactly one HAS_TURN from its Conversation, or sequence is not its depth",
+        ),
+        (
+            "TURN-2",
+            query_file!("audit/turn_active.cypher"),
+            "Turn without Alternatives, or without exactly one active Alternative",
+        ),
+        (
+            "TURN-3",
+            query_file!("audit/turn_structure.cypher"),
+            "CHILD_OF / RESPONDS_TO do not point into the parent Turn of the same Conversation",
+        ),
+        (
+            "TURN-5",
+            query_file!("audit/alternative_executed_by.cypher"),
+            "agent Alternative without exactly one EXECUTED_BY, or a non-agent one with it",
+        ),
+        (
+            "TURN-7",
+            query_file!("audit/alternative_content.cypher"),
+            "Alternative with more than one HAS_CONTENT, or one disagreeing with its episodeId",
+        ),
+    ];
+    let mut out = Vec::with_capacity(checks.len());
+    for (id, text, message) in checks {
+        out.push((id, tx.rows(cypher(text, None)).await?, message));
+    }
+    Ok(out)
+}

@@ -15,6 +15,8 @@ pub enum Kind {
     Secret,
     Tool,
     Process,
+    /// Only for labels (OWN-1 audit): Conversations are stored by `conversations.rs`.
+    Conversation,
 }
 
 impl Kind {
@@ -26,17 +28,19 @@ impl Kind {
             Kind::Secret => "Secret",
             Kind::Tool => "Tool",
             Kind::Process => "Process",
+            Kind::Conversation => "Conversation",
         }
     }
 
     /// OWN-1: the kinds that carry an `OWNED_BY` edge (templates too, for one ownership model).
-    pub const OWNED: [Kind; 6] = [
+    pub const OWNED: [Kind; 7] = [
         Kind::ServiceTemplate,
         Kind::ToolTemplate,
         Kind::Service,
         Kind::Secret,
         Kind::Tool,
         Kind::Process,
+        Kind::Conversation,
     ];
 }
 

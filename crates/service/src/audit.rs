@@ -99,6 +99,13 @@ impl Auditor {
                     message: "settled run's event log is not exactly 1..eventSeq".into(),
                 });
             }
+            for (invariant, rows, message) in audit::conversation_findings(&mut tx).await? {
+                findings.extend(rows.into_iter().map(|row| Finding {
+                    invariant,
+                    id: row.id,
+                    message: message.into(),
+                }));
+            }
             Ok(findings)
         })
     }

@@ -184,3 +184,114 @@ async fn sec_2_check_reports_secrets_without_ciphertext() {
         "rotation writes a fresh ciphertext"
     );
 }
+
+/// A conversation built through the API: root user turn → child user turn. Returns
+/// `(conversation, root turn, root alternative, child turn, child alternative)`.
+async fn small_conversation(u: &aiden_tests::Client) -> (String, String, String, String, String) {
+    let c = u.post("/v1/conversations", json!({"title": "audit"})).await;
+    let c = c.ok(201)["id"].as_str().unwrap().to_owned();
+    let root = u
+        .post(
+            &format!("/v1/conversations/{c}/turns"),
+            json!({"speaker": "user", "content": "root"}),
+        )
+        .await;
+    let root = root.ok(201).clone();
+    let child = u
+        .post(
+            &format!("/v1/conversations/{c}/turns"),
+            json!({"speaker": "user", "content": "child", "parentTurnId": root["id"]}),
+        )
+        .await;
+    let child = child.ok(201).clone();
+    let s = |v: &serde_json::Value| v.as_str().unwrap().to_owned();
+    (
+        c,
+        s(&root["id"]),
+        s(&root["alternatives"][0]["id"]),
+        s(&child["id"]),
+        s(&child["alternatives"][0]["id"]),
+    )
+}
+
+/// TURN-1 / TURN-2 / TURN-3 / TURN-5 / TURN-7 / OWN-1: an API-built conversation is clean;
+/// each kind of corruption is reported under its rule and stops being reported once repaired.
+#[tokio::test]
+async fn turn_1_2_3_5_7_check_reports_corrupted_conversations() {
+    let u = user().await;
+    let (c, root, root_alt, child, child_alt) = small_conversation(&u).await;
+    for id in [&c, &root, &root_alt, &child, &child_alt] {
+        assert!(findings_for(id).await.is_empty(), "{id} should start clean");
+    }
+    let q = |text: &str| {
+        aiden_graph_query(text)
+            .param("c", c.as_str())
+            .param("root", root.as_str())
+            .param("rootAlt", root_alt.as_str())
+            .param("child", child.as_str())
+            .param("childAlt", child_alt.as_str())
+    };
+    // TURN-1: a sequence that is not the depth.
+    write(q(
+        "MATCH (t:ConversationTurn {id: $child}) SET t.sequence = 5",
+    ))
+    .await;
+    assert_eq!(findings_for(&child).await, vec!["TURN-1"]);
+    write(q(
+        "MATCH (t:ConversationTurn {id: $child}) SET t.sequence = 2",
+    ))
+    .await;
+    // TURN-2: two active alternatives, then none.
+    write(q(
+        "MATCH (:ConversationTurn {id: $root})-[h:HAS_ALTERNATIVE]->() SET h.isActive = false",
+    ))
+    .await;
+    assert_eq!(findings_for(&root).await, vec!["TURN-2"]);
+    write(q(
+        "MATCH (:ConversationTurn {id: $root})-[h:HAS_ALTERNATIVE]->() SET h.isActive = true",
+    ))
+    .await;
+    assert!(findings_for(&root).await.is_empty());
+    // TURN-3: a child alternative that responds to nothing.
+    write(q(
+        "MATCH (:Alternative {id: $childAlt})-[r:RESPONDS_TO]->() DELETE r",
+    ))
+    .await;
+    assert_eq!(findings_for(&child).await, vec!["TURN-3"]);
+    write(q("MATCH (a:Alternative {id: $childAlt}), (p:Alternative {id: $rootAlt}) CREATE (a)-[:RESPONDS_TO]->(p)")).await;
+    assert!(findings_for(&child).await.is_empty());
+    // TURN-5: a user alternative claiming a Process.
+    let service = fixtures::rest_service(&u, false).await;
+    let tool = fixtures::rest_tool(&u, &service).await;
+    let process = u.post("/v1/processes", fixtures::process_body(&tool)).await;
+    let process = process.ok(201)["id"].as_str().unwrap().to_owned();
+    write(q("MATCH (a:Alternative {id: $rootAlt}), (p:Process {id: $p}) CREATE (a)-[:EXECUTED_BY]->(p)").param("p", process.as_str())).await;
+    assert_eq!(findings_for(&root_alt).await, vec!["TURN-5"]);
+    write(q(
+        "MATCH (:Alternative {id: $rootAlt})-[e:EXECUTED_BY]->() DELETE e",
+    ))
+    .await;
+    // TURN-7: an episodeId without its HAS_CONTENT edge.
+    write(q(
+        "MATCH (a:Alternative {id: $rootAlt}) SET a.episodeId = 'ep-1'",
+    ))
+    .await;
+    assert_eq!(findings_for(&root_alt).await, vec!["TURN-7"]);
+    write(q("MATCH (a:Alternative {id: $rootAlt}) REMOVE a.episodeId")).await;
+    // OWN-1: a second owner.
+    write(q(
+        "MATCH (c:Conversation {id: $c}), (u:User {id: 'admin'}) CREATE (c)-[:OWNED_BY]->(u)",
+    ))
+    .await;
+    assert_eq!(findings_for(&c).await, vec!["OWN-1"]);
+    write(q(
+        "MATCH (c:Conversation {id: $c})-[o:OWNED_BY]->(:User {id: 'admin'}) DELETE o",
+    ))
+    .await;
+    for id in [&c, &root, &root_alt, &child, &child_alt] {
+        assert!(
+            findings_for(id).await.is_empty(),
+            "{id} should be clean again"
+        );
+    }
+}

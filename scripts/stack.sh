@@ -116,11 +116,22 @@ start_rabbitmq() {
   exit 1
 }
 
+# The test suites get their own RabbitMQ virtual host, so a stack serving on `/` (scripts/run.sh)
+# never takes their jobs, nor they its. The harness reads the URI from .stack/test-amqp-uri.
+ensure_test_vhost() {
+  command -v rabbitmqctl >/dev/null || return 0
+  rabbitmqctl -q list_vhosts 2>/dev/null | grep -qx aiden-test ||
+    rabbitmqctl -q add_vhost aiden-test >/dev/null 2>&1 || return 0
+  rabbitmqctl -q set_permissions -p aiden-test guest '.*' '.*' '.*' >/dev/null 2>&1 || return 0
+  echo "amqp://guest:guest@127.0.0.1:$AMQP_PORT/aiden-test" >"$STACK/test-amqp-uri"
+}
+
 case "${1:-up}" in
   up)
     write_env
     start_arcadedb
     start_rabbitmq
+    ensure_test_vhost
     ;;
   down)
     if [ -f "$STACK/arcadedb.pid" ]; then

@@ -62,13 +62,7 @@ fn envs(http_port: u16) -> Vec<(&'static str, String)> {
             "AIDEN_NEO4J_DATABASE",
             setting("AIDEN_NEO4J_DATABASE", Some("neo4j")),
         ),
-        (
-            "AIDEN_AMQP_URI",
-            setting(
-                "AIDEN_AMQP_URI",
-                Some("amqp://guest:guest@127.0.0.1:5672/%2f"),
-            ),
-        ),
+        ("AIDEN_AMQP_URI", aiden_tests::test_amqp_uri()),
         ("AIDEN_MASTER_KEY", TEST_MASTER_KEY.to_owned()),
         ("AIDEN_ADMIN_TOKEN", admin_token()),
         ("AIDEN_HTTP_ADDR", format!("127.0.0.1:{http_port}")),

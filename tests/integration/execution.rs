@@ -433,10 +433,7 @@ fn kinds(events: &[(i64, Value)]) -> Vec<String> {
 // ---------------------------------------------------------------------------------------------
 
 async fn amqp() -> (lapin::Connection, lapin::Channel) {
-    let uri = aiden_tests::setting(
-        "AIDEN_AMQP_URI",
-        Some("amqp://guest:guest@127.0.0.1:5672/%2f"),
-    );
+    let uri = aiden_tests::test_amqp_uri();
     let conn = lapin::Connection::connect(&uri, Default::default())
         .await
         .expect("RabbitMQ");

@@ -441,10 +441,7 @@ async fn exec_4_retryable_failures_are_retried_with_backoff_until_they_succeed()
 
 /// Finds (and removes) the dead-lettered job of `step_run_id`; returns its reason header.
 async fn dead_letter_reason(step_run_id: &str) -> Option<String> {
-    let amqp = aiden_tests::setting(
-        "AIDEN_AMQP_URI",
-        Some("amqp://guest:guest@127.0.0.1:5672/%2f"),
-    );
+    let amqp = aiden_tests::test_amqp_uri();
     let conn = lapin::Connection::connect(&amqp, Default::default())
         .await
         .unwrap();
@@ -740,10 +737,7 @@ async fn exec_2_a_duplicated_job_never_records_a_second_result() {
         "operationType": "rest_api", "attempt": 1, "maxAttempts": 3, "toolId": k.tools["echo"],
         "ownerId": "admin", "inputs": {"v": "{{v}}"}, "variables": {"v": tag}, "timeoutMs": 5000,
         "deadlineMs": i64::MAX, "redispatch": true});
-    let amqp = aiden_tests::setting(
-        "AIDEN_AMQP_URI",
-        Some("amqp://guest:guest@127.0.0.1:5672/%2f"),
-    );
+    let amqp = aiden_tests::test_amqp_uri();
     let conn = lapin::Connection::connect(&amqp, Default::default())
         .await
         .unwrap();

@@ -50,6 +50,22 @@ pub fn setting(name: &str, default: Option<&str>) -> String {
     })
 }
 
+/// The broker the tests use: `AIDEN_TEST_AMQP_URI`, else the stack's test virtual host (so a
+/// `scripts/run.sh` stack on `/` never takes test jobs), else `AIDEN_AMQP_URI`.
+pub fn test_amqp_uri() -> String {
+    if let Ok(v) = std::env::var("AIDEN_TEST_AMQP_URI") {
+        return v;
+    }
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../.stack/test-amqp-uri");
+    match std::fs::read_to_string(file) {
+        Ok(uri) if !uri.trim().is_empty() => uri.trim().to_owned(),
+        _ => setting(
+            "AIDEN_AMQP_URI",
+            Some("amqp://guest:guest@127.0.0.1:5672/%2f"),
+        ),
+    }
+}
+
 /// Captures the server's log lines so tests can assert what never appears in them.
 #[derive(Clone)]
 struct LogSink(Arc<Mutex<Vec<u8>>>);
@@ -78,10 +94,7 @@ pub fn server() -> &'static Server {
             database: setting("AIDEN_NEO4J_DATABASE", Some("neo4j")),
             max_connections: 32,
         };
-        let amqp = setting(
-            "AIDEN_AMQP_URI",
-            Some("amqp://guest:guest@127.0.0.1:5672/%2f"),
-        );
+        let amqp = test_amqp_uri();
         let admin_token = setting(
             "AIDEN_ADMIN_TOKEN",
             Some("test-admin-token-0123456789abcdef"),

@@ -606,7 +606,6 @@ async fn exec_1_sequential_chain_passes_outputs_with_their_json_types() {
 /// The seed form with a path, `{step.a.body.x}`: the interpolator rewrites it to
 /// `{{a.body.x}}`, so the job must carry `a` and the step must see the nested value.
 #[tokio::test]
-#[ignore = "BUG: `{step.a.body.x}` is rewritten by the interpolator but not counted as a use of `a` (template_vars::seed_step_variables stops at the dot), so the job lacks `a` and the step fails with INTERPOLATION_ERROR"]
 async fn seed_form_with_a_path_reads_a_nested_value() {
     let u = user().await;
     let k = kit(&u).await;

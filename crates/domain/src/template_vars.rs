@@ -79,20 +79,21 @@ fn push_path(vars: &mut BTreeSet<String>, token: &str) {
     }
 }
 
-/// `{step.name}` (single braces, seed 001's form) names the variable `name`.
+/// `{step.name}` or `{step.name.path}` (single braces, seed 001's form) uses the variable `name`.
 fn seed_step_variables(template: &str) -> BTreeSet<String> {
     let mut vars = BTreeSet::new();
     let mut rest = template;
     while let Some(start) = rest.find("{step.") {
         let after = &rest[start + 6..];
-        let name: String = after
+        let reference: String = after
             .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '.')
             .collect();
-        if !name.is_empty() && after[name.len()..].starts_with('}') {
-            vars.insert(name.clone());
+        let name = reference.split('.').next().unwrap_or_default();
+        if !name.is_empty() && after[reference.len()..].starts_with('}') {
+            vars.insert(name.to_owned());
         }
-        rest = &after[name.len()..];
+        rest = &after[reference.len()..];
     }
     vars
 }
@@ -185,6 +186,10 @@ mod tests {
         assert_eq!(
             template_variables("use {step.searchResults} here"),
             set(&["searchResults"])
+        );
+        assert_eq!(
+            template_variables("{step.a.body.x} and {step.b}"),
+            set(&["a", "b"])
         );
     }
 

@@ -357,3 +357,132 @@ async fn graph_query_writes_and_reads_the_tools_own_graph() {
     assert_eq!(run["output"]["rows"], json!([{"deleted": 1}]), "{run}");
     let _ = bad;
 }
+
+/// One resource of a seed file, as written there.
+fn seed_spec(text: &str, id: &str) -> Value {
+    use serde::Deserialize;
+    serde_yaml_ng::Deserializer::from_str(text)
+        .map(|d| Value::deserialize(d).expect("seed yaml"))
+        .find(|d| d["spec"]["id"] == id)
+        .unwrap_or_else(|| panic!("seed defines {id}"))["spec"]
+        .clone()
+}
+
+/// The seeded default agent Process and its LLM Tool, exactly as `seed/` defines them, with
+/// the Tool pointed at the fake provider.
+async fn seeded_converse_process(c: &Client, endpoint: &str, secret: &str) -> String {
+    let svc = fixtures::create(c, "services", json!({"id": unique("svc"), "name": "LLM", "type": "llm_provider",
+        "protocol": "http", "requiresSecret": true, "endpoint": endpoint, "enabled": true,
+        "connectionSchema": {"type": "object", "required": ["endpoint", "model"], "properties": {
+            "endpoint": {"type": "string"}, "model": {"type": "string"}, "temperature": {"type": "number"},
+            "maxTokens": {"type": "integer"}}}})).await["id"].as_str().unwrap().to_owned();
+    let mut tool = seed_spec(include_str!("../../seed/50-tools.yaml"), "tool-llm-answer");
+    tool["id"] = json!(unique("answer"));
+    tool["serviceId"] = json!(svc);
+    tool["secretId"] = json!(secret);
+    tool["connectionParams"] = json!({"endpoint": endpoint, "model": "m", "maxTokens": 64});
+    tool["operation"]["api"] = json!("openai");
+    let tool = fixtures::create(c, "tools", tool).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut spec = seed_spec(
+        include_str!("../../seed/60-processes.yaml"),
+        "process-converse",
+    );
+    spec["id"] = json!(unique("converse"));
+    spec["steps"][0]["tool"] = json!(tool);
+    fixtures::create(c, "processes", spec).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+async fn settled_alternative(c: &Client, turn: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let t = c.get(&format!("/v1/turns/{turn}")).await.ok(200).clone();
+        let active = t["alternatives"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["isActive"] == true)
+            .cloned()
+            .unwrap();
+        if active["cacheStatus"] != "generating" {
+            return active;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "alternative still generating: {t}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// CONV-2 / WM-1: an agent turn with the seeded `process-converse` sends the working memory
+/// (every turn of the path as `speaker: content`) and the user's message to the LLM, and the
+/// reply becomes the agent Alternative's content; the next agent turn sees that reply.
+#[tokio::test]
+async fn conversation_agent_turns_run_the_seeded_converse_process() {
+    let c = admin();
+    let (p, endpoint) = provider().await;
+    let secret = fixtures::secret(&c, &format!("sk-test-{}", unique("k"))).await;
+    let process = seeded_converse_process(&c, &endpoint, &secret).await;
+    let conv = c
+        .post("/v1/conversations", json!({"title": "seeded"}))
+        .await;
+    let conv = conv.ok(201)["id"].as_str().unwrap().to_owned();
+    let first = c
+        .post(
+            &format!("/v1/conversations/{conv}/turns"),
+            json!({"speaker": "user", "content": "What is a graph?"}),
+        )
+        .await;
+    let first = first.ok(201)["id"].as_str().unwrap().to_owned();
+    let agent = c
+        .post(
+            &format!("/v1/conversations/{conv}/agent-turns"),
+            json!({"processId": process, "parentTurnId": first}),
+        )
+        .await;
+    let agent = agent.ok(202)["turnId"].as_str().unwrap().to_owned();
+    let reply = settled_alternative(&c, &agent).await;
+    assert_eq!(reply["cacheStatus"], "valid", "{reply}");
+    let prompt = prompt_of(&p.requests.lock().unwrap().last().unwrap().1);
+    assert!(
+        prompt.contains("User message: What is a graph?"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("user: What is a graph?"), "{prompt}");
+    assert_eq!(reply["content"], format!("echo: {prompt}"));
+    assert_eq!(
+        c.get(&format!("/v1/conversations/{conv}")).await.ok(200)["defaultProcessId"],
+        json!(process)
+    );
+
+    let second = c
+        .post(
+            &format!("/v1/conversations/{conv}/turns"),
+            json!({"speaker": "user", "content": "And a tree?", "parentTurnId": agent}),
+        )
+        .await;
+    let second = second.ok(201)["id"].as_str().unwrap().to_owned();
+    let agent2 = c
+        .post(
+            &format!("/v1/conversations/{conv}/agent-turns"),
+            json!({"processId": process, "parentTurnId": second}),
+        )
+        .await;
+    let agent2 = agent2.ok(202)["turnId"].as_str().unwrap().to_owned();
+    assert_eq!(
+        settled_alternative(&c, &agent2).await["cacheStatus"],
+        "valid"
+    );
+    let prompt2 = prompt_of(&p.requests.lock().unwrap().last().unwrap().1);
+    assert!(prompt2.contains("User message: And a tree?"), "{prompt2}");
+    assert!(
+        prompt2.contains(&format!("agent: echo: {}", prompt.lines().next().unwrap())),
+        "the earlier reply is in the context: {prompt2}"
+    );
+}

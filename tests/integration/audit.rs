@@ -214,10 +214,10 @@ async fn small_conversation(u: &aiden_tests::Client) -> (String, String, String,
     )
 }
 
-/// TURN-1 / TURN-2 / TURN-3 / TURN-5 / TURN-7 / OWN-1: an API-built conversation is clean;
+/// TURN-1 / TURN-2 / TURN-3 / TURN-5 / TURN-6 / TURN-7 / OWN-1: an API-built conversation is clean;
 /// each kind of corruption is reported under its rule and stops being reported once repaired.
 #[tokio::test]
-async fn turn_1_2_3_5_7_check_reports_corrupted_conversations() {
+async fn turn_1_2_3_5_6_7_check_reports_corrupted_conversations() {
     let u = user().await;
     let (c, root, root_alt, child, child_alt) = small_conversation(&u).await;
     for id in [&c, &root, &root_alt, &child, &child_alt] {
@@ -271,6 +271,10 @@ async fn turn_1_2_3_5_7_check_reports_corrupted_conversations() {
         "MATCH (:Alternative {id: $rootAlt})-[e:EXECUTED_BY]->() DELETE e",
     ))
     .await;
+    // TURN-6: generating with no run behind it.
+    write(q("MATCH (a:Alternative {id: $rootAlt}) SET a.state = 'generating'")).await;
+    assert_eq!(findings_for(&root_alt).await, vec!["TURN-6"]);
+    write(q("MATCH (a:Alternative {id: $rootAlt}) SET a.state = 'valid'")).await;
     // TURN-7: an episodeId without its HAS_CONTENT edge.
     write(q(
         "MATCH (a:Alternative {id: $rootAlt}) SET a.episodeId = 'ep-1'",

@@ -78,11 +78,11 @@ pub async fn event_gaps(tx: &mut Tx) -> Result<Vec<IdRow>, Error> {
         .await
 }
 
-/// The conversation audits (TURN-1, 2, 3, 5, 7): `(invariant, offending ids, what is wrong)`.
+/// The conversation audits (TURN-1, 2, 3, 5, 6, 7): `(invariant, offending ids, what is wrong)`.
 pub async fn conversation_findings(
     tx: &mut Tx,
 ) -> Result<Vec<(&'static str, Vec<IdRow>, &'static str)>, Error> {
-    let checks: [(&'static str, &'static str, &'static str); 5] = [
+    let checks: [(&'static str, &'static str, &'static str); 6] = [
         (
             "TURN-1",
             query_file!("audit/turn_sequence.cypher"),
@@ -102,6 +102,11 @@ pub async fn conversation_findings(
             "TURN-5",
             query_file!("audit/alternative_executed_by.cypher"),
             "agent Alternative without exactly one EXECUTED_BY, or a non-agent one with it",
+        ),
+        (
+            "TURN-6",
+            query_file!("audit/alternative_generation.cypher"),
+            "Alternative still generating although its run has settled (or has no run)",
         ),
         (
             "TURN-7",

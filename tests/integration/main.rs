@@ -2,6 +2,7 @@
 //! the test that covers it.
 
 mod audit;
+mod branching;
 mod catalog;
 mod concurrency;
 mod execution;

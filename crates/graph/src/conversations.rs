@@ -484,6 +484,10 @@ pub struct SummaryRecord {
     pub sources: Vec<String>,
     pub created_by_process_id: Option<String>,
     pub created_at: String,
+    #[serde(default, skip_serializing)]
+    pub alternative_sources: Vec<String>,
+    #[serde(default, skip_serializing)]
+    pub summary_sources: Vec<String>,
 }
 
 impl From<&SummaryRecord> for SummaryRow {
@@ -495,6 +499,8 @@ impl From<&SummaryRecord> for SummaryRow {
             covers_up_to_turn_id: s.covers_up_to_turn_id.clone(),
             compression_level: s.compression_level,
             token_count: s.token_count,
+            alternative_sources: s.alternative_sources.clone(),
+            summary_sources: s.summary_sources.clone(),
         }
     }
 }
@@ -534,6 +540,8 @@ pub async fn create_summary(tx: &mut Tx, s: &SummaryRecord) -> Result<(), Error>
         .param("compressionLevel", s.compression_level)
         .param("tokenCount", s.token_count)
         .param("sourceIds", s.sources.clone())
+        .param("alternativeSources", s.alternative_sources.clone())
+        .param("summarySources", s.summary_sources.clone())
         .param("sources", bolt(Value::Array(sources))?)
         .param("createdByProcessId", s.created_by_process_id.clone())
         .param("now", s.created_at.as_str());

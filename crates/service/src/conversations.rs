@@ -376,7 +376,13 @@ impl App {
             }
             let found = conv::summary_sources(&mut tx, &b.sources).await?;
             let mut levels = Vec::with_capacity(found.len());
+            let (mut alternative_sources, mut summary_sources) = (Vec::new(), Vec::new());
             for (i, s) in found.iter().enumerate() {
+                match s.kind.as_deref() {
+                    Some("Alternative") => alternative_sources.push(s.id.clone()),
+                    Some("Summary") => summary_sources.push(s.id.clone()),
+                    _ => {}
+                }
                 match (&s.kind, &s.conversation_id) {
                     (None, _) => {
                         return Err(Rule::invariant(
@@ -431,6 +437,8 @@ impl App {
                 sources: b.sources.clone(),
                 created_by_process_id: b.created_by_process_id.clone(),
                 created_at: now(),
+                alternative_sources,
+                summary_sources,
             };
             conv::create_summary(&mut tx, &record).await?;
             Ok(record)

@@ -4,6 +4,7 @@ MATCH (c:Conversation {id: $conversationId}), (t:ConversationTurn {id: $coversUp
 CREATE (s:Summary {id: $id, conversationId: $conversationId, content: $content,
                    coversUpToTurnId: $coversUpToTurnId, compressionLevel: $compressionLevel,
                    tokenCount: $tokenCount, sources: $sourceIds,
+                   alternativeSources: $alternativeSources, summarySources: $summarySources,
                    createdByProcessId: $createdByProcessId, createdAt: $now})
 CREATE (c)-[:HAS_SUMMARY {createdAt: $now}]->(s)
 CREATE (s)-[:COVERS_UP_TO]->(t)

@@ -2,7 +2,7 @@
 //! `RESPONDS_TO` parents from an Alternative back to the root, with the deepest Summary that
 //! covers part of that path standing in for the covered part.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -39,6 +39,12 @@ pub struct SummaryRow {
     pub covers_up_to_turn_id: String,
     pub compression_level: i64,
     pub token_count: i64,
+    /// The Alternatives and Summaries it summarizes (Episodes are not listed: they carry no
+    /// branch). A Summary speaks for a path only if all of these lie on it.
+    #[serde(default)]
+    pub alternative_sources: Vec<String>,
+    #[serde(default)]
+    pub summary_sources: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -107,10 +113,19 @@ pub fn assemble(
         .iter()
         .map(|p| (p.turn_id.as_str(), p.sequence))
         .collect();
-    // WM-3: the deepest Summary covering a Turn on this path replaces the path up to that Turn.
+    let on_path: HashSet<&str> = path.iter().map(|p| p.alternative_id.as_str()).collect();
+    let by_id: HashMap<&str, &SummaryRow> = summaries.iter().map(|s| (s.id.as_str(), s)).collect();
+    let mut memo = HashMap::new();
+    let applicable: HashSet<String> = summaries
+        .iter()
+        .filter(|s| speaks_for(s, &on_path, &by_id, &mut memo))
+        .map(|s| s.id.clone())
+        .collect();
+    // WM-3: the deepest Summary covering a Turn on this path, made from this path, replaces the
+    // path up to that Turn.
     let cover = summaries
         .into_iter()
-        .filter(|s| s.conversation_id == conversation_id)
+        .filter(|s| s.conversation_id == conversation_id && applicable.contains(&s.id))
         .filter_map(|s| {
             depth_of
                 .get(s.covers_up_to_turn_id.as_str())
@@ -160,6 +175,31 @@ pub fn assemble(
     })
 }
 
+/// Whether a Summary was made from this path: its Alternatives lie on it and its Summaries do
+/// too, recursively. A Summary of another branch never stands in for this one.
+fn speaks_for<'a>(
+    s: &'a SummaryRow,
+    on_path: &HashSet<&str>,
+    by_id: &HashMap<&str, &'a SummaryRow>,
+    memo: &mut HashMap<&'a str, bool>,
+) -> bool {
+    if let Some(known) = memo.get(s.id.as_str()) {
+        return *known;
+    }
+    memo.insert(&s.id, false); // a cycle cannot speak for anything
+    let ok = s
+        .alternative_sources
+        .iter()
+        .all(|a| on_path.contains(a.as_str()))
+        && s.summary_sources.iter().all(|id| {
+            by_id
+                .get(id.as_str())
+                .is_some_and(|inner| speaks_for(inner, on_path, by_id, memo))
+        });
+    memo.insert(&s.id, ok);
+    ok
+}
+
 /// SUM-1: one level above the deepest source (an Alternative or Episode is level 0).
 pub fn compression_level(source_levels: &[i64]) -> Result<i64, Error> {
     source_levels.iter().max().map(|m| m + 1).ok_or_else(|| {
@@ -198,6 +238,8 @@ mod tests {
             covers_up_to_turn_id: format!("t{upto}"),
             compression_level: level,
             token_count: tokens,
+            alternative_sources: Vec::new(),
+            summary_sources: Vec::new(),
         }
     }
 
@@ -248,6 +290,21 @@ mod tests {
         assert_eq!(wm.summaries[0].id, "s2");
         let seqs: Vec<i64> = wm.immediate_path.iter().map(|p| p.sequence).collect();
         assert_eq!(seqs, [4]);
+    }
+
+    #[test]
+    fn wm_3_a_summary_of_another_branch_does_not_stand_in_for_this_one() {
+        let path = vec![row(1, "a"), row(2, "b"), row(3, "c")];
+        let mut mine = summary("mine", 1, 1, 3);
+        mine.alternative_sources = vec!["a1".into()];
+        let mut theirs = summary("theirs", 2, 1, 3);
+        theirs.alternative_sources = vec!["a1".into(), "other-branch".into()];
+        let mut on_theirs = summary("on-theirs", 2, 2, 3);
+        on_theirs.summary_sources = vec!["theirs".into()];
+        let wm = assemble("c", path, vec![mine, theirs, on_theirs], "t".into()).unwrap();
+        assert_eq!(wm.summaries[0].id, "mine");
+        let seqs: Vec<i64> = wm.immediate_path.iter().map(|p| p.sequence).collect();
+        assert_eq!(seqs, [2, 3]);
     }
 
     #[test]

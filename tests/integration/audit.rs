@@ -272,9 +272,15 @@ async fn turn_1_2_3_5_6_7_check_reports_corrupted_conversations() {
     ))
     .await;
     // TURN-6: generating with no run behind it.
-    write(q("MATCH (a:Alternative {id: $rootAlt}) SET a.state = 'generating'")).await;
+    write(q(
+        "MATCH (a:Alternative {id: $rootAlt}) SET a.state = 'generating'",
+    ))
+    .await;
     assert_eq!(findings_for(&root_alt).await, vec!["TURN-6"]);
-    write(q("MATCH (a:Alternative {id: $rootAlt}) SET a.state = 'valid'")).await;
+    write(q(
+        "MATCH (a:Alternative {id: $rootAlt}) SET a.state = 'valid'",
+    ))
+    .await;
     // TURN-7: an episodeId without its HAS_CONTENT edge.
     write(q(
         "MATCH (a:Alternative {id: $rootAlt}) SET a.episodeId = 'ep-1'",

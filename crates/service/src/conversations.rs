@@ -239,28 +239,19 @@ impl App {
             let origin = own_conversation(&mut tx, caller, id).await?;
             let mut path = conv::path_in(&mut tx, &b.alternative_id).await?;
             path.sort_by_key(|p| p.sequence);
-            let Some(point) = path.last() else {
-                return Err(Rule::invariant(
-                    "CONV-3",
-                    "/alternativeId",
-                    format!(
-                        "`{}` is not an alternative of this conversation",
-                        b.alternative_id
-                    ),
-                )
-                .into());
-            };
-            if path.iter().any(|p| p.conversation_id != origin.id) {
-                return Err(Rule::invariant(
-                    "CONV-3",
-                    "/alternativeId",
-                    format!(
-                        "`{}` is not an alternative of this conversation",
-                        b.alternative_id
-                    ),
-                )
-                .into());
-            }
+            let point = path
+                .last()
+                .filter(|_| path.iter().all(|p| p.conversation_id == origin.id))
+                .ok_or_else(|| {
+                    Rule::invariant(
+                        "CONV-3",
+                        "/alternativeId",
+                        format!(
+                            "`{}` is not an alternative of this conversation",
+                            b.alternative_id
+                        ),
+                    )
+                })?;
             if point.turn_id != b.turn_id {
                 return Err(Rule::invariant(
                     "TURN-2",

@@ -31,6 +31,9 @@ struct Args {
     /// Timed whole-tree reads.
     #[arg(long, default_value_t = 20)]
     trees: usize,
+    /// Turns of a throwaway conversation built first, unmeasured (JIT and caches warm up).
+    #[arg(long, default_value_t = 300)]
+    warmup: usize,
 }
 
 struct Api {
@@ -91,34 +94,30 @@ impl Lcg {
     }
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
-    ensure!(
-        args.depth >= 1 && args.alternatives >= 1,
-        "depth and alternatives must be positive"
-    );
-    let api = Api {
-        http: reqwest::Client::builder().tcp_nodelay(true).build()?,
-        base: args.server.trim_end_matches('/').to_owned(),
-        token: args.token.clone(),
-    };
+/// A built conversation: its Turns (each with its Alternatives' ids, the active one last) and
+/// the latency of every append and addition.
+struct Built {
+    conversation: String,
+    turns: Vec<(String, Vec<String>)>,
+    appends: Vec<Duration>,
+    additions: Vec<Duration>,
+}
+
+/// Appends `depth` Turns, each under the previous one, then adds the other Alternatives (each
+/// new one becomes active, so the next Turn continues from the last edit).
+async fn build(api: &Api, depth: usize, alternatives: usize, title: &str) -> anyhow::Result<Built> {
     let post = reqwest::Method::POST;
     let (conv, _) = api
         .timed(
             post.clone(),
             "/v1/conversations",
-            Some(json!({"title": "benchmark"})),
+            Some(json!({"title": title})),
         )
         .await?;
     let conv = conv["id"].as_str().context("conversation id")?.to_owned();
-
-    // Build: append a Turn under the previous one, then add the other Alternatives (each new
-    // one becomes active, so the next Turn continues from the last edit).
-    let built = Instant::now();
     let (mut appends, mut additions) = (Vec::new(), Vec::new());
-    let mut turns: Vec<(String, Vec<String>)> = Vec::with_capacity(args.depth);
-    for d in 1..=args.depth {
+    let mut turns: Vec<(String, Vec<String>)> = Vec::with_capacity(depth);
+    for d in 1..=depth {
         let mut body =
             json!({"speaker": "user", "content": format!("turn {d}: what about item {d}?")});
         if let Some((parent, _)) = turns.last() {
@@ -137,7 +136,7 @@ async fn main() -> anyhow::Result<()> {
             .as_str()
             .context("alt")?
             .to_owned()];
-        for k in 2..=args.alternatives {
+        for k in 2..=alternatives {
             let body =
                 json!({"content": format!("turn {d}, edit {k}: what about item {d}, really?")});
             let (t, took) = api
@@ -156,15 +155,41 @@ async fn main() -> anyhow::Result<()> {
         }
         turns.push((turn_id, alts));
     }
+    Ok(Built {
+        conversation: conv,
+        turns,
+        appends,
+        additions,
+    })
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    ensure!(
+        args.depth >= 1 && args.alternatives >= 1,
+        "depth and alternatives must be positive"
+    );
+    let api = Api {
+        http: reqwest::Client::builder().tcp_nodelay(true).build()?,
+        base: args.server.trim_end_matches('/').to_owned(),
+        token: args.token.clone(),
+    };
+    if args.warmup > 0 {
+        build(&api, args.warmup, args.alternatives, "warm-up").await?;
+    }
+    let built = Instant::now();
+    let b = build(&api, args.depth, args.alternatives, "benchmark").await?;
+    let (conv, turns) = (b.conversation, b.turns);
     println!(
         "{}",
         json!({"scenario": "conversation", "op": "build", "turns": args.depth,
                "alternatives": args.depth * args.alternatives,
                "wall_s": (built.elapsed().as_secs_f64() * 1000.0).round() / 1000.0})
     );
-    println!("{}", line("append_user_turn", appends));
-    if !additions.is_empty() {
-        println!("{}", line("add_alternative", additions));
+    println!("{}", line("append_user_turn", b.appends));
+    if !b.additions.is_empty() {
+        println!("{}", line("add_alternative", b.additions));
     }
 
     // Switch the active Alternative of random Turns.

@@ -1,5 +1,6 @@
 //! Fault tests (issue #3): real `aiden serve` and `aiden worker` processes, killed and restarted
-//! mid-run, and a RabbitMQ restart mid-run. Each run must still complete, its step results
+//! mid-run (also while an agent Alternative is generating, issue #4), and a RabbitMQ restart
+//! mid-run. Each run must still complete, its step results
 //! recorded once, and `aiden check` must stay clean. One test at a time (they share processes
 //! and restart the broker), so everything runs inside one `#[test]`.
 
@@ -413,6 +414,61 @@ async fn faults_a_run_survives_killed_workers_a_broker_restart_and_a_server_rest
     api.wait_ready().await;
     assert_completed_once(&api, &run, &up, &tag).await;
     assert_eq!(up.calls_for(&b), 1, "step b was not re-run");
+    assert_check_clean();
+
+    // 4. SIGKILL `aiden serve` while an agent Alternative is generating: the new engine finishes
+    //    the run and the Alternative gets the run's output, once (TURN-6).
+    let tag = format!("agent-{}", &suffix[20..]);
+    let process = define(&api, &upstream, &tag, 1500).await;
+    let (s, conv) = api
+        .call(
+            reqwest::Method::POST,
+            "/v1/conversations",
+            Some(json!({"title": "fault"})),
+        )
+        .await;
+    assert_eq!(s, 201, "{conv}");
+    let conv = conv["id"].as_str().unwrap().to_owned();
+    let (s, turn) = api
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/conversations/{conv}/turns"),
+            Some(json!({"speaker": "user", "content": "go"})),
+        )
+        .await;
+    assert_eq!(s, 201, "{turn}");
+    let (s, agent) = api
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/conversations/{conv}/agent-turns"),
+            Some(json!({"processId": process, "parentTurnId": turn["id"]})),
+        )
+        .await;
+    assert_eq!(s, 202, "{agent}");
+    let b = format!("{tag}-b");
+    wait_until(
+        "step b to reach the upstream",
+        Duration::from_secs(30),
+        || up.calls_for(&b) >= 1,
+    )
+    .await;
+    sigkill(&mut serve);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    serve = spawn(&["serve"], port);
+    api.wait_ready().await;
+    assert_completed_once(&api, agent["runId"].as_str().unwrap(), &up, &tag).await;
+    let (s, t) = api
+        .call(
+            reqwest::Method::GET,
+            &format!("/v1/turns/{}", agent["turnId"].as_str().unwrap()),
+            None,
+        )
+        .await;
+    assert_eq!(s, 200, "{t}");
+    let alt = &t["alternatives"][0];
+    assert_eq!(alt["cacheStatus"], "valid", "{t}");
+    let content: Value = serde_json::from_str(alt["content"].as_str().unwrap()).unwrap();
+    assert_eq!(content, json!({"tag": format!("{tag}-c"), "ok": true}));
     assert_check_clean();
 
     sigkill(&mut worker);

@@ -22,6 +22,11 @@ BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
+# A server already on the port would be measured instead of this build: refuse.
+if curl -s -o /dev/null "http://$AIDEN_HTTP_ADDR/healthz"; then
+  echo "bench: something already listens on $AIDEN_HTTP_ADDR (set AIDEN_BENCH_PORT)" >&2
+  exit 1
+fi
 "$BIN/aiden" serve >.stack/bench-serve.log 2>&1 &
 pids+=($!)
 "$BIN/aiden" worker --type rest_api --concurrency "${AIDEN_BENCH_WORKER_CONCURRENCY:-32}" \
@@ -31,5 +36,9 @@ for _ in $(seq 1 60); do
   curl -fsS "http://$AIDEN_HTTP_ADDR/readyz" >/dev/null 2>&1 && break
   sleep 0.5
 done
+curl -fsS "http://$AIDEN_HTTP_ADDR/readyz" >/dev/null 2>&1 || {
+  echo "bench: aiden serve did not become ready (see .stack/*serve.log)" >&2
+  exit 1
+}
 
 "$BIN/aiden-bench" --server "http://$AIDEN_HTTP_ADDR" --token "$AIDEN_ADMIN_TOKEN" "$@"

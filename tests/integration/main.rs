@@ -5,6 +5,7 @@ mod audit;
 mod branching;
 mod catalog;
 mod concurrency;
+mod conversations;
 mod execution;
 mod http;
 mod identity;

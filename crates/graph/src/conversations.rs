@@ -516,6 +516,7 @@ pub struct SourceRow {
     pub id: String,
     pub kind: Option<String>,
     pub conversation_id: Option<String>,
+    pub owner_id: Option<String>,
     pub level: i64,
 }
 

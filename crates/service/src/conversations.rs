@@ -374,8 +374,10 @@ impl App {
                     Some("Summary") => summary_sources.push(s.id.clone()),
                     _ => {}
                 }
+                // OWN-2: another user's source answers exactly like an unknown id.
+                let visible = s.owner_id.as_deref() == Some(caller.id.as_str());
                 match (&s.kind, &s.conversation_id) {
-                    (None, _) => {
+                    _ if !visible => {
                         return Err(Rule::invariant(
                             "SUM-1",
                             format!("/sources/{i}"),

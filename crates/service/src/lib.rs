@@ -13,6 +13,7 @@ mod processes;
 mod runs;
 mod secrets;
 mod services;
+mod stripes;
 mod templates;
 mod tools;
 mod turns;
@@ -69,6 +70,8 @@ pub struct App {
     http: reqwest::Client,
     broker: Option<std::sync::Arc<aiden_jobs::SharedBroker>>,
     auth_cache: auth::AuthCache,
+    /// Queues writes to one Conversation or Turn (see `stripes.rs`).
+    stripes: stripes::Stripes,
 }
 
 impl App {
@@ -83,6 +86,7 @@ impl App {
             http,
             broker: None,
             auth_cache: auth::AuthCache::default(),
+            stripes: stripes::Stripes::default(),
         }
     }
 

@@ -63,21 +63,28 @@ struct AgentRun {
 }
 
 impl App {
-    /// The working memory at `alternative_id`, read inside `tx` (what an agent run is given).
+    /// The working memory at `alternative_id`, read inside `tx` (what an agent run is given),
+    /// and that Alternative's own content (which a covering Summary may have replaced in it).
     async fn memory_in(
         &self,
         tx: &mut Tx,
         conversation_id: &str,
         alternative_id: &str,
-    ) -> Result<WorkingMemory> {
+    ) -> Result<(WorkingMemory, String)> {
         let path = conv::path_in(tx, alternative_id).await?;
+        let content = path
+            .iter()
+            .find(|p| p.alternative_id == alternative_id)
+            .and_then(|p| p.content.clone())
+            .unwrap_or_default();
         let summaries = conv::summaries(&self.graph, conversation_id).await?;
-        Ok(memory::assemble(
+        let wm = memory::assemble(
             conversation_id,
             path,
             summaries.iter().map(Into::into).collect(),
             now(),
-        )?)
+        )?;
+        Ok((wm, content))
     }
 
     /// Checks the Process and prepares its run and the generating Alternative: the run's
@@ -114,12 +121,7 @@ impl App {
                 "an agent turn responds to a turn",
             )
         })?;
-        let wm = self.memory_in(tx, conversation_id, parent_alt).await?;
-        let user_message = wm
-            .immediate_path
-            .last()
-            .and_then(|p| p.content.clone())
-            .unwrap_or_default();
+        let (wm, user_message) = self.memory_in(tx, conversation_id, parent_alt).await?;
         let alternative_id = uuid::Uuid::now_v7().to_string();
         let run_id = uuid::Uuid::now_v7().to_string();
         let mut inputs = Map::new();
@@ -168,6 +170,7 @@ impl App {
     pub async fn create_turn(&self, caller: &Caller, id: &str, b: NewTurn) -> Result<TurnView> {
         rules::check_content(&b.content)?;
         let speaker = Speaker::from(b.speaker);
+        let _queued = self.stripes.lock(id).await;
         write_tx!(self, |tx| {
             let (c, parent) = conv::facts_with_turn(&mut tx, id, b.parent_turn_id.as_deref())
                 .await?
@@ -211,6 +214,7 @@ impl App {
         id: &str,
         b: NewAgentTurn,
     ) -> Result<Generating> {
+        let queued = self.stripes.lock(id).await;
         let started = write_tx!(self, |tx| {
             let (c, parent) = conv::facts_with_turn(&mut tx, id, Some(&b.parent_turn_id))
                 .await?
@@ -246,6 +250,7 @@ impl App {
                 status: AltState::Generating.as_str(),
             })
         })?;
+        drop(queued);
         self.start_agent_run(&started.run_id).await;
         Ok(started)
     }
@@ -258,6 +263,7 @@ impl App {
         turn_id: &str,
         b: NewAlternative,
     ) -> Result<AlternativeAdded> {
+        let queued = self.stripes.lock(turn_id).await;
         let added = write_tx!(self, |tx| {
             let f = conv::facts_with_parent(&mut tx, turn_id)
                 .await?
@@ -312,6 +318,7 @@ impl App {
                 }
             }
         })?;
+        drop(queued);
         if let AlternativeAdded::Generating(g) = &added {
             self.start_agent_run(&g.run_id).await;
         }
@@ -325,6 +332,7 @@ impl App {
         turn_id: &str,
         b: SwitchActive,
     ) -> Result<TurnView> {
+        let _queued = self.stripes.lock(turn_id).await;
         write_tx!(self, |tx| {
             let f = conv::facts_with_parent(&mut tx, turn_id)
                 .await?

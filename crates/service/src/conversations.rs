@@ -62,22 +62,23 @@ fn check_title(title: Option<&str>) -> Result<()> {
     }
 }
 
+/// A Process the caller can see (OWN-2): `Some(enabled)`, or `None` when absent or invisible.
+async fn visible_process(tx: &mut Tx, caller: &Caller, id: &str) -> Result<Option<bool>> {
+    let doc: Option<Value> = resources::get(tx, Kind::Process, id).await?;
+    Ok(doc.and_then(|d| {
+        let flag = |k: &str| d.get(k).and_then(Value::as_bool).unwrap_or(false);
+        let owned = access::Owned {
+            owner_id: d.get("ownerId").and_then(Value::as_str).unwrap_or_default(),
+            shared: flag("shared"),
+            sharing: access::Sharing::Shareable,
+        };
+        access::can_read(caller, &owned).then(|| flag("enabled"))
+    }))
+}
+
 /// CONV-2: a default Process must be visible to the owner and enabled.
 async fn check_default_process(tx: &mut Tx, caller: &Caller, id: &str) -> Result<()> {
-    let doc: Option<Value> = resources::get(tx, Kind::Process, id).await?;
-    let usable = doc.as_ref().is_some_and(|d| {
-        let text = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or_default();
-        let flag = |k: &str| d.get(k).and_then(Value::as_bool).unwrap_or(false);
-        access::can_read(
-            caller,
-            &access::Owned {
-                owner_id: text("ownerId"),
-                shared: flag("shared"),
-                sharing: access::Sharing::Shareable,
-            },
-        ) && flag("enabled")
-    });
-    if usable {
+    if visible_process(tx, caller, id).await? == Some(true) {
         Ok(())
     } else {
         Err(Rule::invariant(
@@ -398,18 +399,7 @@ impl App {
             }
             let compression_level = memory::compression_level(&levels)?;
             if let Some(p) = &b.created_by_process_id {
-                let doc: Option<Value> = resources::get(&mut tx, Kind::Process, p).await?;
-                let visible = doc.as_ref().is_some_and(|d| {
-                    access::can_read(
-                        caller,
-                        &access::Owned {
-                            owner_id: d.get("ownerId").and_then(Value::as_str).unwrap_or_default(),
-                            shared: d.get("shared").and_then(Value::as_bool).unwrap_or(false),
-                            sharing: access::Sharing::Shareable,
-                        },
-                    )
-                });
-                if !visible {
+                if visible_process(&mut tx, caller, p).await?.is_none() {
                     return Err(Rule::invariant(
                         "SUM-1",
                         "/createdByProcessId",

@@ -56,6 +56,28 @@ fn one_turn(rows: Vec<AltWithTurn>) -> Result<TurnView> {
         .ok_or(Rule::NotFound)?)
 }
 
+/// Where a new Turn of conversation `id` attaches (TURN-3), once the caller may write to it.
+async fn attach_new_turn(
+    tx: &mut Tx,
+    caller: &Caller,
+    id: &str,
+    parent_turn_id: Option<&str>,
+    parent_alternative_id: Option<&str>,
+) -> Result<Attachment> {
+    let (c, parent) = conv::facts_with_turn(tx, id, parent_turn_id)
+        .await?
+        .ok_or(Rule::NotFound)?;
+    ensure_own(caller, &c.owner_id)?;
+    rules::ensure_writable(status_of(&c.status))?;
+    Ok(rules::attach(
+        id,
+        c.turn_count > 0,
+        parent_turn_id,
+        parent.as_ref(),
+        parent_alternative_id,
+    )?)
+}
+
 /// An agent run to start once the transaction commits.
 struct AgentRun {
     run_id: String,
@@ -172,18 +194,14 @@ impl App {
         let speaker = Speaker::from(b.speaker);
         let _queued = self.stripes.lock(id).await;
         write_tx!(self, |tx| {
-            let (c, parent) = conv::facts_with_turn(&mut tx, id, b.parent_turn_id.as_deref())
-                .await?
-                .ok_or(Rule::NotFound)?;
-            ensure_own(caller, &c.owner_id)?;
-            rules::ensure_writable(status_of(&c.status))?;
-            let at = rules::attach(
+            let at = attach_new_turn(
+                &mut tx,
+                caller,
                 id,
-                c.turn_count > 0,
                 b.parent_turn_id.as_deref(),
-                parent.as_ref(),
                 b.parent_alternative_id.as_deref(),
-            )?;
+            )
+            .await?;
             let turn_id = uuid::Uuid::now_v7().to_string();
             let first = conv::NewAlternative {
                 alternative_id: uuid::Uuid::now_v7().to_string(),
@@ -216,18 +234,14 @@ impl App {
     ) -> Result<Generating> {
         let queued = self.stripes.lock(id).await;
         let started = write_tx!(self, |tx| {
-            let (c, parent) = conv::facts_with_turn(&mut tx, id, Some(&b.parent_turn_id))
-                .await?
-                .ok_or(Rule::NotFound)?;
-            ensure_own(caller, &c.owner_id)?;
-            rules::ensure_writable(status_of(&c.status))?;
-            let at = rules::attach(
+            let at = attach_new_turn(
+                &mut tx,
+                caller,
                 id,
-                true,
                 Some(&b.parent_turn_id),
-                parent.as_ref(),
                 b.parent_alternative_id.as_deref(),
-            )?;
+            )
+            .await?;
             let turn_id = uuid::Uuid::now_v7().to_string();
             let mut agent = self
                 .prepare_agent_run(&mut tx, caller, id, &turn_id, &b.process_id, &at)

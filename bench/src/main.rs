@@ -30,6 +30,10 @@ struct Args {
     /// Scale every scenario's run count (e.g. 0.1 for a quick check).
     #[arg(long, default_value_t = 1.0)]
     scale: f64,
+    /// Unmeasured `chain3` runs (32 in flight) before the scenarios, as the peers warm up
+    /// (`../shared/peers/README.md`, "What counts"). Not scaled.
+    #[arg(long, default_value_t = 1000)]
+    warmup: usize,
 }
 
 struct Api {
@@ -101,18 +105,13 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
     sorted[i].as_secs_f64() * 1000.0
 }
 
-async fn scenario(
-    api: Arc<Api>,
-    name: &str,
+/// `runs` runs of `process`, `in_flight` at a time; their latencies and the wall time.
+async fn drive(
+    api: &Arc<Api>,
     process: &str,
     runs: usize,
     in_flight: usize,
-    steps: usize,
-) -> anyhow::Result<Value> {
-    // Warm-up (connections, caches, JIT of the graph server), not measured.
-    for _ in 0..10 {
-        api.run_once(process).await?;
-    }
+) -> anyhow::Result<(Vec<Duration>, f64)> {
     let next = Arc::new(AtomicUsize::new(0));
     let t0 = Instant::now();
     let tasks: Vec<_> = (0..in_flight)
@@ -131,7 +130,18 @@ async fn scenario(
     for t in tasks {
         latencies.extend(t.await??);
     }
-    let wall = t0.elapsed().as_secs_f64();
+    Ok((latencies, t0.elapsed().as_secs_f64()))
+}
+
+async fn scenario(
+    api: Arc<Api>,
+    name: &str,
+    process: &str,
+    runs: usize,
+    in_flight: usize,
+    steps: usize,
+) -> anyhow::Result<Value> {
+    let (mut latencies, wall) = drive(&api, process, runs, in_flight).await?;
     latencies.sort();
     Ok(json!({
         "scenario": name, "workflows": runs, "steps_per_workflow": steps,
@@ -243,6 +253,13 @@ async fn main() -> anyhow::Result<()> {
     let ids = Ids::new();
     setup(&api, &ids, &args.echo).await?;
     let scaled = |n: usize| ((n as f64 * args.scale).round() as usize).max(1);
+    if args.warmup > 0 {
+        eprintln!("bench: warming up with {} chain3 runs", args.warmup);
+        if let Err(e) = drive(&api, &ids.chain3, args.warmup, 32).await {
+            cleanup(&api, &ids).await;
+            return Err(e);
+        }
+    }
     for name in &args.scenarios {
         let line = match name.as_str() {
             "chain3_seq" => scenario(api.clone(), name, &ids.chain3, scaled(100), 1, 3).await,

@@ -2,9 +2,10 @@
 //! prefetch of N, runs up to N jobs at once, reports to the engine and heartbeats N Worker
 //! nodes (one per slot, so `currentJobId` is exact, WRK-1).
 //!
-//! Per job: decode (poison → dead-letter) → skip if the run was canceled or the step already
-//! settled (checked in the graph only for redeliveries) → `step_started` → resolve the Tool
-//! (PROC-8/TOOL-3/SEC-6 re-checked) → render inputs → validate → call → validate output
+//! Per job: decode (poison → dead-letter) → skip if the run was canceled, if this pool already
+//! holds or ran the same job (step run and attempt), or — for a job that may be a duplicate
+//! (redelivered, re-dispatched, or a retry) — if the graph shows the step settled → resolve
+//! the Tool from the cache (PROC-8/TOOL-3/SEC-6 re-checked) → render inputs → validate → call → validate output
 //! (EXEC-3) → publish the result (and the retry or dead letter, EXEC-4) → ack. The ack comes
 //! last: a worker killed mid-step leaves the job unacked and RabbitMQ redelivers it.
 
@@ -15,7 +16,9 @@ use std::time::{Duration, Instant};
 use aiden_domain::execution::{audit_hash::input_hash, interpolate::render_tree};
 use aiden_domain::tool::{Access, Operation};
 use aiden_graph::{runs, Graph};
-use aiden_jobs::topology::{header, job_queue, CONTROL_EXCHANGE, RUN_HEADER, STEP_RUN_HEADER};
+use aiden_jobs::topology::{
+    header, job_queue, CONTROL_CATALOG_CHANGED, CONTROL_EXCHANGE, RUN_HEADER, STEP_RUN_HEADER,
+};
 use aiden_jobs::{Broker, EngineMessage, ErrorInfo, Job, RetryPolicy, StepOutcome, JOB_VERSION};
 use aiden_service::Vault;
 use futures::StreamExt;
@@ -60,6 +63,33 @@ struct Shared {
     slots: Mutex<Vec<Slot>>,
     canceled: Mutex<HashSet<String>>,
     in_flight: Mutex<HashMap<String, Arc<Notify>>>,
+    seen: Mutex<SeenJobs>,
+}
+
+/// Job ids (step run and attempt) this pool has taken, newest last, bounded: a plain
+/// duplicate of a job this pool holds or ran is skipped without reading the graph.
+#[derive(Default)]
+struct SeenJobs {
+    ids: HashSet<String>,
+    order: std::collections::VecDeque<String>,
+}
+
+impl SeenJobs {
+    const CAPACITY: usize = 100_000;
+
+    /// `false` if the id was already there.
+    fn insert(&mut self, id: String) -> bool {
+        if !self.ids.insert(id.clone()) {
+            return false;
+        }
+        self.order.push_back(id);
+        if self.order.len() > Self::CAPACITY {
+            if let Some(old) = self.order.pop_front() {
+                self.ids.remove(&old);
+            }
+        }
+        true
+    }
 }
 
 impl Shared {
@@ -90,6 +120,7 @@ pub async fn run(config: PoolConfig) -> anyhow::Result<()> {
         slots: Mutex::new(vec![Slot::default(); config.concurrency.max(1)]),
         canceled: Mutex::new(HashSet::new()),
         in_flight: Mutex::new(HashMap::new()),
+        seen: Mutex::new(SeenJobs::default()),
     });
     heartbeat(&shared, "idle").await;
     let beat = {
@@ -123,6 +154,8 @@ pub async fn run(config: PoolConfig) -> anyhow::Result<()> {
 
 async fn session(shared: &Arc<Shared>, config: &PoolConfig) -> anyhow::Result<()> {
     let broker = Broker::connect(&config.amqp_uri).await?;
+    // Catalog changes broadcast while this pool was disconnected were missed.
+    shared.resolver.invalidate().await;
     let channel = broker.connection().create_channel().await?;
     let slots = shared.slots.lock().await.len();
     channel
@@ -170,10 +203,18 @@ async fn session(shared: &Arc<Shared>, config: &PoolConfig) -> anyhow::Result<()
     let permits = Arc::new(Semaphore::new(slots));
     loop {
         tokio::select! {
+            // Control first: a catalog change or cancel routed before a job applies to it.
+            biased;
             c = cancels.next() => {
                 let Some(c) = c else { return Ok(()) };
-                let run_id = String::from_utf8_lossy(&c?.data).into_owned();
-                cancel_run(shared, &run_id).await;
+                let c = c?;
+                let kind = c.properties.kind().as_ref().map(|k| k.as_str().to_owned());
+                if kind.as_deref() == Some(CONTROL_CATALOG_CHANGED) {
+                    shared.resolver.invalidate().await;
+                } else {
+                    let run_id = String::from_utf8_lossy(&c.data).into_owned();
+                    cancel_run(shared, &run_id).await;
+                }
             }
             d = jobs.next() => {
                 let Some(d) = d else { return Ok(()) };
@@ -271,10 +312,21 @@ async fn handle(shared: &Shared, broker: &Broker, slot: usize, delivery: Deliver
         let _ = delivery.acker.ack(BasicAckOptions::default()).await;
         return;
     }
-    // EXEC-2: every job checks the graph first (one indexed read): a duplicate can also arrive
-    // as a fresh delivery, e.g. a retry queued before a failed result publish.
-    if already_settled(shared, &job).await {
-        tracing::info!(step = %job.step_run_id, "redelivered job for a settled step skipped");
+    // EXEC-2. A job that may repeat one that ran already checks the graph first (one indexed
+    // read): a redelivery, an engine re-dispatch, or a retry (which can be queued before a
+    // failed result publish). A fresh first attempt was published once, after its step was
+    // recorded `queued`: only a plain duplicate repeats it, and one this pool took is skipped
+    // from memory. (The engine drops any second result regardless.)
+    let may_repeat = delivery.redelivered || job.redispatch || job.attempt > 1;
+    let first_take = shared.seen.lock().await.insert(job.message_id());
+    if may_repeat {
+        if already_settled(shared, &job).await {
+            tracing::info!(step = %job.step_run_id, "redelivered job for a settled step skipped");
+            let _ = delivery.acker.ack(BasicAckOptions::default()).await;
+            return;
+        }
+    } else if !first_take {
+        tracing::info!(step = %job.step_run_id, "duplicate job skipped");
         let _ = delivery.acker.ack(BasicAckOptions::default()).await;
         return;
     }

@@ -1,9 +1,15 @@
-//! Resolving a job's Tool at execution time: one indexed graph read per job re-checks PROC-8,
-//! TOOL-3 and SEC-6 against the current graph; parsing, schema compilation and Secret
-//! decryption are cached per (tool, service, secret) revision.
+//! Resolving a job's Tool at execution time. The resolution (parsed records, compiled
+//! schemas, the decrypted Secret, and the facts PROC-8, TOOL-3 and SEC-6 are checked on) is
+//! cached per Tool, so a job costs no graph read. The cache never outlives a change: every
+//! write to a Tool, Service or Secret broadcasts `catalog_changed` on the control exchange
+//! (confirmed before the API answers) and the pool drops the cache; a pool that was
+//! disconnected drops it on reconnecting; and an entry is re-validated against the graph's
+//! revisions after [`REVALIDATE_AFTER`] whatever happens, bounding any staleness a lost
+//! broadcast could cause.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use aiden_domain::service::{HealthStatus, Service};
 use aiden_domain::tool::Tool as ToolRecord;
@@ -40,12 +46,23 @@ fn rule(invariant: &'static str, message: impl Into<String>) -> NotRunnable {
     }
 }
 
-type Key = (String, i64, i64, Option<i64>);
+/// A cached entry is checked against the graph's revisions at least this often.
+pub const REVALIDATE_AFTER: Duration = Duration::from_secs(10);
+
+/// Tool, Service and Secret revisions the resolution was built from.
+type Revisions = (i64, i64, Option<i64>);
+
+struct Entry {
+    resolved: Arc<Resolved>,
+    revisions: Revisions,
+    secret_owner_id: Option<String>,
+    checked_at: Instant,
+}
 
 pub struct Resolver {
     graph: Graph,
     vault: Vault,
-    cache: Mutex<HashMap<Key, Arc<Resolved>>>,
+    cache: Mutex<HashMap<String, Entry>>,
 }
 
 impl Resolver {
@@ -57,34 +74,31 @@ impl Resolver {
         }
     }
 
+    /// Forgets every cached resolution (a catalog change, or a reconnect that may have
+    /// missed one).
+    pub async fn invalidate(&self) {
+        self.cache.lock().await.clear();
+    }
+
     /// `run_owner` is the user on whose behalf the run executes (SEC-6).
     pub async fn resolve(
         &self,
         tool_id: &str,
         run_owner: &str,
     ) -> Result<Arc<Resolved>, NotRunnable> {
-        let row = runs::tool_for_call(&self.graph, tool_id)
-            .await?
-            .ok_or_else(|| rule("PROC-8", format!("tool `{tool_id}` no longer exists")))?;
-        let key = (
-            tool_id.to_owned(),
-            row.tool_revision,
-            row.service_revision,
-            row.secret_revision,
-        );
-        let cached = self.cache.lock().await.get(&key).cloned();
-        let resolved = match cached {
-            Some(r) => r,
-            None => {
-                let r = Arc::new(self.build(&row)?);
-                let mut cache = self.cache.lock().await;
-                cache.retain(|k, _| k.0 != tool_id);
-                cache.insert(key, r.clone());
-                r
-            }
+        let fresh = {
+            let cache = self.cache.lock().await;
+            cache
+                .get(tool_id)
+                .filter(|e| e.checked_at.elapsed() < REVALIDATE_AFTER)
+                .map(|e| (e.resolved.clone(), e.secret_owner_id.clone()))
         };
-        check_runnable(&resolved, row.secret_owner_id.as_deref())?;
-        if let Some(owner) = row.secret_owner_id.as_deref() {
+        let (resolved, secret_owner) = match fresh {
+            Some(hit) => hit,
+            None => self.load(tool_id).await?,
+        };
+        check_runnable(&resolved, secret_owner.as_deref())?;
+        if let Some(owner) = secret_owner.as_deref() {
             if owner != run_owner {
                 return Err(rule(
                     "PERMISSION_DENIED",
@@ -93,6 +107,37 @@ impl Resolver {
             }
         }
         Ok(resolved)
+    }
+
+    /// Reads the Tool's row; rebuilds the resolution only if a revision moved.
+    async fn load(&self, tool_id: &str) -> Result<(Arc<Resolved>, Option<String>), NotRunnable> {
+        let row = runs::tool_for_call(&self.graph, tool_id).await?;
+        let Some(row) = row else {
+            self.cache.lock().await.remove(tool_id);
+            return Err(rule("PROC-8", format!("tool `{tool_id}` no longer exists")));
+        };
+        let revisions = (row.tool_revision, row.service_revision, row.secret_revision);
+        let reusable = self
+            .cache
+            .lock()
+            .await
+            .get(tool_id)
+            .filter(|e| e.revisions == revisions)
+            .map(|e| e.resolved.clone());
+        let resolved = match reusable {
+            Some(r) => r,
+            None => Arc::new(self.build(&row)?),
+        };
+        self.cache.lock().await.insert(
+            tool_id.to_owned(),
+            Entry {
+                resolved: resolved.clone(),
+                revisions,
+                secret_owner_id: row.secret_owner_id.clone(),
+                checked_at: Instant::now(),
+            },
+        );
+        Ok((resolved, row.secret_owner_id))
     }
 
     fn build(&self, row: &runs::ToolCallRow) -> Result<Resolved, NotRunnable> {

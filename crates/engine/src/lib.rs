@@ -4,6 +4,7 @@
 //! the jobs that became ready and acks the batch. In-memory run state is a cache of the graph:
 //! on start, on reconnect and on a failed commit it is rebuilt from the graph.
 
+mod notify;
 mod pass;
 pub mod plan;
 mod state;
@@ -17,8 +18,7 @@ use aiden_jobs::{Broker, EngineMessage, RetryPolicy};
 use futures::{FutureExt, StreamExt};
 use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicNackOptions, BasicQosOptions};
 use lapin::types::FieldTable;
-use tokio::sync::broadcast;
-
+pub use notify::{EventBatch, Notifier, Subscription};
 pub use pass::Pass;
 pub use state::{step_run_id, RunState, RunStatus};
 
@@ -28,28 +28,41 @@ const MAX_BATCH: usize = 256;
 pub const WORKER_STALE_AFTER: Duration = Duration::from_secs(15);
 const SWEEP_EVERY: Duration = Duration::from_secs(3);
 
-/// Wakes SSE streams: the id of every run a committed pass changed.
-#[derive(Clone)]
-pub struct Notifier(broadcast::Sender<String>);
-
-impl Default for Notifier {
-    fn default() -> Self {
-        Self(broadcast::channel(4096).0)
-    }
-}
-
-impl Notifier {
-    pub fn subscribe(&self) -> broadcast::Receiver<String> {
-        self.0.subscribe()
-    }
-}
-
 pub struct Engine {
     graph: Graph,
     amqp_uri: String,
     policy: RetryPolicy,
     notifier: Notifier,
     runs: HashMap<String, RunState>,
+    /// Runs this process saw settle (bounded): a late start message for one of them never
+    /// trusts the snapshot it carries.
+    settled: RecentIds,
+}
+
+/// A bounded set of ids, oldest forgotten first.
+#[derive(Default)]
+struct RecentIds {
+    ids: std::collections::HashSet<String>,
+    order: std::collections::VecDeque<String>,
+}
+
+impl RecentIds {
+    const CAPACITY: usize = 200_000;
+
+    fn insert(&mut self, id: String) {
+        if self.ids.insert(id.clone()) {
+            self.order.push_back(id);
+            if self.order.len() > Self::CAPACITY {
+                if let Some(old) = self.order.pop_front() {
+                    self.ids.remove(&old);
+                }
+            }
+        }
+    }
+
+    fn contains(&self, id: &str) -> bool {
+        self.ids.contains(id)
+    }
 }
 
 impl Engine {
@@ -60,6 +73,7 @@ impl Engine {
             policy: RetryPolicy::from_env(),
             notifier,
             runs: HashMap::new(),
+            settled: RecentIds::default(),
         }
     }
 
@@ -120,7 +134,15 @@ impl Engine {
             let mut messages = Vec::with_capacity(deliveries.len());
             for d in &deliveries {
                 match serde_json::from_slice::<EngineMessage>(&d.data) {
-                    Ok(m) => messages.push(m),
+                    Ok(mut m) => {
+                        // A redelivered start may describe a run that has moved on since.
+                        if let EngineMessage::RunStart { created, run_id } = &mut m {
+                            if d.redelivered || self.settled.contains(run_id) {
+                                *created = None;
+                            }
+                        }
+                        messages.push(m)
+                    }
                     Err(e) => tracing::error!(error = %e, "undecodable engine message dropped"),
                 }
             }
@@ -174,6 +196,7 @@ impl Engine {
             let touched = pass.touched();
             let jobs = std::mem::take(&mut pass.jobs);
             let cancels = std::mem::take(&mut pass.cancels);
+            let events = std::mem::take(&mut pass.written_events);
             let tx = pass.take_tx();
             drop(pass);
             let committed = match (outcome, tx) {
@@ -200,11 +223,16 @@ impl Engine {
                         publish_us = (clock.elapsed() - commit).as_micros() as u64,
                         "engine pass"
                     );
-                    for id in touched {
-                        let _ = self.notifier.0.send(id);
-                    }
+                    self.notify(events);
                     // Settled runs leave the cache; a late message reloads one from the graph.
-                    self.runs.retain(|_, r| !r.status.is_settled());
+                    let settled = &mut self.settled;
+                    self.runs.retain(|id, r| {
+                        let keep = !r.status.is_settled();
+                        if !keep {
+                            settled.insert(id.clone());
+                        }
+                        keep
+                    });
                     return Ok(());
                 }
                 Err(e) => {
@@ -219,6 +247,13 @@ impl Engine {
                     tokio::time::sleep(Duration::from_millis(5 * attempt)).await;
                 }
             }
+        }
+    }
+
+    /// Hands each run's committed events to its live SSE streams.
+    fn notify(&self, events: Vec<(String, EventBatch)>) {
+        for (run_id, batch) in events {
+            self.notifier.publish(&run_id, batch);
         }
     }
 
@@ -301,6 +336,7 @@ impl Engine {
         let touched = pass.touched();
         let jobs = std::mem::take(&mut pass.jobs);
         let cancels = std::mem::take(&mut pass.cancels);
+        let events = std::mem::take(&mut pass.written_events);
         let tx = pass.take_tx();
         drop(pass);
         match outcome {
@@ -320,9 +356,7 @@ impl Engine {
             }
         }
         self.publish(broker, jobs, cancels).await;
-        for id in touched {
-            let _ = self.notifier.0.send(id);
-        }
+        self.notify(events);
         Ok(())
     }
 

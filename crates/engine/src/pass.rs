@@ -45,6 +45,8 @@ pub struct Pass<'a> {
     pub new_runs: Vec<NewRun>,
     pub jobs: Vec<Job>,
     pub cancels: Vec<String>,
+    /// Per run: the events `write` sent to the graph, for live streams once committed.
+    pub written_events: Vec<(String, crate::EventBatch)>,
     to_advance: VecDeque<String>,
     child_results: VecDeque<ChildResult>,
 }
@@ -74,6 +76,7 @@ impl<'a> Pass<'a> {
             new_runs: Vec::new(),
             jobs: Vec::new(),
             cancels: Vec::new(),
+            written_events: Vec::new(),
             to_advance: VecDeque::new(),
             child_results: VecDeque::new(),
         }
@@ -101,6 +104,24 @@ impl<'a> Pass<'a> {
                 tracing::error!(run_id, error = %e, "cannot rebuild run");
                 Ok(false)
             }
+        }
+    }
+
+    /// Takes a just-created run from its start message instead of reading it back. The
+    /// caller strips the snapshot from redeliveries and from runs it saw settle.
+    fn adopt_created(&mut self, run_id: &str, created: &Value) {
+        if self.runs.contains_key(run_id) {
+            return;
+        }
+        let state = serde_json::from_value::<runs::RunRow>(created.clone())
+            .map_err(|e| e.to_string())
+            .and_then(|row| RunState::from_row(&row));
+        match state {
+            Ok(state) if state.id == run_id && state.status == RunStatus::Queued => {
+                self.runs.insert(run_id.to_owned(), state);
+            }
+            Ok(_) => tracing::warn!(run_id, "start snapshot does not match its run; reading it"),
+            Err(e) => tracing::warn!(run_id, error = %e, "start snapshot unreadable; reading it"),
         }
     }
 
@@ -147,6 +168,13 @@ impl<'a> Pass<'a> {
 
     pub async fn handle(&mut self, message: EngineMessage) -> Result<(), aiden_graph::Error> {
         let run_id = message.run_id().to_owned();
+        if let EngineMessage::RunStart {
+            created: Some(created),
+            ..
+        } = &message
+        {
+            self.adopt_created(&run_id, created);
+        }
         if !self.ensure(&run_id).await? {
             tracing::warn!(run_id, "message for an unknown run dropped");
             return Ok(());
@@ -897,14 +925,23 @@ impl<'a> Pass<'a> {
                 })
             })
             .collect();
+        let mut written = Vec::new();
         let runs = self
             .run_sets
             .iter()
             .map(|(id, set)| {
                 let events = self.events.remove(id).unwrap_or_default();
+                let rows: Vec<runs::EventRow> = events
+                    .iter()
+                    .filter_map(|e| serde_json::from_value(e.clone()).ok())
+                    .collect();
+                if !rows.is_empty() {
+                    written.push((id.clone(), crate::EventBatch::from(rows)));
+                }
                 json!({"id": id, "set": set, "events": events})
             })
             .collect();
+        self.written_events = written;
         let batch = Batch { steps, runs };
         if !batch.is_empty() {
             match self.tx.as_mut() {

@@ -63,6 +63,30 @@ pub struct NewRun {
     pub alternative_id: Option<String>,
 }
 
+impl NewRun {
+    /// The row [`get`] returns for this run right after [`create`] committed it.
+    pub fn created_row(&self, now: &str) -> RunRow {
+        let steps = self
+            .steps
+            .iter()
+            .map(|s| {
+                serde_json::json!({"id": s.id, "runId": self.id, "stepId": s.step_id,
+                                   "status": "pending", "attempts": 0, "order": s.order})
+            })
+            .collect();
+        RunRow {
+            run: serde_json::json!({
+                "id": self.id, "processId": self.process_id, "processVersion": self.number,
+                "versionId": self.version_id, "status": "queued", "depth": self.depth,
+                "parentRunId": self.parent_run_id, "parentStepRunId": self.parent_step_run_id,
+                "ownerId": self.owner_id, "inputs": self.inputs, "plan": self.plan,
+                "eventSeq": 0, "createdAt": now, "alternativeId": self.alternative_id,
+            }),
+            steps,
+        }
+    }
+}
+
 pub async fn create(tx: &mut Tx, run: &NewRun, now: &str) -> Result<(), Error> {
     let steps = serde_json::to_value(&run.steps).map_err(|e| Error::Decode(e.to_string()))?;
     let q = cypher(query_file!("run/create_run.cypher"), None)
@@ -92,8 +116,6 @@ pub async fn create(tx: &mut Tx, run: &NewRun, now: &str) -> Result<(), Error> {
             run.steps.len()
         )));
     }
-    tx.run(cypher(query_file!("run/link_step_tools.cypher"), None).param("runId", run.id.as_str()))
-        .await?;
     if let Some(parent) = &run.parent_step_run_id {
         tx.run(
             cypher(query_file!("run/link_child.cypher"), None)
@@ -124,7 +146,7 @@ pub async fn find_request(tx: &mut Tx, key: &str) -> Result<Option<String>, Erro
 }
 
 /// A run with its step runs, as stored (JSON-valued fields are JSON text).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct RunRow {
     pub run: Value,
     pub steps: Vec<Value>,
@@ -195,6 +217,43 @@ pub async fn events_after(
             .param("limit", limit),
     )
     .await
+}
+
+/// [`events_after`] as one auto-commit read (one round trip), for event streams.
+pub async fn events_after_autocommit(
+    graph: &crate::Graph,
+    run_id: &str,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<EventRow>, Error> {
+    graph
+        .read_rows(
+            cypher(query_file!("run/events_after.cypher"), None)
+                .param("runId", run_id)
+                .param("after", after)
+                .param("limit", limit),
+        )
+        .await
+}
+
+/// A run's owner, status and the sequence number of its last event.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunHead {
+    pub owner_id: String,
+    pub status: String,
+    pub event_seq: i64,
+}
+
+impl RunHead {
+    pub fn is_settled(&self) -> bool {
+        matches!(self.status.as_str(), "completed" | "failed" | "canceled")
+    }
+}
+
+pub async fn head(graph: &crate::Graph, run_id: &str) -> Result<Option<RunHead>, Error> {
+    let q = cypher(query_file!("run/head.cypher"), None).param("id", run_id);
+    Ok(graph.read_rows(q).await?.into_iter().next())
 }
 
 /// Everything one engine pass changes, written by one statement (`run/apply_batch.cypher`).

@@ -99,6 +99,11 @@ pub enum StepOutcome {
 pub enum EngineMessage {
     RunStart {
         run_id: String,
+        /// The run exactly as the starting transaction created it (`{run, steps}` as the
+        /// graph's run row), so the engine need not read it back. Used only on a first
+        /// delivery of a run the engine has not seen; otherwise the graph is read.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        created: Option<Value>,
     },
     RunCancel {
         run_id: String,
@@ -129,7 +134,7 @@ pub enum EngineMessage {
 impl EngineMessage {
     pub fn run_id(&self) -> &str {
         match self {
-            Self::RunStart { run_id }
+            Self::RunStart { run_id, .. }
             | Self::RunCancel { run_id }
             | Self::StepStarted { run_id, .. }
             | Self::StepFinished { run_id, .. } => run_id,

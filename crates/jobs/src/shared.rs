@@ -38,6 +38,22 @@ impl SharedBroker {
         Ok(fresh)
     }
 
+    /// Broadcasts that the catalog (Tools, Services, Secrets) changed, reconnecting once.
+    pub async fn broadcast_catalog_changed(&self) -> Result<(), BrokerError> {
+        let mut last = None;
+        for _ in 0..2 {
+            let broker = self.broker().await?;
+            match broker.broadcast_catalog_changed().await {
+                Ok(()) => return Ok(()),
+                Err(e) => {
+                    *self.current.write().await = None;
+                    last = Some(e);
+                }
+            }
+        }
+        Err(last.unwrap_or(BrokerError::Nacked))
+    }
+
     /// Publishes to the engine, reconnecting once if the connection went away. With
     /// `confirmed`, waits for the broker's confirm.
     pub async fn publish_engine(

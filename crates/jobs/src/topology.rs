@@ -32,6 +32,9 @@ pub const ENGINE_QUEUE: &str = "aiden.engine";
 pub const RUN_HEADER: &str = "x-aiden-run-id";
 pub const STEP_RUN_HEADER: &str = "x-aiden-step-run-id";
 pub const REASON_HEADER: &str = "x-aiden-reason";
+/// Control messages carry their kind as the AMQP `type` property (none means a cancel).
+pub const CONTROL_CANCEL: &str = "cancel";
+pub const CONTROL_CATALOG_CHANGED: &str = "catalog_changed";
 
 pub fn job_queue(operation_type: &str) -> String {
     format!("aiden.jobs.{operation_type}")
@@ -287,7 +290,20 @@ impl Broker {
             CONTROL_EXCHANGE,
             "",
             run_id.as_bytes(),
-            BasicProperties::default(),
+            BasicProperties::default().with_type(CONTROL_CANCEL.into()),
+        )
+        .await
+    }
+
+    /// Tells every worker that a Tool, Service or Secret changed, so cached resolutions are
+    /// re-read before the next job uses them. Confirmed: the caller answers only after the
+    /// broker has routed it, ahead of any job started afterwards.
+    pub async fn broadcast_catalog_changed(&self) -> Result<(), BrokerError> {
+        self.publish_bytes(
+            CONTROL_EXCHANGE,
+            "",
+            b"",
+            BasicProperties::default().with_type(CONTROL_CATALOG_CHANGED.into()),
         )
         .await
     }

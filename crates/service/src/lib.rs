@@ -99,6 +99,17 @@ impl App {
     pub fn graph(&self) -> &Graph {
         &self.graph
     }
+
+    /// After a committed change to a Tool, Service or Secret: workers drop their cached
+    /// resolutions before running another job (see `workers/src/resolve.rs`). If the broker
+    /// is unreachable, the workers' periodic re-validation bounds the staleness.
+    pub(crate) async fn catalog_changed(&self) {
+        if let Some(broker) = &self.broker {
+            if let Err(e) = broker.broadcast_catalog_changed().await {
+                tracing::warn!(error = %e, "catalog change not broadcast; workers re-validate within seconds");
+            }
+        }
+    }
 }
 
 fn now() -> String {

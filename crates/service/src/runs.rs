@@ -22,9 +22,9 @@ use crate::{
 pub struct RunStarted {
     pub run_id: String,
     pub status: String,
-    /// False when an `Idempotency-Key` returned an existing run.
+    /// The run as created; `None` when an `Idempotency-Key` returned an existing run.
     #[serde(skip)]
-    pub created: bool,
+    pub created: Option<runs::RunRow>,
 }
 
 fn load_error(e: LoadError) -> Error {
@@ -130,7 +130,7 @@ impl App {
                     return Ok(RunStarted {
                         run_id: existing,
                         status,
-                        created: false,
+                        created: None,
                     });
                 }
             }
@@ -161,13 +161,14 @@ impl App {
             Ok(RunStarted {
                 run_id,
                 status: "queued".into(),
-                created: true,
+                created: Some(new_run.created_row(&now)),
             })
         })?;
         let committed_us = total.elapsed().as_micros() as u64;
-        if started.created {
+        if let Some(row) = &started.created {
             let start = EngineMessage::RunStart {
                 run_id: started.run_id.clone(),
+                created: serde_json::to_value(row).ok(),
             };
             self.notify_engine(&start, false).await;
         }
@@ -234,39 +235,33 @@ impl App {
         Ok(json!({"runId": run_id, "status": status, "cancelRequested": true}))
     }
 
-    /// Events after `after` (at most `limit`), for the SSE stream; checks visibility.
-    pub async fn run_events(
-        &self,
-        caller: &Caller,
-        run_id: &str,
-        after: i64,
-        limit: i64,
-    ) -> Result<Vec<EventRow>> {
-        self.visible_run(caller, run_id).await?;
-        self.run_events_unchecked(run_id, after, limit).await
+    /// The head of a run the caller may see (404 otherwise), for its event stream.
+    pub async fn run_head(&self, caller: &Caller, run_id: &str) -> Result<runs::RunHead> {
+        let head = self
+            .run_head_unchecked(run_id)
+            .await?
+            .ok_or(Domain::NotFound)?;
+        // Runs are private to whoever started them; admins see every run.
+        if head.owner_id != caller.id.as_str() && !caller.is_admin() {
+            return Err(Domain::NotFound.into());
+        }
+        Ok(head)
     }
 
-    /// Events after `after`, for a stream whose visibility was already checked.
+    /// The head of a run whose visibility was already checked.
+    pub async fn run_head_unchecked(&self, run_id: &str) -> Result<Option<runs::RunHead>> {
+        Ok(runs::head(&self.graph, run_id).await?)
+    }
+
+    /// Events after `after` (at most `limit`), for a stream whose visibility was already
+    /// checked: one auto-commit read.
     pub async fn run_events_unchecked(
         &self,
         run_id: &str,
         after: i64,
         limit: i64,
     ) -> Result<Vec<EventRow>> {
-        read_tx!(self, |tx| {
-            Ok(runs::events_after(&mut tx, run_id, after, limit).await?)
-        })
-    }
-
-    /// Whether the run has settled and its log is complete (for a stream resumed at its end).
-    pub async fn run_settled(&self, run_id: &str) -> Result<bool> {
-        let row = read_tx!(self, |tx| { Ok(runs::get(&mut tx, run_id).await?) })?;
-        Ok(row.is_some_and(|r| {
-            matches!(
-                r.run.get("status").and_then(Value::as_str),
-                Some("completed" | "failed" | "canceled")
-            )
-        }))
+        Ok(runs::events_after_autocommit(&self.graph, run_id, after, limit).await?)
     }
 
     /// `GET /v1/workers`.

@@ -120,7 +120,7 @@ impl App {
             Some(v) => Some(self.vault.encrypt(id, v)?),
             None => None,
         };
-        write_tx!(self, |tx| {
+        let changed = write_tx!(self, |tx| {
             let current: Secret = resources::get(&mut tx, Kind::Secret, id)
                 .await?
                 .ok_or(Rule::NotFound)?;
@@ -137,12 +137,14 @@ impl App {
                 }
             }
             Ok(next.into_inner())
-        })
+        })?;
+        self.catalog_changed().await;
+        Ok(changed)
     }
 
     /// SEC-5: only when no Tool uses it.
     pub async fn delete_secret(&self, caller: &Caller, id: &str) -> Result<()> {
-        write_tx!(self, |tx| {
+        let changed = write_tx!(self, |tx| {
             let current: Secret = resources::get(&mut tx, Kind::Secret, id)
                 .await?
                 .ok_or(Rule::NotFound)?;
@@ -155,6 +157,8 @@ impl App {
             }
             resources::delete(&mut tx, Kind::Secret, id).await?;
             Ok(())
-        })
+        })?;
+        self.catalog_changed().await;
+        Ok(changed)
     }
 }

@@ -92,7 +92,7 @@ impl App {
         patch: ServicePatch,
         if_revision: Option<i64>,
     ) -> Result<Service> {
-        write_tx!(self, |tx| {
+        let changed = write_tx!(self, |tx| {
             let current: Service = resources::get(&mut tx, Kind::Service, id)
                 .await?
                 .ok_or(Rule::NotFound)?;
@@ -106,12 +106,14 @@ impl App {
                 return Err(crate::Error::LostRace);
             }
             Ok(next.into_inner())
-        })
+        })?;
+        self.catalog_changed().await;
+        Ok(changed)
     }
 
     /// SVC-5: only when no Tool uses it.
     pub async fn delete_service(&self, caller: &Caller, id: &str) -> Result<()> {
-        write_tx!(self, |tx| {
+        let changed = write_tx!(self, |tx| {
             let current: Service = resources::get(&mut tx, Kind::Service, id)
                 .await?
                 .ok_or(Rule::NotFound)?;
@@ -124,7 +126,9 @@ impl App {
             }
             resources::delete(&mut tx, Kind::Service, id).await?;
             Ok(())
-        })
+        })?;
+        self.catalog_changed().await;
+        Ok(changed)
     }
 
     /// Probes the endpoint now (outside any transaction), then records the outcome (SVC-4).
@@ -139,7 +143,7 @@ impl App {
                 Some("service is disabled".into()),
             )
         };
-        write_tx!(self, |tx| {
+        let changed = write_tx!(self, |tx| {
             let current: Service = resources::get(&mut tx, Kind::Service, id)
                 .await?
                 .ok_or(Rule::NotFound)?;
@@ -148,6 +152,8 @@ impl App {
                 return Err(crate::Error::LostRace);
             }
             Ok(next.into_inner())
-        })
+        })?;
+        self.catalog_changed().await;
+        Ok(changed)
     }
 }

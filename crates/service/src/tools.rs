@@ -98,7 +98,7 @@ impl App {
         patch: ToolPatch,
         if_revision: Option<i64>,
     ) -> Result<Tool> {
-        write_tx!(self, |tx| {
+        let changed = write_tx!(self, |tx| {
             let current: Tool = resources::get(&mut tx, Kind::Tool, id)
                 .await?
                 .ok_or(Rule::NotFound)?;
@@ -124,12 +124,14 @@ impl App {
                 }
             }
             Ok(next.into_inner())
-        })
+        })?;
+        self.catalog_changed().await;
+        Ok(changed)
     }
 
     /// TOOL-8: only when no ProcessStep calls it.
     pub async fn delete_tool(&self, caller: &Caller, id: &str) -> Result<()> {
-        write_tx!(self, |tx| {
+        let changed = write_tx!(self, |tx| {
             let current: Tool = resources::get(&mut tx, Kind::Tool, id)
                 .await?
                 .ok_or(Rule::NotFound)?;
@@ -145,6 +147,8 @@ impl App {
             aiden_graph::runs::forget_tool(&mut tx, id).await?;
             resources::delete(&mut tx, Kind::Tool, id).await?;
             Ok(())
-        })
+        })?;
+        self.catalog_changed().await;
+        Ok(changed)
     }
 }

@@ -184,6 +184,7 @@ impl App {
     async fn start_agent_run(&self, run_id: &str) {
         let start = EngineMessage::RunStart {
             run_id: run_id.to_owned(),
+            created: None,
         };
         self.notify_engine(&start, false).await;
     }

@@ -1,3 +1,4 @@
+// A Run with its StepRuns, each linked to its ProcessStep and to the Tool that step calls.
 MATCH (v:ProcessVersion {id: $versionId}), (u:User {id: $ownerId})
 CREATE (r:Run {id: $id, processId: $processId, processVersion: $number, versionId: $versionId,
                status: 'queued', depth: $depth, parentRunId: $parentRunId,
@@ -10,4 +11,7 @@ UNWIND $steps AS s
 MATCH (ps:ProcessStep {id: s.processStepId})
 CREATE (r)-[:HAS_STEP_RUN {order: s.order}]->(sr:StepRun {id: s.id, runId: r.id, stepId: s.stepId,
         status: 'pending', attempts: 0, order: s.order})-[:OF_STEP]->(ps)
-RETURN count(sr) AS n
+WITH sr, ps
+OPTIONAL MATCH (ps)-[:CALLS_TOOL]->(t:Tool)
+FOREACH (_ IN CASE WHEN t IS NULL THEN [] ELSE [1] END | CREATE (sr)-[:INVOKES_TOOL]->(t))
+RETURN count(DISTINCT sr) AS n

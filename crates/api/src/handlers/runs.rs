@@ -70,9 +70,17 @@ pub async fn list_workers(S(st): S<State>, Auth(c): Auth) -> ApiResult<Response>
 }
 
 const TERMINAL: [&str; 3] = ["run.completed", "run.failed", "run.canceled"];
+/// Events read from the graph per catch-up.
+const PAGE: i64 = 200;
+/// How long a stream waits for a live event before it looks at the graph itself (the engine
+/// may run in another `aiden serve`).
+const POLL_EVERY: Duration = Duration::from_millis(500);
+/// A settled run whose last events are not readable yet is looked at again this soon.
+const SETTLING_RETRY: Duration = Duration::from_millis(20);
 
 /// `GET /v1/runs/{id}/events`: the run's event log from `Last-Event-ID` (or the start), then
-/// live events as the engine commits them; the stream ends after the terminal event.
+/// live events as the engine commits them; the stream ends after the terminal event, and only
+/// then (or when the client goes away).
 pub async fn run_events(
     S(st): S<State>,
     Auth(c): Auth,
@@ -84,15 +92,18 @@ pub async fn run_events(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<i64>().ok())
         .unwrap_or(0);
+    // Subscribe before the first read, so nothing committed in between is missed.
+    let live = st.notifier.subscribe(&id);
     // Checks visibility (404 for someone else's run) before streaming anything.
-    st.app.get_run(&c, &id).await?;
-    let wake = st.notifier.subscribe();
+    let head = st.app.run_head(&c, &id).await?;
     let state = Tail {
         st,
         run_id: id,
         after,
         buffer: VecDeque::new(),
-        wake,
+        live,
+        catch_up: true,
+        head: Some(head),
         done: false,
     };
     let stream = futures::stream::unfold(state, |mut t| async move {
@@ -105,9 +116,14 @@ pub async fn run_events(
 struct Tail {
     st: State,
     run_id: String,
+    /// The last sequence number sent.
     after: i64,
     buffer: VecDeque<EventRow>,
-    wake: tokio::sync::broadcast::Receiver<String>,
+    live: aiden_engine::Subscription,
+    /// Read the graph before waiting for live events (start, gap, lag, timeout).
+    catch_up: bool,
+    /// A head read before the last catch-up, reused once instead of reading it again.
+    head: Option<aiden_graph::runs::RunHead>,
     done: bool,
 }
 
@@ -115,59 +131,102 @@ impl Tail {
     async fn next(&mut self) -> Option<Event> {
         loop {
             if let Some(row) = self.buffer.pop_front() {
-                self.after = row.seq;
-                if TERMINAL.contains(&row.kind.as_str()) {
-                    self.done = true;
+                if row.seq <= self.after {
+                    continue;
                 }
+                self.after = row.seq;
+                self.done = TERMINAL.contains(&row.kind.as_str());
                 return Some(to_event(row));
             }
             if self.done {
                 return None;
             }
-            match self
-                .st
-                .app
-                .run_events_unchecked(&self.run_id, self.after, 200)
-                .await
-            {
-                Ok(rows) if !rows.is_empty() => {
-                    self.buffer.extend(rows);
-                    continue;
-                }
-                Ok(_) => {
-                    // Resumed at or past the terminal event: nothing more will come.
-                    if self.st.app.run_settled(&self.run_id).await.unwrap_or(false) {
-                        // Status and events commit together; re-read what landed meanwhile.
-                        let rest = self
-                            .st
-                            .app
-                            .run_events_unchecked(&self.run_id, self.after, 200)
-                            .await
-                            .unwrap_or_default();
-                        if rest.is_empty() {
-                            return None;
-                        }
-                        self.buffer.extend(rest);
+            if self.catch_up {
+                match self.read_graph().await {
+                    Ok(Read::Events) => continue,
+                    Ok(Read::Ended) => return None,
+                    Ok(Read::Settling) => {
+                        tokio::time::sleep(SETTLING_RETRY).await;
+                        continue;
+                    }
+                    Ok(Read::Nothing) => self.catch_up = false,
+                    Err(e) => {
+                        // Never end early on a failed read: wait and read again.
+                        tracing::warn!(run_id = %self.run_id, error = %e, "event stream read failed");
+                        tokio::time::sleep(POLL_EVERY).await;
                         continue;
                     }
                 }
-                Err(e) => tracing::warn!(error = %e, "event stream read failed"),
             }
-            // Wait for the engine to commit something for this run (or poll: the engine may
-            // live in another process).
-            let wait = async {
-                loop {
-                    match self.wake.recv().await {
-                        Ok(id) if id == self.run_id => return,
-                        Ok(_) => continue,
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => return,
-                        Err(_) => std::future::pending::<()>().await,
-                    }
-                }
-            };
-            let _ = tokio::time::timeout(Duration::from_millis(500), wait).await;
+            self.wait_live().await;
         }
     }
+
+    /// Reads the log after `after`; when it holds nothing new, whether the stream is over.
+    async fn read_graph(&mut self) -> Result<Read, aiden_service::Error> {
+        let head = self.head.take();
+        let rows = self
+            .st
+            .app
+            .run_events_unchecked(&self.run_id, self.after, PAGE)
+            .await?;
+        if !rows.is_empty() {
+            // A full page may have more behind it; otherwise live events take over.
+            self.catch_up = rows.len() as i64 == PAGE;
+            self.buffer.extend(rows);
+            return Ok(Read::Events);
+        }
+        // The head must be read no later than the empty read, so a head saying "settled with
+        // its log up to N" and an empty read after N means the client has everything.
+        let head = match head {
+            Some(h) => h,
+            None => match self.st.app.run_head_unchecked(&self.run_id).await? {
+                Some(h) => h,
+                None => return Ok(Read::Ended),
+            },
+        };
+        if !head.is_settled() {
+            return Ok(Read::Nothing);
+        }
+        if self.after >= head.event_seq {
+            return Ok(Read::Ended);
+        }
+        // Settled, but its last events are not visible to this read yet.
+        Ok(Read::Settling)
+    }
+
+    /// Takes live events that continue the log; a gap, a lag or a quiet spell means the
+    /// next round reads the graph.
+    async fn wait_live(&mut self) {
+        match tokio::time::timeout(POLL_EVERY, self.live.events.recv()).await {
+            Ok(Ok(batch)) => {
+                let mut next = self.buffer.back().map_or(self.after, |r| r.seq) + 1;
+                for row in batch.iter() {
+                    if row.seq < next {
+                        continue;
+                    }
+                    if row.seq > next {
+                        self.catch_up = true;
+                        return;
+                    }
+                    self.buffer.push_back(row.clone());
+                    next += 1;
+                }
+            }
+            Ok(Err(_)) | Err(_) => self.catch_up = true,
+        }
+    }
+}
+
+enum Read {
+    /// New events are buffered.
+    Events,
+    /// Nothing new; the run goes on.
+    Nothing,
+    /// The run settled and the client has its whole log.
+    Ended,
+    /// The run settled but its last events are not readable yet.
+    Settling,
 }
 
 fn to_event(row: EventRow) -> Event {

@@ -1,0 +1,3 @@
+// What an event stream needs of its run: who may see it, whether it settled, how far its log is.
+MATCH (r:Run {id: $id})
+RETURN r.ownerId AS ownerId, r.status AS status, r.eventSeq AS eventSeq

@@ -144,7 +144,7 @@ impl App {
 
     /// SEC-5: only when no Tool uses it.
     pub async fn delete_secret(&self, caller: &Caller, id: &str) -> Result<()> {
-        let changed = write_tx!(self, |tx| {
+        write_tx!(self, |tx| {
             let current: Secret = resources::get(&mut tx, Kind::Secret, id)
                 .await?
                 .ok_or(Rule::NotFound)?;
@@ -159,6 +159,6 @@ impl App {
             Ok(())
         })?;
         self.catalog_changed().await;
-        Ok(changed)
+        Ok(())
     }
 }

@@ -113,7 +113,7 @@ impl App {
 
     /// SVC-5: only when no Tool uses it.
     pub async fn delete_service(&self, caller: &Caller, id: &str) -> Result<()> {
-        let changed = write_tx!(self, |tx| {
+        write_tx!(self, |tx| {
             let current: Service = resources::get(&mut tx, Kind::Service, id)
                 .await?
                 .ok_or(Rule::NotFound)?;
@@ -128,7 +128,7 @@ impl App {
             Ok(())
         })?;
         self.catalog_changed().await;
-        Ok(changed)
+        Ok(())
     }
 
     /// Probes the endpoint now (outside any transaction), then records the outcome (SVC-4).

@@ -131,7 +131,7 @@ impl App {
 
     /// TOOL-8: only when no ProcessStep calls it.
     pub async fn delete_tool(&self, caller: &Caller, id: &str) -> Result<()> {
-        let changed = write_tx!(self, |tx| {
+        write_tx!(self, |tx| {
             let current: Tool = resources::get(&mut tx, Kind::Tool, id)
                 .await?
                 .ok_or(Rule::NotFound)?;
@@ -149,6 +149,6 @@ impl App {
             Ok(())
         })?;
         self.catalog_changed().await;
-        Ok(changed)
+        Ok(())
     }
 }

@@ -62,8 +62,35 @@ struct Shared {
     policy: RetryPolicy,
     slots: Mutex<Vec<Slot>>,
     canceled: Mutex<HashSet<String>>,
-    in_flight: Mutex<HashMap<String, Arc<Notify>>>,
+    /// Per step run in progress: its run and the flag a cancel of that run raises.
+    in_flight: Mutex<HashMap<String, (String, Arc<CancelFlag>)>>,
     seen: Mutex<SeenJobs>,
+}
+
+/// Raised once when a job's run is canceled; a call waiting on it stops. A flag plus a
+/// `Notify`, so a cancel that lands while the job is between polls is never lost.
+#[derive(Default)]
+struct CancelFlag {
+    raised: std::sync::atomic::AtomicBool,
+    notify: Notify,
+}
+
+impl CancelFlag {
+    fn raise(&self) {
+        self.raised.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    async fn raised(&self) {
+        loop {
+            // Created before the check: `notify_waiters` reaches a created `Notified`.
+            let notified = self.notify.notified();
+            if self.raised.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 /// Job ids (step run and attempt) this pool has taken, newest last, bounded: a plain
@@ -238,8 +265,10 @@ async fn cancel_run(shared: &Shared, run_id: &str) {
         canceled.clear();
     }
     canceled.insert(run_id.to_owned());
-    if let Some(n) = shared.in_flight.lock().await.get(run_id) {
-        n.notify_waiters();
+    for (run, flag) in shared.in_flight.lock().await.values() {
+        if run == run_id {
+            flag.raise();
+        }
     }
 }
 
@@ -334,12 +363,18 @@ async fn handle(shared: &Shared, broker: &Broker, slot: usize, delivery: Deliver
     set_job(shared, slot, Some(job.message_id()), None).await;
     let started_at = now();
     let clock = Instant::now();
-    let notify = Arc::new(Notify::new());
+    let flag = Arc::new(CancelFlag::default());
     shared
         .in_flight
         .lock()
         .await
-        .insert(job.run_id.clone(), notify.clone());
+        .insert(job.step_run_id.clone(), (job.run_id.clone(), flag.clone()));
+    // A cancel that arrived before the job was registered.
+    if shared.canceled.lock().await.contains(&job.run_id) {
+        flag.raise();
+    }
+    let canceled = flag.raised();
+    tokio::pin!(canceled);
     // A step that finishes quickly is reported once, with its start time, in its result; a
     // slower one is also announced as started, so `running` shows while it works.
     let work = execute(shared, &job);
@@ -350,7 +385,7 @@ async fn handle(shared: &Shared, broker: &Broker, slot: usize, delivery: Deliver
     let result = loop {
         tokio::select! {
             r = &mut work => break Some(r),
-            _ = notify.notified() => break None,
+            _ = &mut canceled => break None,
             _ = &mut announce, if !announced => {
                 announced = true;
                 let started = EngineMessage::StepStarted {
@@ -366,7 +401,7 @@ async fn handle(shared: &Shared, broker: &Broker, slot: usize, delivery: Deliver
             }
         }
     };
-    shared.in_flight.lock().await.remove(&job.run_id);
+    shared.in_flight.lock().await.remove(&job.step_run_id);
     let Some((result, hash)) = result else {
         // Canceled mid-call: the engine already settled the step.
         let _ = delivery.acker.ack(BasicAckOptions::default()).await;

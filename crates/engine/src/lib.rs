@@ -18,7 +18,7 @@ use aiden_jobs::{Broker, EngineMessage, RetryPolicy};
 use futures::{FutureExt, StreamExt};
 use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicNackOptions, BasicQosOptions};
 use lapin::types::FieldTable;
-pub use notify::{EventBatch, Notifier, Subscription};
+pub use notify::{Committed, EventBatch, Notifier, Snapshot, Subscription};
 pub use pass::Pass;
 pub use state::{step_run_id, RunState, RunStatus};
 
@@ -251,9 +251,9 @@ impl Engine {
     }
 
     /// Hands each run's committed events to its live SSE streams.
-    fn notify(&self, events: Vec<(String, EventBatch)>) {
-        for (run_id, batch) in events {
-            self.notifier.publish(&run_id, batch);
+    fn notify(&self, events: Vec<Committed>) {
+        for c in events {
+            self.notifier.committed(c);
         }
     }
 

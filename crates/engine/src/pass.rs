@@ -38,7 +38,7 @@ pub struct Pass<'a> {
     step_sets: BTreeMap<String, Map<String, Value>>,
     run_sets: BTreeMap<String, Map<String, Value>>,
     /// Per run: its new events, in order.
-    events: BTreeMap<String, Vec<Value>>,
+    events: BTreeMap<String, Vec<runs::EventRow>>,
     /// Per step run: the workers that ran it and its new audit records.
     workers: BTreeMap<String, Vec<Value>>,
     audits: BTreeMap<String, Vec<Value>>,
@@ -46,7 +46,7 @@ pub struct Pass<'a> {
     pub jobs: Vec<Job>,
     pub cancels: Vec<String>,
     /// Per run: the events `write` sent to the graph, for live streams once committed.
-    pub written_events: Vec<(String, crate::EventBatch)>,
+    pub written_events: Vec<crate::Committed>,
     to_advance: VecDeque<String>,
     child_results: VecDeque<ChildResult>,
 }
@@ -159,10 +159,13 @@ impl<'a> Pass<'a> {
         self.events
             .entry(run_id.to_owned())
             .or_default()
-            .push(json!({
-                "key": format!("{run_id}#{seq}"), "runId": run_id, "seq": seq, "kind": kind,
-                "stepId": step_id, "at": self.now, "data": data.to_string(),
-            }));
+            .push(runs::EventRow {
+                seq,
+                kind: kind.to_owned(),
+                step_id: step_id.map(str::to_owned),
+                at: self.now.clone(),
+                data: Some(data.to_string()),
+            });
         self.set_run(run_id, json!({"eventSeq": seq}));
     }
 
@@ -754,6 +757,7 @@ impl<'a> Pass<'a> {
                 })
                 .collect(),
             alternative_id: None,
+            expected_process_revision: None,
         };
         let state = RunState {
             id: child_id.clone(),
@@ -930,15 +934,26 @@ impl<'a> Pass<'a> {
             .run_sets
             .iter()
             .map(|(id, set)| {
-                let events = self.events.remove(id).unwrap_or_default();
-                let rows: Vec<runs::EventRow> = events
-                    .iter()
-                    .filter_map(|e| serde_json::from_value(e.clone()).ok())
-                    .collect();
-                if !rows.is_empty() {
-                    written.push((id.clone(), crate::EventBatch::from(rows)));
+                let rows: Vec<runs::EventRow> = self
+                    .events
+                    .remove(id)
+                    .unwrap_or_default();
+                let mut chunks = Vec::new();
+                if let (Some(first), Some(last)) = (rows.first(), rows.last()) {
+                    chunks.push(json!({
+                        "key": format!("{id}#{}", first.seq), "runId": id,
+                        "firstSeq": first.seq, "lastSeq": last.seq,
+                        "events": serde_json::to_string(&rows).unwrap_or_default(),
+                    }));
+                    let run = self.runs.get(id);
+                    written.push(crate::Committed {
+                        run_id: id.clone(),
+                        owner_id: run.map(|r| r.owner_id.clone()).unwrap_or_default(),
+                        settled: run.is_some_and(|r| r.status.is_settled()),
+                        events: crate::EventBatch::from(rows),
+                    });
                 }
-                json!({"id": id, "set": set, "events": events})
+                json!({"id": id, "set": set, "chunks": chunks})
             })
             .collect();
         self.written_events = written;

@@ -12,6 +12,9 @@ pub struct Loaded {
     pub initial_context: Vec<String>,
     pub version_id: String,
     pub enabled: bool,
+    /// The Process's revision when the plan was read (a cached plan is used only while the
+    /// Process is still at it).
+    pub revision: i64,
     pub owner_id: String,
     pub shared: bool,
     /// `(stepId, ProcessStep node id)` in step order.
@@ -87,6 +90,7 @@ pub async fn load(tx: &mut Tx, process_id: &str) -> Result<Loaded, LoadError> {
         initial_context: definition.initial_context.clone(),
         version_id: first.version_id.clone(),
         enabled: first.enabled,
+        revision: first.revision,
         owner_id: first.owner_id.clone(),
         shared: first.shared,
         steps,

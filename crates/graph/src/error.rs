@@ -14,6 +14,10 @@ pub enum Error {
     /// A row did not have the expected shape.
     #[error("cannot decode graph row: {0}")]
     Decode(String),
+    /// A run was to be created from a cached plan whose Process changed since: nothing was
+    /// written; re-read the plan and retry.
+    #[error("the process changed since its plan was cached")]
+    StalePlan,
     /// Anything else the server refused.
     #[error("graph query failed: {0}")]
     Query(String),
@@ -21,7 +25,7 @@ pub enum Error {
 
 impl Error {
     pub fn is_transient(&self) -> bool {
-        matches!(self, Error::Transient(_))
+        matches!(self, Error::Transient(_) | Error::StalePlan)
     }
 
     pub(crate) fn from_driver(e: neo4rs::Error) -> Self {

@@ -20,6 +20,7 @@ pub struct PlanSourceRow {
     pub number: i64,
     pub doc: String,
     pub enabled: bool,
+    pub revision: i64,
     pub owner_id: String,
     pub shared: bool,
     pub step_id: String,
@@ -61,6 +62,9 @@ pub struct NewRun {
     pub steps: Vec<NewStepRun>,
     /// The agent Alternative this run generates (its content is written when the run settles).
     pub alternative_id: Option<String>,
+    /// Create only if the Process is still at this revision, enabled and on this version (a
+    /// plan from a cache); otherwise nothing is created and [`create`] answers `StalePlan`.
+    pub expected_process_revision: Option<i64>,
 }
 
 impl NewRun {
@@ -102,12 +106,16 @@ pub async fn create(tx: &mut Tx, run: &NewRun, now: &str) -> Result<(), Error> {
         .param("inputs", run.inputs.as_str())
         .param("plan", run.plan.as_str())
         .param("now", now)
+        .param("expectedRevision", run.expected_process_revision)
         .param("steps", bolt(steps)?);
     #[derive(Deserialize)]
     struct N {
         n: i64,
     }
     let created = tx.one::<N>(q).await?.map_or(0, |r| r.n);
+    if created == 0 && run.expected_process_revision.is_some() {
+        return Err(Error::StalePlan);
+    }
     if created as usize != run.steps.len() {
         // The version or a step vanished under us: let the caller's retry re-read it.
         return Err(Error::Transient(format!(
@@ -204,36 +212,65 @@ pub struct EventRow {
     pub data: Option<String>,
 }
 
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ChunkRow {
+    events: String,
+}
+
+/// Decodes event chunks and adds the pre-chunk single events: the `limit` first events after
+/// `after`, in order.
+fn merge_events(
+    chunks: Vec<ChunkRow>,
+    single: Vec<EventRow>,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<EventRow>, Error> {
+    let mut events = single;
+    for c in chunks {
+        let rows: Vec<EventRow> =
+            serde_json::from_str(&c.events).map_err(|e| Error::Decode(e.to_string()))?;
+        events.extend(rows.into_iter().filter(|e| e.seq > after));
+    }
+    events.sort_by_key(|e| e.seq);
+    events.truncate(limit.max(0) as usize);
+    Ok(events)
+}
+
+fn events_queries(run_id: &str, after: i64, limit: i64) -> (neo4rs::Query, neo4rs::Query) {
+    let chunks = cypher(query_file!("run/events_after.cypher"), None)
+        .param("runId", run_id)
+        .param("after", after)
+        .param("limit", limit);
+    let single = cypher(query_file!("run/legacy_events_after.cypher"), None)
+        .param("runId", run_id)
+        .param("after", after)
+        .param("limit", limit);
+    (chunks, single)
+}
+
 pub async fn events_after(
     tx: &mut Tx,
     run_id: &str,
     after: i64,
     limit: i64,
 ) -> Result<Vec<EventRow>, Error> {
-    tx.rows(
-        cypher(query_file!("run/events_after.cypher"), None)
-            .param("runId", run_id)
-            .param("after", after)
-            .param("limit", limit),
-    )
-    .await
+    let (chunks, single) = events_queries(run_id, after, limit);
+    let chunks = tx.rows(chunks).await?;
+    let single = tx.rows(single).await?;
+    merge_events(chunks, single, after, limit)
 }
 
-/// [`events_after`] as one auto-commit read (one round trip), for event streams.
+/// [`events_after`] as auto-commit reads, for event streams.
 pub async fn events_after_autocommit(
     graph: &crate::Graph,
     run_id: &str,
     after: i64,
     limit: i64,
 ) -> Result<Vec<EventRow>, Error> {
-    graph
-        .read_rows(
-            cypher(query_file!("run/events_after.cypher"), None)
-                .param("runId", run_id)
-                .param("after", after)
-                .param("limit", limit),
-        )
-        .await
+    let (chunks, single) = events_queries(run_id, after, limit);
+    let (chunks, single) = futures::try_join!(graph.read_rows(chunks), graph.read_rows(single))?;
+    merge_events(chunks, single, after, limit)
 }
 
 /// A run's owner, status and the sequence number of its last event.
@@ -262,7 +299,8 @@ pub struct Batch {
     /// `{id, set: {prop: value}, workers: [workerId], audits: [{id, runId, stepRunId, toolId,
     /// actor, inputHash, status, durationMs, attempt, at}]}` per StepRun.
     pub steps: Vec<Value>,
-    /// `{id, set: {prop: value}, events: [{key, runId, seq, kind, stepId, at, data}]}` per Run.
+    /// `{id, set: {prop: value}, chunks: [{key, runId, firstSeq, lastSeq, events}]}` per Run:
+    /// at most one chunk, `events` the JSON array of the pass's [`EventRow`]s.
     pub runs: Vec<Value>,
 }
 

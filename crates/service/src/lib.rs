@@ -9,6 +9,7 @@ mod common;
 mod conversations;
 mod error;
 mod probe;
+mod plans;
 mod processes;
 mod runs;
 mod secrets;
@@ -72,6 +73,7 @@ pub struct App {
     auth_cache: auth::AuthCache,
     /// Queues writes to one Conversation or Turn (see `stripes.rs`).
     stripes: stripes::Stripes,
+    plans: plans::PlanCache,
 }
 
 impl App {
@@ -87,6 +89,7 @@ impl App {
             broker: None,
             auth_cache: auth::AuthCache::default(),
             stripes: stripes::Stripes::default(),
+            plans: plans::PlanCache::default(),
         }
     }
 
@@ -104,6 +107,7 @@ impl App {
     /// resolutions before running another job (see `workers/src/resolve.rs`). If the broker
     /// is unreachable, the workers' periodic re-validation bounds the staleness.
     pub(crate) async fn catalog_changed(&self) {
+        self.plans.clear();
         if let Some(broker) = &self.broker {
             if let Err(e) = broker.broadcast_catalog_changed().await {
                 tracing::warn!(error = %e, "catalog change not broadcast; workers re-validate within seconds");

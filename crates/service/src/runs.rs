@@ -51,6 +51,12 @@ pub(crate) async fn load_runnable(
     process_id: &str,
 ) -> Result<plan::Loaded> {
     let loaded = plan::load(tx, process_id).await.map_err(load_error)?;
+    check_runnable(caller, process_id, &loaded)?;
+    Ok(loaded)
+}
+
+/// OWN-2 (404 when not visible) and PROC-8 (disabled) for a loaded plan.
+fn check_runnable(caller: &Caller, process_id: &str, loaded: &plan::Loaded) -> Result<()> {
     ensure_readable(
         caller,
         &Owned {
@@ -67,7 +73,7 @@ pub(crate) async fn load_runnable(
         )
         .into());
     }
-    Ok(loaded)
+    Ok(())
 }
 
 /// A depth-1 run of `loaded` started by the caller, optionally generating an agent Alternative.
@@ -102,6 +108,7 @@ pub(crate) fn top_level_run(
             })
             .collect(),
         alternative_id,
+        expected_process_revision: None,
     }
 }
 
@@ -135,7 +142,17 @@ impl App {
                 }
             }
             let clock = std::time::Instant::now();
-            let loaded = load_runnable(&mut tx, caller, process_id).await?;
+            let cached = match self.plans.get(process_id) {
+                Some(c) => c,
+                None => {
+                    let loaded = plan::load(&mut tx, process_id)
+                        .await
+                        .map_err(load_error)?;
+                    self.plans.put(process_id, loaded)
+                }
+            };
+            let loaded = &cached.loaded;
+            check_runnable(caller, process_id, loaded)?;
             let loaded_us = clock.elapsed().as_micros() as u64;
             for name in &loaded.initial_context {
                 if !inputs.contains_key(name) {
@@ -147,9 +164,15 @@ impl App {
                 }
             }
             let run_id = uuid::Uuid::now_v7().to_string();
-            let new_run = top_level_run(&run_id, caller, process_id, &loaded, &inputs, None);
+            let mut new_run = top_level_run(&run_id, caller, process_id, loaded, &inputs, None);
+            new_run.plan = cached.plan_json.clone();
+            new_run.expected_process_revision = Some(loaded.revision);
             let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-            runs::create(&mut tx, &new_run, &now).await?;
+            if let Err(e) = runs::create(&mut tx, &new_run, &now).await {
+                // The Process changed since its plan was read: read it again (the retry).
+                self.plans.forget(process_id);
+                return Err(e.into());
+            }
             tracing::debug!(
                 loaded_us,
                 created_us = clock.elapsed().as_micros() as u64 - loaded_us,

@@ -1,7 +1,7 @@
 // One engine pass in one statement: step-run changes (with the Worker that finished each
 // attempt, one CREATEd edge per attempt: a MERGE would scan the Worker's ever-growing edge list,
-// and the tool-call audit records), then run changes with their new events. `WITH count(*)` joins the
-// two halves and yields one row even when there are no step rows. A run that generates an agent
+// and the tool-call audit records), then run changes with their new events (one RunEventChunk
+// per run holding this pass's events). `WITH count(*)` joins the two halves and yields one row even when there are no step rows. A run that generates an agent
 // Alternative settles it in the same statement: content written once, from `generating` only.
 UNWIND $steps AS s
 MATCH (sr:StepRun {id: s.id})
@@ -15,9 +15,9 @@ WITH count(*) AS stepRows
 UNWIND $runs AS r
 MATCH (x:Run {id: r.id})
 SET x += r.set
-FOREACH (e IN r.events |
-  CREATE (:RunEvent {key: e.key, runId: e.runId, seq: e.seq, kind: e.kind, stepId: e.stepId,
-                     at: e.at, data: e.data}))
+FOREACH (c IN r.chunks |
+  CREATE (:RunEventChunk {key: c.key, runId: c.runId, firstSeq: c.firstSeq, lastSeq: c.lastSeq,
+                          events: c.events}))
 WITH stepRows, x
 OPTIONAL MATCH (al:Alternative {id: x.alternativeId})
 WITH stepRows, x, al

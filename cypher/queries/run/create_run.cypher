@@ -1,5 +1,10 @@
 // A Run with its StepRuns, each linked to its ProcessStep and to the Tool that step calls.
-MATCH (v:ProcessVersion {id: $versionId}), (u:User {id: $ownerId})
+// With $expectedRevision (a plan from the API's cache), nothing is created unless the Process
+// is still at that revision, enabled, and the version is its current one.
+MATCH (p:Process {id: $processId})-[:HAS_VERSION]->(v:ProcessVersion {id: $versionId})
+WHERE $expectedRevision IS NULL
+   OR (p.revision = $expectedRevision AND p.enabled = true AND p.version = v.number)
+MATCH (u:User {id: $ownerId})
 CREATE (r:Run {id: $id, processId: $processId, processVersion: $number, versionId: $versionId,
                status: 'queued', depth: $depth, parentRunId: $parentRunId,
                parentStepRunId: $parentStepRunId, ownerId: $ownerId, inputs: $inputs,

@@ -1,5 +1,7 @@
-MATCH (e:RunEvent)
-WHERE e.runId = $runId AND e.seq > $after
-RETURN e.seq AS seq, e.kind AS kind, e.stepId AS stepId, e.at AS at, e.data AS data
-ORDER BY e.seq
+// The run's event chunks that hold events after $after, in order (each `events` is a JSON
+// array of {seq, kind, stepId, at, data}).
+MATCH (c:RunEventChunk)
+WHERE c.runId = $runId AND c.lastSeq > $after
+RETURN c.firstSeq AS firstSeq, c.events AS events
+ORDER BY c.firstSeq
 LIMIT $limit

@@ -62,7 +62,7 @@ start_arcadedb() {
   log "starting ArcadeDB (Bolt 127.0.0.1:$BOLT_PORT)"
   # ArcadeDB writes ./log relative to its working directory: keep it under .stack/.
   cd "$STACK"
-  nohup "$home/jre/bin/java" -Xmx2g -cp "$home/jars/*" \
+  nohup "$home/jre/bin/java" ${AIDEN_STACK_JAVA_OPTS:--Xmx2g} -cp "$home/jars/*" \
     -Darcadedb.server.rootPassword="$AIDEN_NEO4J_PASSWORD" \
     -Darcadedb.server.rootPath="$STACK/arcadedb" \
     -Darcadedb.server.databaseDirectory="$STACK/arcadedb/databases" \

@@ -157,7 +157,11 @@ impl Notifier {
         let now = Instant::now();
         runs.retain(|_, e| {
             let age = e.touched.map_or(Duration::MAX, |t| now.duration_since(t));
-            let expired = if e.settled { age > KEEP_SETTLED } else { age > KEEP_IDLE };
+            let expired = if e.settled {
+                age > KEEP_SETTLED
+            } else {
+                age > KEEP_IDLE
+            };
             e.live.is_some() || !expired
         });
         if runs.len() >= MAX_LOGS {
@@ -179,7 +183,11 @@ impl Drop for Subscription {
             return;
         };
         // Our own receiver is still counted here: the channel goes with the last one.
-        if entry.live.as_ref().is_some_and(|tx| tx.receiver_count() <= 1) {
+        if entry
+            .live
+            .as_ref()
+            .is_some_and(|tx| tx.receiver_count() <= 1)
+        {
             entry.live = None;
             if entry.owner_id.is_none() {
                 runs.remove(&self.run_id);

@@ -28,8 +28,7 @@ struct ChildResult {
 
 pub struct Pass<'a> {
     graph: Graph,
-    /// Begun on the first read or multi-statement write; a pass that only writes its batch
-    /// sends one auto-commit statement instead (one round trip, no BEGIN/COMMIT).
+    /// Begun on the first read or write; the caller commits it.
     tx: Option<Tx>,
     runs: &'a mut Runs,
     policy: RetryPolicy,
@@ -45,6 +44,8 @@ pub struct Pass<'a> {
     pub new_runs: Vec<NewRun>,
     pub jobs: Vec<Job>,
     pub cancels: Vec<String>,
+    /// Runs started in this pass (linked to their definitions by the batch statement).
+    links: Vec<String>,
     /// Per run: the events `write` sent to the graph, for live streams once committed.
     pub written_events: Vec<crate::Committed>,
     to_advance: VecDeque<String>,
@@ -76,6 +77,7 @@ impl<'a> Pass<'a> {
             new_runs: Vec::new(),
             jobs: Vec::new(),
             cancels: Vec::new(),
+            links: Vec::new(),
             written_events: Vec::new(),
             to_advance: VecDeque::new(),
             child_results: VecDeque::new(),
@@ -280,6 +282,7 @@ impl<'a> Pass<'a> {
         }
         self.run(run_id).status = RunStatus::Running;
         self.set_run(run_id, json!({"status": "running", "startedAt": self.now}));
+        self.links.push(run_id.to_owned());
         let (pid, version, depth) = {
             let r = self.run(run_id);
             (r.plan.process_id.clone(), r.plan.version, r.depth)
@@ -809,6 +812,10 @@ impl<'a> Pass<'a> {
         output: Option<Value>,
         error: Option<ErrorInfo>,
     ) {
+        if self.run(run_id).status == RunStatus::Queued {
+            // Canceled before it started: linked now, as a start would have.
+            self.links.push(run_id.to_owned());
+        }
         let run = self.run(run_id);
         run.status = status;
         let mut children = Vec::new();
@@ -934,10 +941,7 @@ impl<'a> Pass<'a> {
             .run_sets
             .iter()
             .map(|(id, set)| {
-                let rows: Vec<runs::EventRow> = self
-                    .events
-                    .remove(id)
-                    .unwrap_or_default();
+                let rows: Vec<runs::EventRow> = self.events.remove(id).unwrap_or_default();
                 let mut chunks = Vec::new();
                 if let (Some(first), Some(last)) = (rows.first(), rows.last()) {
                     chunks.push(json!({
@@ -957,12 +961,17 @@ impl<'a> Pass<'a> {
             })
             .collect();
         self.written_events = written;
-        let batch = Batch { steps, runs };
+        let batch = Batch {
+            steps,
+            runs,
+            links: std::mem::take(&mut self.links),
+        };
         if !batch.is_empty() {
-            match self.tx.as_mut() {
-                Some(tx) => runs::apply(tx, &batch).await?,
-                None => runs::apply_autocommit(&self.graph, &batch).await?,
-            }
+            // Always in an explicit transaction: ArcadeDB retries a conflicting auto-commit
+            // statement internally, and one such retry re-ran a batch whose first execution had
+            // landed (a duplicate audit id), so a reported failure did not mean "not written"
+            // and the engine, re-reading its runs, never published their next jobs.
+            runs::apply(self.tx().await?, &batch).await?;
         }
         Ok(())
     }

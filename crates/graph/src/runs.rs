@@ -302,27 +302,22 @@ pub struct Batch {
     /// `{id, set: {prop: value}, chunks: [{key, runId, firstSeq, lastSeq, events}]}` per Run:
     /// at most one chunk, `events` the JSON array of the pass's [`EventRow`]s.
     pub runs: Vec<Value>,
+    /// Runs started in this pass, to link to their definitions and caller.
+    pub links: Vec<String>,
 }
 
 impl Batch {
     pub fn is_empty(&self) -> bool {
-        self.steps.is_empty() && self.runs.is_empty()
+        self.steps.is_empty() && self.runs.is_empty() && self.links.is_empty()
     }
 }
 
 pub async fn apply(tx: &mut Tx, batch: &Batch) -> Result<(), Error> {
     let q = cypher(query_file!("run/apply_batch.cypher"), None)
         .param("steps", bolt(Value::Array(batch.steps.clone()))?)
-        .param("runs", bolt(Value::Array(batch.runs.clone()))?);
+        .param("runs", bolt(Value::Array(batch.runs.clone()))?)
+        .param("links", batch.links.clone());
     tx.run(q).await
-}
-
-/// [`apply`] as one auto-commit statement (atomic on its own; one round trip).
-pub async fn apply_autocommit(graph: &crate::Graph, batch: &Batch) -> Result<(), Error> {
-    let q = cypher(query_file!("run/apply_batch.cypher"), None)
-        .param("steps", bolt(Value::Array(batch.steps.clone()))?)
-        .param("runs", bolt(Value::Array(batch.runs.clone()))?);
-    graph.run_autocommit(q).await
 }
 
 /// What a worker needs to call a Tool, and what the engine re-checks at execution.

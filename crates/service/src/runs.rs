@@ -145,9 +145,7 @@ impl App {
             let cached = match self.plans.get(process_id) {
                 Some(c) => c,
                 None => {
-                    let loaded = plan::load(&mut tx, process_id)
-                        .await
-                        .map_err(load_error)?;
+                    let loaded = plan::load(&mut tx, process_id).await.map_err(load_error)?;
                     self.plans.put(process_id, loaded)
                 }
             };

@@ -3,6 +3,8 @@
 // and the tool-call audit records), then run changes with their new events (one RunEventChunk
 // per run holding this pass's events). `WITH count(*)` joins the two halves and yields one row even when there are no step rows. A run that generates an agent
 // Alternative settles it in the same statement: content written once, from `generating` only.
+// Last, runs started in this pass are linked to their ProcessVersion, User, ProcessSteps and
+// Tools (run/create_run.cypher says why that is not done at creation).
 UNWIND $steps AS s
 MATCH (sr:StepRun {id: s.id})
 SET sr += s.set
@@ -27,4 +29,20 @@ FOREACH (_ IN CASE WHEN al IS NOT NULL AND al.state = 'generating'
       al.content = CASE WHEN x.status = 'completed' THEN x.outputText ELSE null END,
       al.error = CASE WHEN x.status = 'completed' THEN null ELSE x.error END,
       al.settledAt = x.finishedAt)
-RETURN stepRows, count(*) AS runRows
+WITH stepRows, count(*) AS runRows
+// Runs started in this pass get their edges into the definitions and to their caller.
+UNWIND $links AS runId
+MATCH (r:Run {id: runId})
+MATCH (v:ProcessVersion {id: r.versionId})
+MATCH (u:User {id: r.ownerId})
+CREATE (r)-[:RUN_OF]->(v)
+CREATE (r)-[:STARTED_BY]->(u)
+SET r.linked = true
+WITH r
+MATCH (r)-[:HAS_STEP_RUN]->(sr:StepRun)
+MATCH (ps:ProcessStep {id: sr.processStepId})
+CREATE (sr)-[:OF_STEP]->(ps)
+WITH sr, ps
+OPTIONAL MATCH (ps)-[:CALLS_TOOL]->(t:Tool)
+FOREACH (_ IN CASE WHEN t IS NULL THEN [] ELSE [1] END | CREATE (sr)-[:INVOKES_TOOL]->(t))
+RETURN count(*) AS linked

@@ -34,6 +34,9 @@ struct Args {
     /// (`../shared/peers/README.md`, "What counts"). Not scaled.
     #[arg(long, default_value_t = 1000)]
     warmup: usize,
+    /// `chain3_history`: completed runs the graph holds before the second measurement.
+    #[arg(long, default_value_t = 50_000)]
+    history_runs: usize,
 }
 
 struct Api {
@@ -144,13 +147,40 @@ async fn scenario(
     let (mut latencies, wall) = drive(&api, process, runs, in_flight).await?;
     latencies.sort();
     Ok(json!({
-        "scenario": name, "workflows": runs, "steps_per_workflow": steps,
+        "system": "aiden", "scenario": name, "workflows": runs, "steps_per_workflow": steps,
         "wall_s": (wall * 1000.0).round() / 1000.0,
         "workflows_per_s": ((runs as f64 / wall) * 10.0).round() / 10.0,
         "steps_per_s": ((runs * steps) as f64 / wall).round(),
         "p50_ms": (percentile(&latencies, 0.50) * 100.0).round() / 100.0,
         "p99_ms": (percentile(&latencies, 0.99) * 100.0).round() / 100.0,
     }))
+}
+
+/// `chain3_history` (issue #10: cost must not grow with history): `chain3` on the graph as it
+/// is (scripts/bench.sh gives this scenario a new, empty database), then filled with completed
+/// `chain3` runs (unmeasured, 64 in flight) until it holds `history_runs` of them, then `chain3`
+/// again. Prints the second measurement with the first under `empty` and their ratio.
+async fn history(
+    api: Arc<Api>,
+    process: &str,
+    runs: usize,
+    done_before: usize,
+    history_runs: usize,
+) -> anyhow::Result<Value> {
+    let empty = scenario(api.clone(), "chain3", process, runs, 32, 3).await?;
+    let fill = history_runs.saturating_sub(done_before + runs);
+    eprintln!("bench: filling the graph with {fill} more completed runs");
+    let t0 = Instant::now();
+    drive(&api, process, fill, 64).await?;
+    let fill_s = t0.elapsed().as_secs_f64();
+    let mut full = scenario(api.clone(), "chain3_history", process, runs, 32, 3).await?;
+    let ratio = full["steps_per_s"].as_f64().unwrap_or(0.0)
+        / empty["steps_per_s"].as_f64().unwrap_or(1.0).max(1.0);
+    full["history_runs"] = json!(done_before + runs + fill);
+    full["fill_s"] = json!((fill_s * 10.0).round() / 10.0);
+    full["ratio_to_empty"] = json!((ratio * 1000.0).round() / 1000.0);
+    full["empty"] = empty;
+    Ok(full)
 }
 
 /// This invocation's resource ids (unique, so runs of earlier invocations never interfere).
@@ -260,15 +290,26 @@ async fn main() -> anyhow::Result<()> {
             return Err(e);
         }
     }
+    let mut done = args.warmup;
     for name in &args.scenarios {
         let line = match name.as_str() {
+            "chain3_history" => {
+                let runs = scaled(500);
+                history(api.clone(), &ids.chain3, runs, done, args.history_runs).await
+            }
             "chain3_seq" => scenario(api.clone(), name, &ids.chain3, scaled(100), 1, 3).await,
             "chain3" => scenario(api.clone(), name, &ids.chain3, scaled(500), 32, 3).await,
             "fanout4" => scenario(api.clone(), name, &ids.fanout4, scaled(200), 32, 5).await,
             other => Err(anyhow::anyhow!("unknown scenario `{other}`")),
         };
         match line {
-            Ok(line) => println!("{line}"),
+            Ok(line) => {
+                done += line["history_runs"]
+                    .as_u64()
+                    .or(line["workflows"].as_u64())
+                    .unwrap_or(0) as usize;
+                println!("{line}")
+            }
             Err(e) => {
                 cleanup(&api, &ids).await;
                 return Err(e);

@@ -1151,6 +1151,58 @@ async fn proc_7_a_chain_deeper_than_max_recursion_depth_fails_the_step() {
     );
 }
 
+/// Caches (issue #10) never outlive a change: after a run has filled the API's plan cache and
+/// the worker's Tool cache, disabling the Tool fails the next run's step (PROC-8), disabling the
+/// Process refuses the next start (PROC-8), and a new version is what the next run executes.
+#[tokio::test]
+async fn proc_8_holds_after_runs_have_filled_the_plan_and_tool_caches() {
+    let u = user().await;
+    let k = kit(&u).await;
+    let p = process(
+        &u,
+        json!({"steps": [step(&k.echo, "a", json!({"q": "warm"}))]}),
+    )
+    .await;
+    let warm = wait_run(&u, &start(&u, &p, json!({})).await).await;
+    assert_eq!(warm["status"], "completed", "{warm}");
+    assert_eq!(warm["processVersion"], 1);
+
+    u.patch(&format!("/v1/tools/{}", k.echo), json!({"enabled": false}))
+        .await
+        .ok(200);
+    let id = start(&u, &p, json!({})).await;
+    let run = wait_run(&u, &id).await;
+    assert_eq!(step_of(&run, "a")["error"]["code"], "PROC-8", "{run}");
+    take_dead_letter(&format!("{id}/a")).await;
+    u.patch(&format!("/v1/tools/{}", k.echo), json!({"enabled": true}))
+        .await
+        .ok(200);
+
+    u.patch(&format!("/v1/processes/{p}"), json!({"enabled": false}))
+        .await
+        .ok(200);
+    u.post(&format!("/v1/processes/{p}/runs"), json!({"inputs": {}}))
+        .await
+        .rejects(422, "PROC-8");
+    u.patch(
+        &format!("/v1/processes/{p}"),
+        json!({"enabled": true,
+               "steps": [step(&k.echo, "a", json!({"q": "v2"})), step(&k.echo, "b", json!({"q": "v2b"}))]}),
+    )
+    .await
+    .ok(200);
+    let run = wait_run(&u, &start(&u, &p, json!({})).await).await;
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["processVersion"], 2, "{run}");
+    assert_eq!(run["steps"].as_array().unwrap().len(), 2, "{run}");
+    assert_eq!(
+        k.up.calls_with("q", "warm").len(),
+        1,
+        "the disabled Tool was never called"
+    );
+    assert_eq!(k.up.calls_with("q", "v2b").len(), 1);
+}
+
 /// PROC-8 at execution: a Tool disabled after the Process was defined fails the step, and so
 /// does a disabled Service; nothing reaches the upstream.
 #[tokio::test]
@@ -1486,6 +1538,48 @@ async fn exec_5_sse_replays_an_ordered_gapless_log_and_resumes_after_last_event_
         .await
         .unwrap();
     assert_eq!(r.status(), 404);
+}
+
+/// EXEC-5 (audit): the log is one RunEventChunk per engine pass; `aiden check` reports a settled
+/// run whose chunks do not cover exactly 1..eventSeq, and stops once the chunk is back.
+#[tokio::test]
+async fn exec_5_check_reports_a_run_whose_event_chunks_leave_a_gap() {
+    let u = user().await;
+    let k = kit(&u).await;
+    let p = process(
+        &u,
+        json!({"steps": [step(&k.echo, "a", json!({"q": "c1"})), step(&k.echo, "b", json!({"q": "c2"}))]}),
+    )
+    .await;
+    let id = start(&u, &p, json!({})).await;
+    assert_eq!(wait_run(&u, &id).await["status"], "completed");
+    assert!(
+        findings(&[&id]).await.is_empty(),
+        "a fresh run's log is whole"
+    );
+    let graph = aiden_graph::Graph::connect(&server().graph).await.unwrap();
+    let moved = format!("{id}-moved");
+    let set_run = |from: &str, to: &str, first_only: bool| {
+        let filter = if first_only {
+            " AND c.firstSeq > 1"
+        } else {
+            ""
+        };
+        neo4rs::query(&format!(
+            "MATCH (c:RunEventChunk) WHERE c.runId = $from{filter} \
+             WITH c ORDER BY c.firstSeq DESC LIMIT 1 SET c.runId = $to"
+        ))
+        .param("from", from.to_owned())
+        .param("to", to.to_owned())
+    };
+    let mut tx = graph.begin().await.unwrap();
+    tx.run(set_run(&id, &moved, true)).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(findings(&[&id]).await, vec![format!("EXEC-5 {id}")]);
+    let mut tx = graph.begin().await.unwrap();
+    tx.run(set_run(&moved, &id, false)).await.unwrap();
+    tx.commit().await.unwrap();
+    assert!(findings(&[&id]).await.is_empty(), "repaired");
 }
 
 /// EXEC-5: a client that resumes after the terminal event (as an EventSource does when the

@@ -142,7 +142,13 @@ impl App {
                 }
             }
             let clock = std::time::Instant::now();
-            let cached = match self.plans.get(process_id) {
+            // Only a cached plan the caller may run is used (the create re-validates it); a
+            // refusal is always decided on a fresh read.
+            let cached = match self
+                .plans
+                .get(process_id)
+                .filter(|c| check_runnable(caller, process_id, &c.loaded).is_ok())
+            {
                 Some(c) => c,
                 None => {
                     let loaded = plan::load(&mut tx, process_id).await.map_err(load_error)?;

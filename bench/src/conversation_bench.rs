@@ -252,5 +252,28 @@ async fn main() -> anyhow::Result<()> {
         trees.push(took);
     }
     println!("{}", line("tree", trees));
+
+    // The windowed tree a chat view asks for: the 40 levels above the current position (the
+    // deepest Turn), which is the 41st.
+    let (from, to) = (args.depth.saturating_sub(40).max(1), args.depth + 20);
+    let mut windows = Vec::with_capacity(args.trees * 5);
+    for i in 0..args.trees * 5 + 3 {
+        let (tree, took) = api
+            .timed(
+                reqwest::Method::GET,
+                &format!("/v1/conversations/{conv}/tree?fromSequence={from}&toSequence={to}"),
+                None,
+            )
+            .await?;
+        let turns_seen = tree["turns"].as_array().map_or(0, Vec::len);
+        ensure!(
+            turns_seen == args.depth + 1 - from,
+            "window has {turns_seen} turns"
+        );
+        if i >= 3 {
+            windows.push(took); // the first three warm up
+        }
+    }
+    println!("{}", line("tree_window_41_levels", windows));
     Ok(())
 }

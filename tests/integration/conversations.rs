@@ -3573,3 +3573,63 @@ async fn audit_is_clean_for_conversations_built_through_the_api() {
     );
     assert!(findings(&ids).await.is_empty(), "repaired");
 }
+
+/// The windowed tree (issue #10): `?fromSequence=&toSequence=` answers exactly the whole tree's
+/// Turns of those depths — `cacheStatus` and `hasChildren` derived across the window's edges
+/// the same way — and refuses an empty or inverted window.
+#[tokio::test]
+async fn tree_window_is_the_whole_trees_slice_with_the_same_derivations() {
+    let u = user().await;
+    let c = conversation(&u).await;
+    let t1 = say(&u, &c, "one", None).await;
+    let t2 = say(&u, &c, "two", Some(&id(&t1))).await;
+    let t3 = say(&u, &c, "three", Some(&id(&t2))).await;
+    let t4 = say(&u, &c, "four", Some(&id(&t3))).await;
+    say(&u, &c, "five", Some(&id(&t4))).await;
+    // A new version of turn 2: turn 3 answered the old one and is stale from now on.
+    let edited = edit(&u, &id(&t2), "two, edited", None).await;
+    switch(&u, &id(&t2), &id(&edited)).await;
+
+    let whole = tree(&u, &c).await;
+    let slice: Vec<Value> = turns_of(&whole)
+        .into_iter()
+        .filter(|t| (3..=4).contains(&t["sequence"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(slice.len(), 2);
+    assert_eq!(
+        slice[0]["alternatives"][0]["cacheStatus"], "stale",
+        "{whole}"
+    );
+    assert_eq!(slice[1]["alternatives"][0]["hasChildren"], true, "{whole}");
+
+    let window = u
+        .get(&format!(
+            "/v1/conversations/{c}/tree?fromSequence=3&toSequence=4"
+        ))
+        .await
+        .ok(200)
+        .clone();
+    assert_eq!(window["turns"], json!(slice), "{window}");
+    assert_eq!(
+        window["window"],
+        json!({"fromSequence": 3, "toSequence": 4})
+    );
+    assert_eq!(window["conversation"], whole["conversation"]);
+
+    let from_only = u
+        .get(&format!("/v1/conversations/{c}/tree?fromSequence=4"))
+        .await
+        .ok(200)
+        .clone();
+    let seqs: Vec<i64> = turns_of(&from_only)
+        .iter()
+        .map(|t| t["sequence"].as_i64().unwrap())
+        .collect();
+    assert_eq!(seqs, [4, 5]);
+
+    for bad in ["fromSequence=0", "fromSequence=4&toSequence=3", "depth=2"] {
+        let r = u.get(&format!("/v1/conversations/{c}/tree?{bad}")).await;
+        assert_eq!(r.status.as_u16(), 400, "{bad}: {:?}", r.body);
+        assert_eq!(r.code(), "VALIDATION_ERROR", "{bad}");
+    }
+}

@@ -433,6 +433,20 @@ pub async fn tree(graph: &Graph, conversation_id: &str) -> Result<Vec<AltWithTur
     graph.read_rows(q).await
 }
 
+/// The Turns with sequence (depth) in `from..=to` and their Alternatives.
+pub async fn tree_window(
+    graph: &Graph,
+    conversation_id: &str,
+    from: i64,
+    to: i64,
+) -> Result<Vec<AltWithTurn>, Error> {
+    let q = cypher(query_file!("conversation/tree_window.cypher"), None)
+        .param("id", conversation_id)
+        .param("from", from)
+        .param("to", to);
+    graph.read_rows(q).await
+}
+
 pub async fn turn_view(tx: &mut Tx, turn_id: &str) -> Result<Vec<AltWithTurn>, Error> {
     let q = cypher(query_file!("turn/view.cypher"), None).param("turnId", turn_id);
     tx.rows(q).await

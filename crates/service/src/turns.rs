@@ -373,13 +373,36 @@ impl App {
         one_turn(rows)
     }
 
-    /// `GET /v1/conversations/{id}/tree`: every Turn and Alternative, derivations included.
-    pub async fn conversation_tree(&self, caller: &Caller, id: &str) -> Result<Value> {
+    /// `GET /v1/conversations/{id}/tree`: every Turn and Alternative, derivations included;
+    /// with a window, only the Turns whose sequence (depth) lies in `from..=to`.
+    pub async fn conversation_tree(
+        &self,
+        caller: &Caller,
+        id: &str,
+        window: Option<(i64, i64)>,
+    ) -> Result<Value> {
+        if let Some((from, to)) = window {
+            if from < 1 || to < from {
+                return Err(Rule::validation(
+                    "/fromSequence",
+                    "the window needs 1 <= fromSequence <= toSequence",
+                )
+                .into());
+            }
+        }
         let c = conv::get_autocommit(&self.graph, id)
             .await?
             .ok_or(Rule::NotFound)?;
         ensure_own(caller, &c.owner_id)?;
-        let rows = conv::tree(&self.graph, id).await?;
+        let rows = match window {
+            // One level on each side too: the level above tells whether a shown Alternative
+            // answered its parent's active version (stale), the level below whether it has
+            // children. They are not shown.
+            Some((from, to)) => {
+                conv::tree_window(&self.graph, id, from - 1, to.saturating_add(1)).await?
+            }
+            None => conv::tree(&self.graph, id).await?,
+        };
         let mut turns = std::collections::HashMap::new();
         let mut alts = Vec::with_capacity(rows.len());
         for r in rows {
@@ -389,8 +412,14 @@ impl App {
             alts.push(r.alt_row());
         }
         let ctx = Context::of_whole(&alts);
-        let turns = tree::assemble(turns.into_values().collect(), alts, &ctx);
-        Ok(serde_json::json!({"conversation": conversation_view(&c), "turns": turns}))
+        let mut turns = tree::assemble(turns.into_values().collect(), alts, &ctx);
+        let mut body = serde_json::json!({"conversation": conversation_view(&c)});
+        if let Some((from, to)) = window {
+            turns.retain(|t| (from..=to).contains(&t.sequence));
+            body["window"] = serde_json::json!({"fromSequence": from, "toSequence": to});
+        }
+        body["turns"] = serde_json::to_value(turns).unwrap_or_default();
+        Ok(body)
     }
 
     /// `GET /v1/conversations/{id}/working-memory`: computed now from the path (WM-1..3).

@@ -109,12 +109,28 @@ pub async fn switch_active(
 ) -> ApiResult<Response> {
     Ok(ok(st.app.switch_active(&c, &id, b).await?))
 }
+/// `?fromSequence=&toSequence=`: a window of Turn sequences (depths), both inclusive; either
+/// alone means from the root or to the deepest Turn.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TreeWindow {
+    from_sequence: Option<i64>,
+    to_sequence: Option<i64>,
+}
+
 pub async fn conversation_tree(
     S(st): S<State>,
     Auth(c): Auth,
     Path(id): Path<String>,
+    q: Result<Query<TreeWindow>, axum::extract::rejection::QueryRejection>,
 ) -> ApiResult<Response> {
-    Ok(ok(st.app.conversation_tree(&c, &id).await?))
+    let Query(q) =
+        q.map_err(|e| ApiError::from(aiden_domain::Error::validation("query", e.body_text())))?;
+    let window = match (q.from_sequence, q.to_sequence) {
+        (None, None) => None,
+        (from, to) => Some((from.unwrap_or(1), to.unwrap_or(i64::MAX - 1))),
+    };
+    Ok(ok(st.app.conversation_tree(&c, &id, window).await?))
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,0 +1,13 @@
+// The Turns of a Conversation whose sequence (depth) lies in $from..$to, with their
+// Alternatives: the windowed tree. Derivations are done in Rust.
+MATCH (t:ConversationTurn {conversationId: $id})
+WHERE t.sequence >= $from AND t.sequence <= $to
+MATCH (t)-[h:HAS_ALTERNATIVE]->(a:Alternative)
+OPTIONAL MATCH (a)-[e:EXECUTED_BY]->(p:Process)
+RETURN t.id AS turnId, t.conversationId AS conversationId, t.speaker AS speaker,
+       t.turnType AS turnType, t.sequence AS turnSequence, t.parentTurnId AS parentTurnId,
+       t.viaAlternative AS viaAlternative, t.timestamp AS timestamp,
+       a.id AS id, h.sequence AS sequence, h.isActive AS isActive, a.content AS content,
+       a.createdAt AS createdAt, a.respondsTo AS respondsTo, p.id AS processId,
+       e.version AS processVersion, a.runId AS runId, a.state AS state,
+       a.episodeId AS episodeId, a.error AS error

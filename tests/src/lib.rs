@@ -93,6 +93,7 @@ pub fn server() -> &'static Server {
             password: setting("AIDEN_NEO4J_PASSWORD", None),
             database: setting("AIDEN_NEO4J_DATABASE", Some("neo4j")),
             max_connections: 32,
+            timeout: std::time::Duration::from_secs(5),
         };
         let amqp = test_amqp_uri();
         let admin_token = setting(

@@ -20,6 +20,9 @@ pub struct GraphArgs {
     pub neo4j_database: String,
     #[arg(long, env = "AIDEN_NEO4J_MAX_CONNECTIONS", default_value_t = 32)]
     pub neo4j_max_connections: usize,
+    /// Connect timeout and the longest wait for one graph response.
+    #[arg(long, env = "AIDEN_NEO4J_TIMEOUT_MS", default_value_t = 5_000)]
+    pub neo4j_timeout_ms: u64,
 }
 
 impl GraphArgs {
@@ -30,6 +33,7 @@ impl GraphArgs {
             password: self.neo4j_password.clone(),
             database: self.neo4j_database.clone(),
             max_connections: self.neo4j_max_connections,
+            timeout: std::time::Duration::from_millis(self.neo4j_timeout_ms.max(1)),
         };
         aiden_graph::Graph::connect(&settings)
             .await

@@ -126,7 +126,10 @@ async fn migrate(args: GraphArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn check(args: GraphArgs) -> anyhow::Result<ExitCode> {
+async fn check(mut args: GraphArgs) -> anyhow::Result<ExitCode> {
+    // An audit scans whole labels: on a graph with tens of thousands of runs one statement
+    // takes seconds, past the default response timeout.
+    args.neo4j_timeout_ms = args.neo4j_timeout_ms.max(300_000);
     let graph = args.connect().await?;
     let findings = aiden_service::Auditor::new(graph)
         .audit()

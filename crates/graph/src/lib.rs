@@ -32,6 +32,9 @@ pub struct Settings {
     pub password: String,
     pub database: String,
     pub max_connections: usize,
+    /// How long to wait for a connection and for each server response (neo4rs uses one
+    /// setting for both): a statement running longer fails as `Unavailable`.
+    pub timeout: Duration,
 }
 
 impl std::fmt::Debug for Settings {
@@ -62,7 +65,7 @@ impl Graph {
             // Rows per PULL: a whole conversation tree (thousands of rows) in a few round trips
             // instead of one per 200 rows.
             .fetch_size(FETCH_SIZE)
-            .connection_timeout(Duration::from_secs(5))
+            .connection_timeout(settings.timeout)
             .build()
             .map_err(Error::from_driver)?;
         let inner = neo4rs::Graph::connect(config).map_err(Error::from_driver)?;

@@ -5,7 +5,7 @@ CREATE (c:Conversation {id: $id, ownerId: $ownerId, status: 'active', turnCount:
 SET c += $props
 CREATE (c)-[:OWNED_BY {createdAt: $now}]->(u)
 WITH c
-OPTIONAL MATCH (p:Process {id: $defaultProcessId})
+OPTIONAL MATCH (p:Process {id: coalesce($defaultProcessId, '')})
 FOREACH (_ IN CASE WHEN p IS NULL THEN [] ELSE [1] END |
   CREATE (c)-[:DEFAULT_PROCESS {since: $now}]->(p))
 RETURN c.id AS id

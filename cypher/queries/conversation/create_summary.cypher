@@ -16,7 +16,7 @@ OPTIONAL MATCH (e:Episode {uuid: src.id})
 WITH s, src, coalesce(a, o, e) AS target
 CREATE (s)-[:SUMMARIZES {order: src.order}]->(target)
 WITH s, count(*) AS n
-OPTIONAL MATCH (p:Process {id: $createdByProcessId})
+OPTIONAL MATCH (p:Process {id: coalesce($createdByProcessId, '')})
 FOREACH (_ IN CASE WHEN p IS NULL THEN [] ELSE [1] END |
   CREATE (s)-[:CREATED_BY_PROCESS {createdAt: $now}]->(p))
 RETURN s.id AS id

@@ -1,7 +1,7 @@
 // What a new Turn needs to decide where it attaches: the Conversation and (when named) the
 // parent Turn with its Alternatives' selection and lifecycle.
 MATCH (c:Conversation {id: $conversationId})
-OPTIONAL MATCH (t:ConversationTurn {id: $turnId})-[h:HAS_ALTERNATIVE]->(a:Alternative)
+OPTIONAL MATCH (t:ConversationTurn {id: coalesce($turnId, '')})-[h:HAS_ALTERNATIVE]->(a:Alternative)
 RETURN c.ownerId AS ownerId, c.status AS status, c.turnCount AS turnCount,
        t.id AS turnId, t.conversationId AS turnConversationId, t.speaker AS speaker,
        t.sequence AS sequence, t.parentTurnId AS parentTurnId,

@@ -7,7 +7,7 @@ WHERE $processId IS NULL OR olds <> [$processId]
 FOREACH (d IN ds | DELETE d)
 SET c.defaultProcessId = $processId
 WITH c
-OPTIONAL MATCH (p:Process {id: $processId})
+OPTIONAL MATCH (p:Process {id: coalesce($processId, '')})
 FOREACH (_ IN CASE WHEN p IS NULL THEN [] ELSE [1] END |
   CREATE (c)-[:DEFAULT_PROCESS {since: $now}]->(p))
 RETURN c.id AS id

@@ -20,8 +20,8 @@ WITH t, a
 MATCH (c:Conversation {id: t.conversationId})
 SET c.currentTurnId = t.id, c.currentAlternativeId = a.id, c.updatedAt = $now
 WITH t, a
-OPTIONAL MATCH (pa:Alternative {id: $parentAlternativeId})
-OPTIONAL MATCH (proc:Process {id: $processId})
+OPTIONAL MATCH (pa:Alternative {id: coalesce($parentAlternativeId, '')})
+OPTIONAL MATCH (proc:Process {id: coalesce($processId, '')})
 FOREACH (_ IN CASE WHEN pa IS NULL THEN [] ELSE [1] END | CREATE (a)-[:RESPONDS_TO]->(pa))
 FOREACH (_ IN CASE WHEN proc IS NULL THEN [] ELSE [1] END |
   CREATE (a)-[:EXECUTED_BY {createdAt: $now, version: $processVersion, versionId: $processVersionId}]->(proc))

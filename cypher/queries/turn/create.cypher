@@ -13,9 +13,9 @@ CREATE (t)-[:HAS_ALTERNATIVE {isActive: true, sequence: 1}]->(a:Alternative {
   speaker: $speaker, turnType: $turnType, sequence: 1, depth: $sequence, content: $content, state: $state,
   runId: $runId, respondsTo: $parentAlternativeId, createdAt: $now})
 WITH t, a
-OPTIONAL MATCH (p:ConversationTurn {id: $parentTurnId})
-OPTIONAL MATCH (pa:Alternative {id: $parentAlternativeId})
-OPTIONAL MATCH (proc:Process {id: $processId})
+OPTIONAL MATCH (p:ConversationTurn {id: coalesce($parentTurnId, '')})
+OPTIONAL MATCH (pa:Alternative {id: coalesce($parentAlternativeId, '')})
+OPTIONAL MATCH (proc:Process {id: coalesce($processId, '')})
 FOREACH (_ IN CASE WHEN p IS NULL THEN [] ELSE [1] END |
   CREATE (t)-[:CHILD_OF {viaAlternative: $parentAlternativeId}]->(p))
 FOREACH (_ IN CASE WHEN pa IS NULL THEN [] ELSE [1] END | CREATE (a)-[:RESPONDS_TO]->(pa))

@@ -3,7 +3,7 @@
 MATCH (t:ConversationTurn {id: $turnId})-[h:HAS_ALTERNATIVE]->(a:Alternative)
 WITH t, collect({id: a.id, isActive: h.isActive, state: a.state}) AS alternatives
 MATCH (c:Conversation {id: t.conversationId})
-OPTIONAL MATCH (p:ConversationTurn {id: t.parentTurnId})-[ph:HAS_ALTERNATIVE]->(pa:Alternative)
+OPTIONAL MATCH (p:ConversationTurn {id: coalesce(t.parentTurnId, '')})-[ph:HAS_ALTERNATIVE]->(pa:Alternative)
 RETURN c.ownerId AS ownerId, c.status AS status, c.id AS conversationId,
        t.id AS turnId, t.speaker AS speaker, t.sequence AS sequence,
        t.parentTurnId AS parentTurnId, alternatives,

@@ -4,7 +4,7 @@ MATCH (t:ConversationTurn {id: $turnId})-[h:HAS_ALTERNATIVE]->(a:Alternative)
 OPTIONAL MATCH (a)-[e:EXECUTED_BY]->(p:Process)
 OPTIONAL MATCH (k:Alternative)-[:RESPONDS_TO]->(a)
 WITH t, h, a, e, p, count(k) AS children
-OPTIONAL MATCH (:ConversationTurn {id: t.parentTurnId})-[ph:HAS_ALTERNATIVE {isActive: true}]->(pa:Alternative)
+OPTIONAL MATCH (:ConversationTurn {id: coalesce(t.parentTurnId, '')})-[ph:HAS_ALTERNATIVE {isActive: true}]->(pa:Alternative)
 RETURN t.id AS turnId, t.conversationId AS conversationId, t.speaker AS speaker,
        t.turnType AS turnType, t.sequence AS turnSequence, t.parentTurnId AS parentTurnId,
        t.viaAlternative AS viaAlternative, t.timestamp AS timestamp,

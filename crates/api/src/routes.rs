@@ -11,7 +11,10 @@ use axum::{
 };
 
 use crate::{
-    handlers::{catalog as c, conversations as cv, ops, processes as p, runs as r, users as u},
+    handlers::{
+        catalog as c, conversations as cv, knowledge as k, ops, processes as p, runs as r,
+        users as u,
+    },
     openapi::{Op, Spec},
     request_id, State,
 };
@@ -373,6 +376,7 @@ pub fn router(app: App, amqp_uri: String, notifier: aiden_engine::Notifier) -> R
     );
 
     let t = conversation_routes(t);
+    let t = knowledge_routes(t);
 
     let Table { paths, spec } = t;
     let state = State {
@@ -531,5 +535,56 @@ fn conversation_routes(t: Table) -> Table {
             "Make an Alternative of this Turn the active one (TURN-2)",
             200
         )
+    )
+}
+
+fn knowledge_routes(t: Table) -> Table {
+    let t = route!(
+        t,
+        POST,
+        "/v1/entities",
+        k::create_entity,
+        Op::body(
+            "Create an Entity (name and summary required, source user; ENT-1)",
+            201
+        )
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/entities",
+        k::list_entities,
+        Op::list("Entities the caller may see (?conversationId=, ?q= name filter)")
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/entities/{id}",
+        k::get_entity,
+        Op::read("An Entity with its sources (creator, mentioning Episodes)", 200)
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/conversations/{id}/entities",
+        k::conversation_entities,
+        Op::read("The Conversation's active entities (HAS_ACTIVE_ENTITY)", 200)
+    );
+    let t = route!(
+        t,
+        PUT,
+        "/v1/conversations/{id}/entities/{uuid}",
+        k::activate_entity,
+        Op::body(
+            "Add an Entity to the Conversation's active entities, with its include flags",
+            200
+        )
+    );
+    route!(
+        t,
+        DELETE,
+        "/v1/conversations/{id}/entities/{uuid}",
+        k::deactivate_entity,
+        Op::read("Remove an Entity from the Conversation's active entities", 204)
     )
 }

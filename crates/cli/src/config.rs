@@ -58,6 +58,12 @@ pub struct ServeArgs {
     pub admin_token: Option<String>,
     #[arg(long, env = "AIDEN_MASTER_KEY", hide_env_values = true)]
     pub master_key: Option<String>,
+    /// The Graphiti service (`workers/graphiti/`), for `--type episode`.
+    #[arg(long, env = "AIDEN_GRAPHITI_URL", default_value = "http://127.0.0.1:8091")]
+    pub graphiti_url: String,
+    /// How long one extraction may take, in seconds (`--type episode`).
+    #[arg(long, env = "AIDEN_GRAPHITI_EXTRACT_TIMEOUT_S", default_value_t = 600)]
+    pub extract_timeout_s: u64,
 }
 
 /// `RUST_LOG` filter (default info); JSON lines when `AIDEN_LOG_FORMAT=json`.
@@ -79,7 +85,8 @@ pub fn init_tracing() {
 pub struct WorkerArgs {
     #[command(flatten)]
     pub graph: GraphArgs,
-    /// Operation type this pool consumes: graph_query, llm_call, rest_api or mcp_call.
+    /// Operation type this pool consumes: graph_query, llm_call, rest_api or mcp_call; or
+    /// `episode`, the Graphiti ingestion pool.
     #[arg(long = "type", env = "AIDEN_WORKER_TYPE")]
     pub operation_type: String,
     /// Jobs run at once (the queue prefetch); one Worker node per slot.
@@ -94,4 +101,10 @@ pub struct WorkerArgs {
     pub amqp_uri: String,
     #[arg(long, env = "AIDEN_MASTER_KEY", hide_env_values = true)]
     pub master_key: Option<String>,
+    /// The Graphiti service (`workers/graphiti/`), for `--type episode`.
+    #[arg(long, env = "AIDEN_GRAPHITI_URL", default_value = "http://127.0.0.1:8091")]
+    pub graphiti_url: String,
+    /// How long one extraction may take, in seconds (`--type episode`).
+    #[arg(long, env = "AIDEN_GRAPHITI_EXTRACT_TIMEOUT_S", default_value_t = 600)]
+    pub extract_timeout_s: u64,
 }

@@ -69,7 +69,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let notifier = aiden_engine::Notifier::default();
     let engine = aiden_engine::Engine::new(graph.clone(), args.amqp_uri.clone(), notifier.clone());
     tokio::spawn(engine.run());
-    let app = aiden_service::App::new(graph, vault).with_broker(&args.amqp_uri);
+    let app = aiden_service::App::new(graph.clone(), vault).with_broker(&args.amqp_uri);
+    // The outbox relay: content to ingest reaches RabbitMQ (issue #9).
+    tokio::spawn(
+        aiden_service::outbox::Relay::new(graph, args.amqp_uri.clone(), app.outbox_wake()).run(),
+    );
     match args.admin_token.as_deref() {
         Some(token) => app
             .bootstrap_admin(token)
@@ -94,9 +98,21 @@ fn vault(key: Option<&str>) -> anyhow::Result<aiden_service::Vault> {
 }
 
 async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
+    if args.operation_type == "episode" {
+        let graph = args.graph.connect().await?;
+        tracing::info!(graphiti = %args.graphiti_url, concurrency = args.concurrency, "episode ingestion pool starting");
+        return aiden_workers::episodes::pool::run(aiden_workers::episodes::pool::EpisodePoolConfig {
+            amqp_uri: args.amqp_uri,
+            graph,
+            graphiti_url: args.graphiti_url,
+            concurrency: args.concurrency,
+            extract_timeout: std::time::Duration::from_secs(args.extract_timeout_s.max(1)),
+        })
+        .await;
+    }
     if !aiden_jobs::OPERATION_TYPES.contains(&args.operation_type.as_str()) {
         anyhow::bail!(
-            "--type must be one of {}",
+            "--type must be one of {} or episode",
             aiden_jobs::OPERATION_TYPES.join(", ")
         );
     }

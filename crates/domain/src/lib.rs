@@ -8,6 +8,7 @@ pub mod conversation;
 pub mod error;
 pub mod execution;
 pub mod ids;
+pub mod knowledge;
 pub mod nullable;
 pub mod process;
 pub mod schema;

@@ -388,6 +388,8 @@ pub struct AltWithTurn {
     pub run_id: Option<String>,
     pub state: String,
     pub episode_id: Option<String>,
+    #[serde(default)]
+    pub binding: Option<String>,
     pub error: Option<String>,
     #[serde(default)]
     pub has_children: bool,
@@ -423,6 +425,7 @@ impl AltWithTurn {
             run_id: self.run_id,
             state: self.state,
             episode_id: self.episode_id,
+            binding: self.binding,
             error: self.error,
         }
     }
@@ -502,6 +505,11 @@ pub struct SummaryRecord {
     pub alternative_sources: Vec<String>,
     #[serde(default, skip_serializing)]
     pub summary_sources: Vec<String>,
+    /// Its Episode once bound (EPI-1), and the binding lifecycle (EPI-3).
+    #[serde(default)]
+    pub episode_id: Option<String>,
+    #[serde(default)]
+    pub binding: Option<String>,
 }
 
 impl From<&SummaryRecord> for SummaryRow {
@@ -609,4 +617,11 @@ pub async fn fork_origin(tx: &mut Tx, f: &ForkOrigin<'_>, now: &str) -> Result<(
         .param("currentAlternativeId", f.current_alternative_id)
         .param("now", now);
     tx.run(q).await
+}
+
+/// The ids of the Conversations `owner_id` owns.
+pub async fn owned_ids(graph: &Graph, owner_id: &str) -> Result<Vec<String>, Error> {
+    let q = cypher(query_file!("conversation/owned_ids.cypher"), None).param("callerId", owner_id);
+    let rows: Vec<IdRow> = graph.read_rows(q).await?;
+    Ok(rows.into_iter().map(|r| r.id).collect())
 }

@@ -4,6 +4,7 @@
 
 pub mod audit;
 pub mod conversations;
+pub mod knowledge;
 mod error;
 pub mod migrate;
 pub mod processes;

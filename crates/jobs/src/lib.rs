@@ -2,9 +2,11 @@
 //! messages (API/worker → engine), and the queue topology every binary declares idempotently.
 
 pub mod envelope;
+pub mod episodes;
 pub mod shared;
 pub mod topology;
 
 pub use envelope::{EngineMessage, ErrorInfo, Job, StepOutcome, JOB_VERSION};
+pub use episodes::IngestMessage;
 pub use shared::SharedBroker;
 pub use topology::{Broker, BrokerError, RetryPolicy, OPERATION_TYPES};

@@ -20,6 +20,10 @@ use lapin::{
 };
 use serde::Serialize;
 
+use crate::episodes::{
+    episode_dead_letter_queue, episode_queue, shard_of, IngestMessage, EPISODE_DEAD_LETTER_KEY,
+    EPISODE_EXCHANGE, SHARDS,
+};
 use crate::{EngineMessage, Job};
 
 pub const OPERATION_TYPES: [&str; 4] = ["graph_query", "llm_call", "rest_api", "mcp_call"];
@@ -147,6 +151,7 @@ impl Broker {
             (DEAD_LETTER_EXCHANGE, ExchangeKind::Direct),
             (RETRY_EXCHANGE, ExchangeKind::Direct),
             (CONTROL_EXCHANGE, ExchangeKind::Fanout),
+            (EPISODE_EXCHANGE, ExchangeKind::Direct),
         ] {
             ch.exchange_declare(name, kind, durable, FieldTable::default())
                 .await?;
@@ -169,7 +174,64 @@ impl Broker {
         args.insert("x-single-active-consumer".into(), AMQPValue::Boolean(true));
         ch.queue_declare(ENGINE_QUEUE, durable_queue(), args)
             .await?;
+        for shard in 0..SHARDS {
+            let mut args = FieldTable::default();
+            args.insert("x-single-active-consumer".into(), AMQPValue::Boolean(true));
+            args.insert("x-dead-letter-exchange".into(), text(DEAD_LETTER_EXCHANGE));
+            args.insert(
+                "x-dead-letter-routing-key".into(),
+                text(EPISODE_DEAD_LETTER_KEY),
+            );
+            let queue = episode_queue(shard);
+            declare_bound(ch, &queue, EPISODE_EXCHANGE, &queue, args).await?;
+        }
+        declare_bound(
+            ch,
+            &episode_dead_letter_queue(),
+            DEAD_LETTER_EXCHANGE,
+            EPISODE_DEAD_LETTER_KEY,
+            FieldTable::default(),
+        )
+        .await?;
         Ok(())
+    }
+
+    /// Hands outbox items to their conversations' shards: every publish first, then every
+    /// confirm (the relay marks them published only after this returns `Ok`). Order within a
+    /// shard is the order given.
+    pub async fn publish_ingest(&self, messages: &[IngestMessage]) -> Result<(), BrokerError> {
+        let mut pending = Vec::with_capacity(messages.len());
+        for m in messages {
+            let props = BasicProperties::default()
+                .with_delivery_mode(2)
+                .with_content_type("application/json".into())
+                .with_message_id(m.id.as_str().into());
+            let queue = episode_queue(shard_of(&m.conversation_id));
+            let bytes = serde_json::to_vec(m)?;
+            pending.push(
+                self.publisher
+                    .basic_publish(
+                        EPISODE_EXCHANGE,
+                        &queue,
+                        BasicPublishOptions::default(),
+                        &bytes,
+                        props,
+                    )
+                    .await?,
+            );
+        }
+        for confirm in pending {
+            if let Confirmation::Nack(_) = confirm.await? {
+                return Err(BrokerError::Nacked);
+            }
+        }
+        Ok(())
+    }
+
+    /// Parks an ingestion message in `aiden.dlq.episode` with the reason.
+    pub async fn dead_letter_ingest(&self, body: &[u8], reason: &str) -> Result<(), BrokerError> {
+        self.publish_dead_letter(EPISODE_DEAD_LETTER_KEY, body, FieldTable::default(), reason)
+            .await
     }
 
     /// Declares (idempotently) the delay queue for `delay_ms` of one type.

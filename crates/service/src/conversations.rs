@@ -2,6 +2,7 @@
 //! Process), fork and Summaries. Conversations are owner-only (OWN-2) and never deleted
 //! (CONV-1); their Turns and Alternatives live in `turns.rs`.
 
+use aiden_domain::knowledge::Binding;
 use aiden_domain::conversation::{
     memory, rules, ConversationPatch, ForkRequest, NewConversation, NewSummary, Status,
     MAX_TITLE_CHARS,
@@ -335,6 +336,7 @@ impl App {
             .await?;
             Ok(conv::get(&mut tx, &new_id).await?.ok_or(Rule::NotFound)?)
         })?;
+        self.content_committed();
         Ok(conversation_view(&row))
     }
 
@@ -422,10 +424,13 @@ impl App {
                 created_at: now(),
                 alternative_sources,
                 summary_sources,
+                episode_id: None,
+                binding: Some(Binding::Pending.as_str().to_owned()),
             };
             conv::create_summary(&mut tx, &record).await?;
             Ok(record)
         })?;
+        self.content_committed();
         Ok(record)
     }
 

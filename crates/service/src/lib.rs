@@ -8,6 +8,8 @@ mod auth;
 mod common;
 mod conversations;
 mod error;
+mod knowledge;
+pub mod outbox;
 mod plans;
 mod probe;
 mod processes;
@@ -74,6 +76,8 @@ pub struct App {
     /// Queues writes to one Conversation or Turn (see `stripes.rs`).
     stripes: stripes::Stripes,
     plans: plans::PlanCache,
+    /// Wakes the outbox relay after a commit that recorded content to ingest.
+    outbox_wake: std::sync::Arc<tokio::sync::Notify>,
 }
 
 impl App {
@@ -90,6 +94,7 @@ impl App {
             auth_cache: auth::AuthCache::default(),
             stripes: stripes::Stripes::default(),
             plans: plans::PlanCache::default(),
+            outbox_wake: std::sync::Arc::default(),
         }
     }
 
@@ -97,6 +102,16 @@ impl App {
     pub fn with_broker(mut self, amqp_uri: &str) -> Self {
         self.broker = Some(std::sync::Arc::new(aiden_jobs::SharedBroker::new(amqp_uri)));
         self
+    }
+
+    /// What the outbox relay waits on (`aiden serve` hands it to [`outbox::Relay`]).
+    pub fn outbox_wake(&self) -> std::sync::Arc<tokio::sync::Notify> {
+        self.outbox_wake.clone()
+    }
+
+    /// After a commit that wrote IngestItems: the relay publishes them now, not at its next poll.
+    pub(crate) fn content_committed(&self) {
+        self.outbox_wake.notify_one();
     }
 
     pub fn graph(&self) -> &Graph {

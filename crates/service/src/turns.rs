@@ -106,7 +106,7 @@ impl App {
             summaries.iter().map(Into::into).collect(),
             now(),
         )?;
-        Ok((wm, content))
+        Ok((self.with_entities(wm).await?, content))
     }
 
     /// Checks the Process and prepares its run and the generating Alternative: the run's
@@ -194,7 +194,7 @@ impl App {
         rules::check_content(&b.content)?;
         let speaker = Speaker::from(b.speaker);
         let _queued = self.stripes.lock(id).await;
-        write_tx!(self, |tx| {
+        let view = write_tx!(self, |tx| {
             let at = attach_new_turn(
                 &mut tx,
                 caller,
@@ -222,7 +222,9 @@ impl App {
             };
             conv::create_turn(&mut tx, &new_turn, &now()).await?;
             one_turn(conv::turn_view(&mut tx, &turn_id).await?)
-        })
+        })?;
+        self.content_committed();
+        Ok(view)
     }
 
     /// `POST /v1/conversations/{id}/agent-turns`: an agent Turn whose Alternative a run of the
@@ -334,8 +336,9 @@ impl App {
             }
         })?;
         drop(queued);
-        if let AlternativeAdded::Generating(g) = &added {
-            self.start_agent_run(&g.run_id).await;
+        match &added {
+            AlternativeAdded::Generating(g) => self.start_agent_run(&g.run_id).await,
+            AlternativeAdded::Turn(_) => self.content_committed(),
         }
         Ok(added)
     }
@@ -454,7 +457,8 @@ impl App {
             (None, None) => c.current_alternative_id.clone(),
         };
         let Some(start) = start else {
-            return Ok(memory::assemble(id, Vec::new(), Vec::new(), c.updated_at)?);
+            let wm = memory::assemble(id, Vec::new(), Vec::new(), c.updated_at)?;
+            return self.with_entities(wm).await;
         };
         let (path, summaries) = tokio::join!(
             conv::path(&self.graph, &start),
@@ -470,11 +474,12 @@ impl App {
             (Some(t), Some(asked)) if t != asked => return Err(foreign("alternativeId", &start)),
             _ => {}
         }
-        Ok(memory::assemble(
+        let wm = memory::assemble(
             id,
             path,
             summaries?.iter().map(Into::into).collect(),
             c.updated_at,
-        )?)
+        )?;
+        self.with_entities(wm).await
     }
 }

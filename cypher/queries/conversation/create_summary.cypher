@@ -5,14 +5,18 @@ CREATE (s:Summary {id: $id, conversationId: $conversationId, content: $content,
                    coversUpToTurnId: $coversUpToTurnId, compressionLevel: $compressionLevel,
                    tokenCount: $tokenCount, sources: $sourceIds,
                    alternativeSources: $alternativeSources, summarySources: $summarySources,
-                   createdByProcessId: $createdByProcessId, createdAt: $now})
+                   createdByProcessId: $createdByProcessId, createdAt: $now,
+                   binding: 'pending'})
+// EPI-3: the Summary's Episode is ingested through the outbox like an Alternative's.
+CREATE (:IngestItem {id: 'summary:' + $id, kind: 'summary', targetId: $id,
+                     conversationId: $conversationId, state: 'new', createdAt: $now})
 CREATE (c)-[:HAS_SUMMARY {createdAt: $now}]->(s)
 CREATE (s)-[:COVERS_UP_TO]->(t)
 WITH s
 UNWIND $sources AS src
 OPTIONAL MATCH (a:Alternative {id: src.id})
 OPTIONAL MATCH (o:Summary {id: src.id})
-OPTIONAL MATCH (e:Episode {uuid: src.id})
+OPTIONAL MATCH (e:Episodic {uuid: src.id})
 WITH s, src, coalesce(a, o, e) AS target
 CREATE (s)-[:SUMMARIZES {order: src.order}]->(target)
 WITH s, count(*) AS n

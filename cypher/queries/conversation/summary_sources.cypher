@@ -4,7 +4,7 @@
 UNWIND $sources AS sid
 OPTIONAL MATCH (a:Alternative {id: sid})
 OPTIONAL MATCH (s:Summary {id: sid})
-OPTIONAL MATCH (e:Episode {uuid: sid})
+OPTIONAL MATCH (e:Episodic {uuid: sid})
 WITH sid, a, s, e, coalesce(a.conversationId, s.conversationId, e.group_id) AS conversationId
 OPTIONAL MATCH (c:Conversation {id: conversationId})
 RETURN sid AS id,

@@ -2,7 +2,8 @@
 // attempt, one CREATEd edge per attempt: a MERGE would scan the Worker's ever-growing edge list,
 // and the tool-call audit records), then run changes with their new events (one RunEventChunk
 // per run holding this pass's events). `WITH count(*)` joins the two halves and yields one row even when there are no step rows. A run that generates an agent
-// Alternative settles it in the same statement: content written once, from `generating` only.
+// Alternative settles it in the same statement: content written once, from `generating` only,
+// and its content is recorded for Graphiti ingestion (IngestItem, the outbox) with it.
 // Every lookup by a key that may be null goes through coalesce(key, ''): ArcadeDB answers a
 // null key by scanning the label (4 ms per row with 12,000 Alternatives), which made every
 // engine pass slower as conversations grew.
@@ -25,13 +26,21 @@ FOREACH (c IN r.chunks |
                           events: c.events}))
 WITH stepRows, x
 OPTIONAL MATCH (al:Alternative {id: coalesce(x.alternativeId, '')})
-WITH stepRows, x, al
-FOREACH (_ IN CASE WHEN al IS NOT NULL AND al.state = 'generating'
-                        AND x.status IN ['completed', 'failed', 'canceled'] THEN [1] ELSE [] END |
+WITH stepRows, x, al,
+     al IS NOT NULL AND al.state = 'generating'
+       AND x.status IN ['completed', 'failed', 'canceled'] AS settles
+WITH stepRows, x, al, settles,
+     settles AND x.status = 'completed' AND trim(coalesce(x.outputText, '')) <> '' AS ingests
+FOREACH (_ IN CASE WHEN settles THEN [1] ELSE [] END |
   SET al.state = CASE WHEN x.status = 'completed' THEN 'valid' ELSE 'failed' END,
       al.content = CASE WHEN x.status = 'completed' THEN x.outputText ELSE null END,
       al.error = CASE WHEN x.status = 'completed' THEN null ELSE x.error END,
-      al.settledAt = x.finishedAt)
+      al.settledAt = x.finishedAt,
+      al.binding = CASE WHEN ingests THEN 'pending' ELSE null END)
+// EPI-3: the settled content is recorded for ingestion in this same transaction (the outbox).
+FOREACH (_ IN CASE WHEN ingests THEN [1] ELSE [] END |
+  CREATE (:IngestItem {id: 'message:' + al.id, kind: 'message', targetId: al.id,
+                       conversationId: al.conversationId, state: 'new', createdAt: x.finishedAt}))
 WITH stepRows, count(*) AS runRows
 // Runs started in this pass get their edges into the definitions and to their caller.
 UNWIND $links AS runId

@@ -2,6 +2,7 @@
 
 pub mod catalog;
 pub mod conversations;
+pub mod knowledge;
 pub mod ops;
 pub mod processes;
 pub mod runs;

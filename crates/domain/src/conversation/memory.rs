@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::execution::budget::estimate_text_tokens;
+use crate::knowledge::EntityReference;
 use crate::Error;
 
 /// One Alternative on the path, as the traversal returns it.
@@ -20,6 +21,8 @@ pub struct PathRow {
     pub speaker: String,
     pub content: Option<String>,
     pub episode_id: Option<String>,
+    #[serde(default)]
+    pub binding: Option<String>,
     pub sequence: i64,
     /// Lifecycle, Turn type and error: what a fork copies besides the content.
     #[serde(default)]
@@ -55,6 +58,7 @@ pub struct PathEntry {
     pub speaker: String,
     pub content: Option<String>,
     pub episode_id: Option<String>,
+    pub binding: Option<String>,
     pub sequence: i64,
     pub tokens: u64,
 }
@@ -77,8 +81,8 @@ pub struct WorkingMemory {
     pub current_alternative_id: Option<String>,
     pub immediate_path: Vec<PathEntry>,
     pub summaries: Vec<SummaryEntry>,
-    /// `HAS_ACTIVE_ENTITY` references; none exist until entity extraction lands.
-    pub active_entities: Vec<Value>,
+    /// Chosen (`HAS_ACTIVE_ENTITY`) and path-mentioned Entities (issue #9).
+    pub active_entities: Vec<EntityReference>,
     /// The user's introspection carousel; empty until introspection lands.
     pub introspection_context: Vec<Value>,
     pub total_tokens: u64,
@@ -143,6 +147,7 @@ pub fn assemble(
             speaker: p.speaker,
             content: p.content,
             episode_id: p.episode_id,
+            binding: p.binding,
             sequence: p.sequence,
         })
         .collect();
@@ -173,6 +178,39 @@ pub fn assemble(
         total_tokens,
         last_updated,
     })
+}
+
+/// How many of the path's latest Alternatives lend their mentioned Entities to working memory.
+pub const MENTION_WINDOW: usize = 100;
+
+impl WorkingMemory {
+    /// The `(alternativeId, depth)` of the path entries whose Episodes were extracted, latest
+    /// [`MENTION_WINDOW`] only: where mentioned Entities come from.
+    pub fn extracted_positions(&self) -> Vec<(String, i64)> {
+        let extracted: Vec<&PathEntry> = self
+            .immediate_path
+            .iter()
+            .filter(|p| p.binding.as_deref() == Some("extracted"))
+            .collect();
+        let skip = extracted.len().saturating_sub(MENTION_WINDOW);
+        extracted
+            .into_iter()
+            .skip(skip)
+            .map(|p| (p.alternative_id.clone(), p.sequence))
+            .collect()
+    }
+
+    /// The current Turn's depth (0 for an empty path).
+    pub fn depth(&self) -> i64 {
+        self.immediate_path.last().map_or(0, |p| p.sequence)
+    }
+
+    /// WM-2: the active entities join the view and their tokens the total.
+    pub fn with_entities(mut self, refs: Vec<EntityReference>) -> Self {
+        self.total_tokens += refs.iter().map(|r| r.tokens).sum::<u64>();
+        self.active_entities = refs;
+        self
+    }
 }
 
 /// Whether a Summary was made from this path: its Alternatives lie on it and its Summaries do
@@ -223,6 +261,7 @@ mod tests {
             speaker: "user".into(),
             content: Some(content.into()),
             episode_id: None,
+            binding: None,
             sequence: seq,
             state: None,
             turn_type: None,

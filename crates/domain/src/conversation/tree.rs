@@ -39,6 +39,8 @@ pub struct AltRow {
     pub run_id: Option<String>,
     pub state: String,
     pub episode_id: Option<String>,
+    #[serde(default)]
+    pub binding: Option<String>,
     pub error: Option<String>,
 }
 
@@ -88,6 +90,8 @@ pub struct AlternativeView {
     pub cache_status: CacheStatus,
     pub has_children: bool,
     pub episode_id: Option<String>,
+    /// EPI-3: `pending | bound | extracted | skipped | failed`; null while there is no content.
+    pub binding: Option<String>,
     pub error: Option<Value>,
 }
 
@@ -152,6 +156,7 @@ pub fn alternative_view(a: AltRow, parent_turn: Option<&str>, ctx: &Context) -> 
         responds_to: a.responds_to,
         run_id: a.run_id,
         episode_id: a.episode_id,
+        binding: a.binding,
     }
 }
 

@@ -1,0 +1,78 @@
+//! Entities and a Conversation's active entities (issue #9).
+
+use aiden_domain::knowledge::{ActiveEntityFlags, NewEntity};
+use axum::{
+    extract::{Path, Query, State as S},
+    http::StatusCode,
+    response::{IntoResponse, Response},
+};
+use serde::Deserialize;
+
+use super::catalog::{created, ok};
+use crate::{
+    error::{ApiError, ApiResult},
+    extract::{AppJson, Auth},
+    State,
+};
+
+pub async fn create_entity(
+    S(st): S<State>,
+    Auth(c): Auth,
+    AppJson(b): AppJson<NewEntity>,
+) -> ApiResult<Response> {
+    Ok(created(st.app.create_entity(&c, b).await?))
+}
+
+pub async fn get_entity(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(uuid): Path<String>,
+) -> ApiResult<Response> {
+    Ok(ok(st.app.get_entity(&c, &uuid).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EntityQuery {
+    conversation_id: Option<String>,
+    q: Option<String>,
+}
+
+pub async fn list_entities(
+    S(st): S<State>,
+    Auth(c): Auth,
+    q: Result<Query<EntityQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Response> {
+    let Query(q) =
+        q.map_err(|e| ApiError::from(aiden_domain::Error::validation("query", e.body_text())))?;
+    Ok(ok(st
+        .app
+        .list_entities(&c, q.conversation_id.as_deref(), q.q.as_deref())
+        .await?))
+}
+
+pub async fn activate_entity(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path((id, uuid)): Path<(String, String)>,
+    AppJson(b): AppJson<ActiveEntityFlags>,
+) -> ApiResult<Response> {
+    Ok(ok(st.app.activate_entity(&c, &id, &uuid, b).await?))
+}
+
+pub async fn deactivate_entity(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path((id, uuid)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    st.app.deactivate_entity(&c, &id, &uuid).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+pub async fn conversation_entities(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    Ok(ok(st.app.conversation_entities(&c, &id).await?))
+}

@@ -1,0 +1,9 @@
+//! The knowledge layer (issue #9): what an Alternative or Summary becomes in Graphiti (its
+//! Episode: identity, name, group, content), the binding lifecycle that links it back, and the
+//! Entities working memory carries. Pure: no graph, no network.
+
+pub mod entity;
+pub mod episode;
+
+pub use entity::{EntityReference, NewEntity, ActiveEntityFlags};
+pub use episode::{Binding, EpisodeDraft, EpisodeSource};

@@ -1,0 +1,455 @@
+//! The knowledge layer's statements (issue #9): the outbox the relay drains, what the ingestion
+//! worker reads and writes for a binding, and Entities (user-created, mirrored from Graphiti,
+//! active in a Conversation, mentioned on a path).
+
+use aiden_domain::knowledge::entity::{ChosenEntity, EntityFacts, MentionedEntity};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{cypher, query_file, tx::IdRow, Error, Graph, Tx};
+
+fn bolt(value: Value) -> Result<neo4rs::BoltType, Error> {
+    neo4rs::BoltType::try_from(value).map_err(|e| Error::Decode(e.to_string()))
+}
+
+/// What a binding is for: an Alternative's content (`message`) or a Summary's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetKind {
+    Message,
+    Summary,
+}
+
+impl TargetKind {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "message" => Some(Self::Message),
+            "summary" => Some(Self::Summary),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Message => "message",
+            Self::Summary => "summary",
+        }
+    }
+
+    /// The label the target's node has (from this closed enum only, never from input).
+    fn label(self) -> &'static str {
+        match self {
+            Self::Message => "Alternative",
+            Self::Summary => "Summary",
+        }
+    }
+}
+
+/// An outbox row: content to ingest.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct OutboxItem {
+    pub id: String,
+    pub kind: String,
+    pub target_id: String,
+    pub conversation_id: String,
+    pub created_at: String,
+}
+
+pub async fn outbox_new(graph: &Graph, limit: i64) -> Result<Vec<OutboxItem>, Error> {
+    let q = cypher(query_file!("knowledge/outbox_new.cypher"), None).param("limit", limit);
+    graph.read_rows(q).await
+}
+
+pub async fn outbox_stale(
+    graph: &Graph,
+    published_before: &str,
+    limit: i64,
+) -> Result<Vec<OutboxItem>, Error> {
+    let q = cypher(query_file!("knowledge/outbox_stale.cypher"), None)
+        .param("before", published_before)
+        .param("limit", limit);
+    graph.read_rows(q).await
+}
+
+pub async fn outbox_mark_published(graph: &Graph, ids: Vec<String>, now: &str) -> Result<(), Error> {
+    let mut tx = graph.begin().await?;
+    let q = cypher(query_file!("knowledge/outbox_mark.cypher"), None)
+        .param("ids", ids)
+        .param("now", now);
+    tx.run(q).await?;
+    tx.commit().await
+}
+
+/// One Episode of the extraction context (an ancestor on the path, or a Summary's source).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextItem {
+    pub id: String,
+    /// `message`, `summary` or `episode` (a Summary source naming an Episode directly).
+    pub kind: String,
+    pub episode_id: Option<String>,
+    pub binding: Option<String>,
+}
+
+/// What a binding needs of its Alternative or Summary.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Target {
+    pub id: String,
+    pub conversation_id: String,
+    pub speaker: Option<String>,
+    pub content: Option<String>,
+    pub created_at: String,
+    pub binding: Option<String>,
+    pub episode_id: Option<String>,
+    /// Root-most first.
+    #[serde(default)]
+    pub context: Vec<ContextItem>,
+}
+
+pub async fn target(graph: &Graph, kind: TargetKind, id: &str) -> Result<Option<Target>, Error> {
+    let text = match kind {
+        TargetKind::Message => query_file!("knowledge/target_message.cypher"),
+        TargetKind::Summary => query_file!("knowledge/target_summary.cypher"),
+    };
+    let q = cypher(text, None).param("id", id);
+    Ok(graph.read_rows(q).await?.into_iter().next())
+}
+
+/// The Episode to bind, as stored in our graph (a mirror of Graphiti's `Episodic` node).
+pub struct Bind<'a> {
+    pub kind: TargetKind,
+    pub id: &'a str,
+    pub uuid: &'a str,
+    pub name: &'a str,
+    pub group_id: &'a str,
+    pub source: &'a str,
+    pub source_description: &'a str,
+    pub content: &'a str,
+    pub valid_at: &'a str,
+}
+
+/// EPI-2 / TURN-7: binds once. `Ok(false)` when the target already carries another episodeId
+/// (or vanished): nothing was written.
+pub async fn bind(graph: &Graph, b: &Bind<'_>, now: &str) -> Result<bool, Error> {
+    let mut tx = graph.begin().await?;
+    let q = cypher(query_file!("knowledge/bind.cypher"), Some(b.kind.label()))
+        .param("id", b.id)
+        .param("uuid", b.uuid)
+        .param("name", b.name)
+        .param("groupId", b.group_id)
+        .param("source", b.source)
+        .param("edgeSource", b.kind.as_str())
+        .param("sourceDescription", b.source_description)
+        .param("content", b.content)
+        .param("validAt", b.valid_at)
+        .param("now", now);
+    let row = tx.one::<IdRow>(q).await?;
+    tx.commit().await?;
+    Ok(row.is_some())
+}
+
+/// An Entity Graphiti extracted.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct ExtractedEntity {
+    pub uuid: String,
+    pub name: String,
+    #[serde(default)]
+    pub summary: Option<String>,
+    #[serde(default)]
+    pub labels: Vec<String>,
+}
+
+/// A fact Graphiti extracted between two Entities.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct ExtractedEdge {
+    pub uuid: String,
+    pub source_node_uuid: String,
+    pub target_node_uuid: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub fact: Option<String>,
+}
+
+/// The final binding state after extraction (`extracted` or `skipped`), with what was
+/// extracted mirrored, in one transaction. `Ok(false)` when the target is not bound to `uuid`.
+#[allow(clippy::too_many_arguments)]
+pub async fn record_extraction(
+    graph: &Graph,
+    kind: TargetKind,
+    id: &str,
+    uuid: &str,
+    group_id: &str,
+    binding: &str,
+    entities: &[ExtractedEntity],
+    edges: &[ExtractedEdge],
+    now: &str,
+) -> Result<bool, Error> {
+    let ents: Vec<Value> = entities
+        .iter()
+        .map(|e| {
+            serde_json::json!({
+                "uuid": e.uuid, "name": e.name, "summary": e.summary,
+                "labels": e.labels,
+                "category": e.labels.iter().find(|l| l.as_str() != "Entity"),
+            })
+        })
+        .collect();
+    let rels: Vec<Value> = edges
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "uuid": r.uuid, "source": r.source_node_uuid, "target": r.target_node_uuid,
+                "name": r.name, "fact": r.fact,
+            })
+        })
+        .collect();
+    let mut tx = graph.begin().await?;
+    let q = cypher(query_file!("knowledge/extracted.cypher"), Some(kind.label()))
+        .param("id", id)
+        .param("uuid", uuid)
+        .param("groupId", group_id)
+        .param("binding", binding)
+        .param("entities", bolt(Value::Array(ents))?)
+        .param("now", now);
+    #[derive(Deserialize)]
+    struct N {
+        #[allow(dead_code)]
+        n: i64,
+    }
+    let matched = tx.one::<N>(q).await?.is_some();
+    if matched && !rels.is_empty() {
+        let q = cypher(query_file!("knowledge/relations.cypher"), None)
+            .param("edges", bolt(Value::Array(rels))?)
+            .param("groupId", group_id);
+        tx.run(q).await?;
+    }
+    tx.commit().await?;
+    Ok(matched)
+}
+
+pub async fn record_failure(
+    graph: &Graph,
+    kind: TargetKind,
+    id: &str,
+    reason: &str,
+    now: &str,
+) -> Result<(), Error> {
+    let mut tx = graph.begin().await?;
+    let q = cypher(query_file!("knowledge/failed.cypher"), Some(kind.label()))
+        .param("id", id)
+        .param("reason", reason)
+        .param("now", now);
+    tx.run(q).await?;
+    tx.commit().await
+}
+
+pub async fn outbox_done(graph: &Graph, item_id: &str) -> Result<(), Error> {
+    let mut tx = graph.begin().await?;
+    let q = cypher(query_file!("knowledge/outbox_done.cypher"), None).param("id", item_id);
+    tx.run(q).await?;
+    tx.commit().await
+}
+
+// ---- Entities ----
+
+pub struct NewEntityRecord<'a> {
+    pub uuid: &'a str,
+    pub name: &'a str,
+    pub summary: &'a str,
+    pub category: Option<&'a str>,
+    /// JSON text of the facets object.
+    pub facets: Option<String>,
+    pub created_by: &'a str,
+}
+
+pub async fn create_entity(tx: &mut Tx, e: &NewEntityRecord<'_>, now: &str) -> Result<(), Error> {
+    let q = cypher(query_file!("entity/create.cypher"), None)
+        .param("uuid", e.uuid)
+        .param("name", e.name)
+        .param("summary", e.summary)
+        .param("category", e.category)
+        .param("facets", e.facets.clone())
+        .param("createdBy", e.created_by)
+        .param("now", now);
+    match tx.one::<IdRow>(q).await? {
+        Some(_) => Ok(()),
+        None => Err(Error::Query("the creating user vanished".into())),
+    }
+}
+
+/// One Episode that mentions an Entity.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Mention {
+    pub episode_id: String,
+    pub created_at: Option<String>,
+}
+
+/// A stored Entity with its visibility facts.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EntityRow {
+    pub uuid: String,
+    pub name: String,
+    pub summary: Option<String>,
+    pub category: Option<String>,
+    pub facets: Option<String>,
+    #[serde(default)]
+    pub labels: Option<Vec<String>>,
+    pub source: Option<String>,
+    pub created_by: Option<String>,
+    pub created_at: Option<String>,
+    pub group_id: Option<String>,
+    #[serde(default)]
+    pub mentions: Vec<Mention>,
+    /// Owners of the conversations it was extracted in or is mentioned by.
+    #[serde(default)]
+    pub owners: Vec<String>,
+}
+
+pub async fn get_entity(tx: &mut Tx, uuid: &str) -> Result<Option<EntityRow>, Error> {
+    let q = cypher(query_file!("entity/get.cypher"), None).param("uuid", uuid);
+    tx.one(q).await
+}
+
+pub async fn get_entity_autocommit(graph: &Graph, uuid: &str) -> Result<Option<EntityRow>, Error> {
+    let q = cypher(query_file!("entity/get.cypher"), None).param("uuid", uuid);
+    Ok(graph.read_rows(q).await?.into_iter().next())
+}
+
+#[derive(Deserialize)]
+struct UuidRow {
+    uuid: String,
+}
+
+/// Uuids of the Entities `caller` created or that belong to `conversation_ids`.
+pub async fn list_entities(
+    graph: &Graph,
+    caller: &str,
+    conversation_ids: Vec<String>,
+    q: Option<&str>,
+) -> Result<Vec<String>, Error> {
+    let query = cypher(query_file!("entity/list.cypher"), None)
+        .param("caller", caller)
+        .param("conversationIds", conversation_ids)
+        .param("q", q);
+    let rows: Vec<UuidRow> = graph.read_rows(query).await?;
+    let mut out: Vec<String> = rows.into_iter().map(|r| r.uuid).collect();
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+pub struct Activation<'a> {
+    pub conversation_id: &'a str,
+    pub uuid: &'a str,
+    pub caller: &'a str,
+    pub include_summary: bool,
+    pub include_facets: bool,
+    pub include_relationships: bool,
+}
+
+pub async fn activate_entity(tx: &mut Tx, a: &Activation<'_>, now: &str) -> Result<bool, Error> {
+    let q = cypher(query_file!("entity/activate.cypher"), None)
+        .param("conversationId", a.conversation_id)
+        .param("uuid", a.uuid)
+        .param("caller", a.caller)
+        .param("includeSummary", a.include_summary)
+        .param("includeFacets", a.include_facets)
+        .param("includeRelationships", a.include_relationships)
+        .param("now", now);
+    Ok(tx.one::<IdRow>(q).await?.is_some())
+}
+
+pub async fn deactivate_entity(
+    tx: &mut Tx,
+    conversation_id: &str,
+    uuid: &str,
+) -> Result<bool, Error> {
+    let q = cypher(query_file!("entity/deactivate.cypher"), None)
+        .param("conversationId", conversation_id)
+        .param("uuid", uuid);
+    Ok(tx.one::<IdRow>(q).await?.is_some())
+}
+
+/// An Entity row of `entity/active.cypher` or `entity/mentioned.cypher` (flat: rows decode
+/// by column name).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EntityInMemoryRow {
+    uuid: String,
+    name: String,
+    summary: Option<String>,
+    category: Option<String>,
+    facets: Option<String>,
+    source: Option<String>,
+    #[serde(default)]
+    facts: Vec<String>,
+    added_at: Option<String>,
+    include_summary: Option<bool>,
+    include_facets: Option<bool>,
+    include_relationships: Option<bool>,
+    sequence: Option<i64>,
+    mentioned_at: Option<String>,
+}
+
+impl EntityInMemoryRow {
+    fn facts(&self) -> EntityFacts {
+        EntityFacts {
+            uuid: self.uuid.clone(),
+            name: self.name.clone(),
+            summary: self.summary.clone(),
+            category: self.category.clone(),
+            facets: self.facets.clone(),
+            source: self.source.clone().unwrap_or_else(|| "graphiti".into()),
+            facts: self.facts.clone(),
+        }
+    }
+}
+
+pub async fn active_entities(
+    graph: &Graph,
+    conversation_id: &str,
+) -> Result<Vec<ChosenEntity>, Error> {
+    let q = cypher(query_file!("entity/active.cypher"), None)
+        .param("conversationId", conversation_id);
+    let rows: Vec<EntityInMemoryRow> = graph.read_rows(q).await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| ChosenEntity {
+            entity: r.facts(),
+            added_at: r.added_at.unwrap_or_default(),
+            include_summary: r.include_summary.unwrap_or(true),
+            include_facets: r.include_facets.unwrap_or(false),
+            include_relationships: r.include_relationships.unwrap_or(false),
+        })
+        .collect())
+}
+
+/// Entities mentioned by the Episodes of `(alternativeId, sequence)` path positions.
+pub async fn mentioned_entities(
+    graph: &Graph,
+    path: &[(String, i64)],
+) -> Result<Vec<MentionedEntity>, Error> {
+    if path.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows: Vec<Value> = path
+        .iter()
+        .map(|(id, seq)| serde_json::json!({"id": id, "sequence": seq}))
+        .collect();
+    let q = cypher(query_file!("entity/mentioned.cypher"), None)
+        .param("path", bolt(Value::Array(rows))?);
+    let rows: Vec<EntityInMemoryRow> = graph.read_rows(q).await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| MentionedEntity {
+            entity: r.facts(),
+            sequence: r.sequence.unwrap_or(0),
+            mentioned_at: r.mentioned_at.unwrap_or_default(),
+        })
+        .collect())
+}

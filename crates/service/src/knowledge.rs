@@ -1,0 +1,188 @@
+//! Entities on the mutation path (issue #9): user-created ones (ENT-1), a Conversation's
+//! active entities (HAS_ACTIVE_ENTITY), and the `activeEntities` working memory shows.
+//! Visibility (ENT-2, OWN-2): an Entity is visible to its creator and to the owners of the
+//! conversations it was extracted in or is mentioned by; anything else answers 404.
+
+use aiden_domain::conversation::memory::WorkingMemory;
+use aiden_domain::knowledge::entity::{self, ActiveEntityFlags, NewEntity};
+use aiden_domain::{user::Caller, Error as Rule};
+use aiden_graph::conversations as conv;
+use aiden_graph::knowledge::{self as kg, EntityRow};
+use serde_json::{json, Value};
+
+use crate::conversations::ensure_own;
+use crate::{now, tx::read_tx, tx::write_tx, App, Result};
+
+fn visible_to(row: &EntityRow, caller: &Caller) -> bool {
+    row.created_by.as_deref() == Some(caller.id.as_str())
+        || row.owners.iter().any(|o| o == caller.id.as_str())
+}
+
+/// The Entity as the API shows it: `sources` is its provenance (seed 001 EntitySource): the
+/// user who created it, and one `graphiti` entry per Episode that mentions it.
+pub fn entity_view(row: &EntityRow) -> Value {
+    let mut sources = Vec::new();
+    if row.source.as_deref() == Some("user") {
+        sources.push(json!({"type": "user", "createdAt": row.created_at, "createdBy": row.created_by}));
+    }
+    for m in &row.mentions {
+        sources.push(json!({"type": "graphiti", "createdAt": m.created_at, "episodeId": m.episode_id}));
+    }
+    let facets = row
+        .facets
+        .as_deref()
+        .and_then(|f| serde_json::from_str::<Value>(f).ok())
+        .unwrap_or_else(|| json!({}));
+    let category = row.category.clone().or_else(|| {
+        row.labels
+            .as_ref()
+            .and_then(|l| l.iter().find(|x| x.as_str() != "Entity").cloned())
+    });
+    json!({
+        "uuid": row.uuid, "name": row.name, "summary": row.summary, "category": category,
+        "facets": facets, "sources": sources, "createdAt": row.created_at,
+    })
+}
+
+impl App {
+    /// `POST /v1/entities` (ENT-1).
+    pub async fn create_entity(&self, caller: &Caller, b: NewEntity) -> Result<Value> {
+        entity::check_new_entity(&b)?;
+        let uuid = uuid::Uuid::now_v7().to_string();
+        let facets = b
+            .facets
+            .as_ref()
+            .map(|f| serde_json::to_string(f).unwrap_or_default());
+        let row = write_tx!(self, |tx| {
+            let record = kg::NewEntityRecord {
+                uuid: &uuid,
+                name: b.name.trim(),
+                summary: b.summary.trim(),
+                category: b.category.as_deref(),
+                facets: facets.clone(),
+                created_by: caller.id.as_str(),
+            };
+            kg::create_entity(&mut tx, &record, &now()).await?;
+            Ok(kg::get_entity(&mut tx, &uuid)
+                .await?
+                .ok_or(Rule::NotFound)?)
+        })?;
+        Ok(entity_view(&row))
+    }
+
+    /// `GET /v1/entities/{uuid}`.
+    pub async fn get_entity(&self, caller: &Caller, uuid: &str) -> Result<Value> {
+        let row = kg::get_entity_autocommit(&self.graph, uuid)
+            .await?
+            .filter(|r| visible_to(r, caller))
+            .ok_or(Rule::NotFound)?;
+        Ok(entity_view(&row))
+    }
+
+    /// `GET /v1/entities?conversationId=&q=`: the caller's own and those of their conversations
+    /// (of the one named, when named).
+    pub async fn list_entities(
+        &self,
+        caller: &Caller,
+        conversation_id: Option<&str>,
+        q: Option<&str>,
+    ) -> Result<Value> {
+        let conversations = match conversation_id {
+            Some(id) => {
+                let c = conv::get_autocommit(&self.graph, id)
+                    .await?
+                    .ok_or(Rule::NotFound)?;
+                ensure_own(caller, &c.owner_id)?;
+                vec![id.to_owned()]
+            }
+            None => conv::owned_ids(&self.graph, caller.id.as_str()).await?,
+        };
+        let q = q.map(str::trim).filter(|s| !s.is_empty());
+        let uuids = kg::list_entities(&self.graph, caller.id.as_str(), conversations, q).await?;
+        let mut items = Vec::with_capacity(uuids.len());
+        for u in uuids.iter().take(200) {
+            if let Some(row) = kg::get_entity_autocommit(&self.graph, u).await? {
+                if conversation_id.is_some() || visible_to(&row, caller) {
+                    items.push(entity_view(&row));
+                }
+            }
+        }
+        Ok(json!({"items": items, "nextCursor": null}))
+    }
+
+    /// `PUT /v1/conversations/{id}/entities/{uuid}`: adds (or re-flags) an active entity.
+    pub async fn activate_entity(
+        &self,
+        caller: &Caller,
+        id: &str,
+        uuid: &str,
+        flags: ActiveEntityFlags,
+    ) -> Result<Value> {
+        let (s, f, r) = flags.resolved();
+        write_tx!(self, |tx| {
+            let c = conv::get(&mut tx, id).await?.ok_or(Rule::NotFound)?;
+            ensure_own(caller, &c.owner_id)?;
+            kg::get_entity(&mut tx, uuid)
+                .await?
+                .filter(|row| visible_to(row, caller))
+                .ok_or(Rule::NotFound)?;
+            let a = kg::Activation {
+                conversation_id: id,
+                uuid,
+                caller: caller.id.as_str(),
+                include_summary: s,
+                include_facets: f,
+                include_relationships: r,
+            };
+            if !kg::activate_entity(&mut tx, &a, &now()).await? {
+                return Err(Rule::NotFound.into());
+            }
+            Ok(())
+        })?;
+        self.conversation_entity(caller, id, uuid).await
+    }
+
+    async fn conversation_entity(&self, caller: &Caller, id: &str, uuid: &str) -> Result<Value> {
+        let list = self.conversation_entities(caller, id).await?;
+        list["items"]
+            .as_array()
+            .and_then(|items| items.iter().find(|i| i["entityUuid"] == uuid).cloned())
+            .ok_or_else(|| Rule::NotFound.into())
+    }
+
+    /// `DELETE /v1/conversations/{id}/entities/{uuid}`.
+    pub async fn deactivate_entity(&self, caller: &Caller, id: &str, uuid: &str) -> Result<()> {
+        write_tx!(self, |tx| {
+            let c = conv::get(&mut tx, id).await?.ok_or(Rule::NotFound)?;
+            ensure_own(caller, &c.owner_id)?;
+            if !kg::deactivate_entity(&mut tx, id, uuid).await? {
+                return Err(Rule::NotFound.into());
+            }
+            Ok(())
+        })
+    }
+
+    /// `GET /v1/conversations/{id}/entities`: the chosen entities as EntityReferences.
+    pub async fn conversation_entities(&self, caller: &Caller, id: &str) -> Result<Value> {
+        let c = read_tx!(self, |tx| {
+            Ok(conv::get(&mut tx, id).await?.ok_or(Rule::NotFound)?)
+        })?;
+        ensure_own(caller, &c.owner_id)?;
+        let chosen = kg::active_entities(&self.graph, id).await?;
+        let items = entity::active_entities(chosen, Vec::new(), 0);
+        Ok(json!({"items": items}))
+    }
+
+    /// WM-2: working memory with its active entities (chosen ones, then those mentioned by the
+    /// extracted Episodes of the path) and their tokens in the total.
+    pub(crate) async fn with_entities(&self, wm: WorkingMemory) -> Result<WorkingMemory> {
+        let positions = wm.extracted_positions();
+        let (chosen, mentioned) = tokio::join!(
+            kg::active_entities(&self.graph, &wm.conversation_id),
+            kg::mentioned_entities(&self.graph, &positions)
+        );
+        let depth = wm.depth();
+        let refs = entity::active_entities(chosen?, mentioned?, depth);
+        Ok(wm.with_entities(refs))
+    }
+}

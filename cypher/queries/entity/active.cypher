@@ -1,0 +1,9 @@
+// A Conversation's chosen entities with their flags and relationship facts (working memory).
+MATCH (:Conversation {id: $conversationId})-[h:HAS_ACTIVE_ENTITY]->(n:Entity)
+OPTIONAL MATCH (n)-[r:RELATES_TO]-(:Entity)
+WITH h, n, collect(r.fact) AS facts
+RETURN n.uuid AS uuid, n.name AS name, n.summary AS summary, n.category AS category,
+       n.facets AS facets, n.source AS source, facts, h.addedAt AS addedAt,
+       h.includeSummary AS includeSummary, h.includeFacets AS includeFacets,
+       h.includeRelationships AS includeRelationships
+ORDER BY h.addedAt, n.uuid

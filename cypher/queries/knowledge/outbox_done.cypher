@@ -1,0 +1,3 @@
+// A binding reached its final state: its outbox item goes.
+MATCH (o:IngestItem {id: $id})
+DELETE o

@@ -1,0 +1,10 @@
+// The knowledge layer (issue #9). IngestItem is the outbox: content to ingest, created in the
+// transaction that makes the content and deleted once its binding is final. Episodic and
+// Entity are Graphiti's own labels and keys (on a shared Neo4j they are the very nodes
+// Graphiti writes; locally they mirror the FalkorDB-hosted Graphiti graph by uuid).
+CREATE CONSTRAINT ingest_item_id IF NOT EXISTS FOR (n:IngestItem) REQUIRE n.id IS UNIQUE;
+CREATE INDEX ingest_item_state IF NOT EXISTS FOR (n:IngestItem) ON (n.state);
+CREATE CONSTRAINT episodic_uuid IF NOT EXISTS FOR (n:Episodic) REQUIRE n.uuid IS UNIQUE;
+CREATE CONSTRAINT entity_uuid IF NOT EXISTS FOR (n:Entity) REQUIRE n.uuid IS UNIQUE;
+CREATE INDEX entity_group IF NOT EXISTS FOR (n:Entity) ON (n.groupId);
+CREATE INDEX entity_created_by IF NOT EXISTS FOR (n:Entity) ON (n.createdBy)

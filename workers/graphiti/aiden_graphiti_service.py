@@ -1,0 +1,882 @@
+#!/usr/bin/env python3
+"""Aiden's knowledge layer: a thin HTTP service around graphiti-core 0.31.1.
+
+    .stack/graphiti-venv/bin/python workers/graphiti/aiden_graphiti_service.py
+
+Routes (JSON in and out; see README.md next to this file):
+  GET  /healthz                  200 once the graph's indices are built, 503 before
+  PUT  /episodes/{uuid}          save an Episodic node under exactly that uuid, if absent
+  POST /episodes/{uuid}/extract  run graphiti's add_episode on the saved episode, once
+  GET  /debug/extractions        in-memory log of every extract call
+
+Settings (environment):
+  AIDEN_GRAPHITI_ADDR            host:port to listen on (127.0.0.1:8091)
+  AIDEN_GRAPHITI_BACKEND         falkordb (default) | neo4j
+  AIDEN_FALKORDB_HOST/PORT       127.0.0.1 / 6390; AIDEN_FALKORDB_USERNAME/PASSWORD if set
+  AIDEN_GRAPHITI_NEO4J_URI/USER/PASSWORD/DATABASE   (database default: neo4j)
+  AIDEN_GRAPHITI_LLM_BASE_URL    OpenAI-compatible base URL (…/v1); unset or empty: extraction
+                                 disabled (episodes are still saved)
+  AIDEN_GRAPHITI_LLM_MODEL, AIDEN_GRAPHITI_LLM_SMALL_MODEL (= model), AIDEN_GRAPHITI_LLM_API_KEY
+  ("none"), AIDEN_GRAPHITI_LLM_TEMPERATURE (0), AIDEN_GRAPHITI_LLM_TIMEOUT_SECS (120),
+  AIDEN_GRAPHITI_LLM_MAX_RETRIES (2, the openai SDK's own retries),
+  AIDEN_GRAPHITI_LLM_STRUCTURED_OUTPUT (json_schema | json_object),
+  AIDEN_GRAPHITI_EMBEDDER_BASE_URL (= LLM base URL), AIDEN_GRAPHITI_EMBEDDER_MODEL (all-minilm),
+  AIDEN_GRAPHITI_EMBEDDING_DIM (384), AIDEN_GRAPHITI_LOG_LEVEL (INFO)
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# graphiti-core reads both of these at import time: telemetry (PostHog, on by default) must never
+# leave this machine, and EMBEDDING_DIM sizes the zero vector its search uses when it embeds
+# nothing, so it must agree with the embedder's dimension.
+os.environ['GRAPHITI_TELEMETRY_ENABLED'] = 'false'
+_EMBEDDING_DIM_RAW = os.environ.get('AIDEN_GRAPHITI_EMBEDDING_DIM', '384').strip() or '384'
+os.environ['EMBEDDING_DIM'] = _EMBEDDING_DIM_RAW
+
+import asyncio  # noqa: E402
+import json  # noqa: E402
+import logging  # noqa: E402
+import re  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+from collections import deque  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from datetime import datetime, timezone  # noqa: E402
+from typing import Any  # noqa: E402
+
+from aiohttp import web  # noqa: E402
+
+log = logging.getLogger('aiden_graphiti')
+
+MAX_BODY = 1024 * 1024  # 1 MiB: larger bodies are refused with 413
+UUID_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$')
+GROUP_RE = re.compile(r'^[A-Za-z0-9_-]{1,128}$')  # graphiti's validate_group_id, plus a length cap
+SOURCES = ('message', 'text', 'json')
+# FalkorDB keeps each group in its own graph, so "which group holds this uuid" is answered by a
+# small registry graph. Its name holds ':' which no group_id may contain, so it never collides.
+REGISTRY_GRAPH = 'aiden:episode-registry'
+MARKER = 'aiden_extracted_at'
+
+
+class ConfigError(Exception):
+    pass
+
+
+@dataclass
+class Config:
+    host: str
+    port: int
+    backend: str
+    falkordb_host: str
+    falkordb_port: int
+    falkordb_username: str | None
+    falkordb_password: str | None
+    neo4j_uri: str
+    neo4j_user: str
+    neo4j_password: str
+    neo4j_database: str
+    llm_base_url: str
+    llm_model: str
+    llm_small_model: str
+    llm_api_key: str
+    llm_temperature: float
+    llm_timeout: float
+    llm_max_retries: int
+    structured_output: str
+    embedder_base_url: str
+    embedder_model: str
+    embedding_dim: int
+
+    @property
+    def extraction_enabled(self) -> bool:
+        return bool(self.llm_base_url)
+
+    @staticmethod
+    def from_env(env: dict[str, str]) -> 'Config':
+        def get(name: str, default: str = '') -> str:
+            value = env.get(name)
+            return default if value is None or value.strip() == '' else value.strip()
+
+        addr = get('AIDEN_GRAPHITI_ADDR', '127.0.0.1:8091')
+        host, sep, port = addr.rpartition(':')
+        if not sep or not port.isdigit():
+            raise ConfigError(f'AIDEN_GRAPHITI_ADDR must be host:port, got {addr!r}')
+        host = host.strip('[]') or '127.0.0.1'
+        backend = get('AIDEN_GRAPHITI_BACKEND', 'falkordb').lower()
+        if backend not in ('falkordb', 'neo4j'):
+            raise ConfigError(f'AIDEN_GRAPHITI_BACKEND must be falkordb or neo4j, got {backend!r}')
+
+        def integer(name: str, default: str) -> int:
+            raw = get(name, default)
+            try:
+                return int(raw)
+            except ValueError:
+                raise ConfigError(f'{name} must be an integer, got {raw!r}') from None
+
+        def number(name: str, default: str) -> float:
+            raw = get(name, default)
+            try:
+                return float(raw)
+            except ValueError:
+                raise ConfigError(f'{name} must be a number, got {raw!r}') from None
+
+        llm_base_url = get('AIDEN_GRAPHITI_LLM_BASE_URL').rstrip('/')
+        llm_model = get('AIDEN_GRAPHITI_LLM_MODEL')
+        if llm_base_url and not llm_model:
+            raise ConfigError('AIDEN_GRAPHITI_LLM_MODEL is required when AIDEN_GRAPHITI_LLM_BASE_URL is set')
+        structured = get('AIDEN_GRAPHITI_LLM_STRUCTURED_OUTPUT', 'json_schema')
+        if structured not in ('json_schema', 'json_object'):
+            raise ConfigError('AIDEN_GRAPHITI_LLM_STRUCTURED_OUTPUT must be json_schema or json_object')
+        dim = integer('AIDEN_GRAPHITI_EMBEDDING_DIM', '384')
+        if dim <= 0:
+            raise ConfigError('AIDEN_GRAPHITI_EMBEDDING_DIM must be positive')
+        if backend == 'neo4j' and not get('AIDEN_GRAPHITI_NEO4J_URI'):
+            raise ConfigError('AIDEN_GRAPHITI_NEO4J_URI is required with AIDEN_GRAPHITI_BACKEND=neo4j')
+        return Config(
+            host=host,
+            port=int(port),
+            backend=backend,
+            falkordb_host=get('AIDEN_FALKORDB_HOST', '127.0.0.1'),
+            falkordb_port=integer('AIDEN_FALKORDB_PORT', '6390'),
+            falkordb_username=get('AIDEN_FALKORDB_USERNAME') or None,
+            falkordb_password=get('AIDEN_FALKORDB_PASSWORD') or None,
+            neo4j_uri=get('AIDEN_GRAPHITI_NEO4J_URI'),
+            neo4j_user=get('AIDEN_GRAPHITI_NEO4J_USER', 'neo4j'),
+            neo4j_password=get('AIDEN_GRAPHITI_NEO4J_PASSWORD'),
+            neo4j_database=get('AIDEN_GRAPHITI_NEO4J_DATABASE', 'neo4j'),
+            llm_base_url=llm_base_url,
+            llm_model=llm_model,
+            llm_small_model=get('AIDEN_GRAPHITI_LLM_SMALL_MODEL', llm_model),
+            llm_api_key=get('AIDEN_GRAPHITI_LLM_API_KEY', 'none'),
+            llm_temperature=number('AIDEN_GRAPHITI_LLM_TEMPERATURE', '0'),
+            llm_timeout=number('AIDEN_GRAPHITI_LLM_TIMEOUT_SECS', '120'),
+            llm_max_retries=integer('AIDEN_GRAPHITI_LLM_MAX_RETRIES', '2'),
+            structured_output=structured,
+            embedder_base_url=get('AIDEN_GRAPHITI_EMBEDDER_BASE_URL', llm_base_url).rstrip('/'),
+            embedder_model=get('AIDEN_GRAPHITI_EMBEDDER_MODEL', 'all-minilm'),
+            embedding_dim=dim,
+        )
+
+    def describe(self) -> str:
+        """For the start-up log line. Never includes the API key or passwords."""
+        graph = (
+            f'falkordb {self.falkordb_host}:{self.falkordb_port}'
+            if self.backend == 'falkordb'
+            else f'neo4j {self.neo4j_uri} db={self.neo4j_database}'
+        )
+        llm = (
+            f'llm {self.llm_base_url} model={self.llm_model} small={self.llm_small_model} '
+            f'embedder={self.embedder_model}@{self.embedder_base_url} dim={self.embedding_dim}'
+            if self.extraction_enabled
+            else 'extraction disabled (AIDEN_GRAPHITI_LLM_BASE_URL unset)'
+        )
+        return f'{graph}; {llm}'
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, **extra: Any):
+        super().__init__(message)
+        self.status = status
+        self.body = {'error': message, **extra}
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def parse_rfc3339(value: Any, field: str) -> datetime:
+    if not isinstance(value, str) or not value.strip():
+        raise ApiError(400, f'`{field}` must be an RFC 3339 timestamp string')
+    text = value.strip()
+    if text.endswith(('Z', 'z')):
+        text = text[:-1] + '+00:00'
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise ApiError(400, f'`{field}` is not an RFC 3339 timestamp: {value!r}') from None
+    if parsed.tzinfo is None:
+        raise ApiError(400, f'`{field}` needs a UTC offset (RFC 3339), got {value!r}')
+    return parsed.astimezone(timezone.utc)
+
+
+def check_uuid(value: str) -> str:
+    if not UUID_RE.match(value or ''):
+        raise ApiError(400, 'the episode uuid must be 1-128 characters of [A-Za-z0-9._:-]')
+    return value
+
+
+def check_group(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ApiError(400, 'missing field `group_id`')
+    if not GROUP_RE.match(value):
+        raise ApiError(400, '`group_id` must be 1-128 characters of [A-Za-z0-9_-]')
+    return value
+
+
+def rows_of(result: Any) -> list[dict[str, Any]]:
+    """Rows of driver.execute_query for either backend: FalkorDB gives (list[dict], header, None),
+    Neo4j an EagerResult whose records are neo4j.Record."""
+    if not result:
+        return []
+    records = result[0]
+    return [{k: r[k] for k in r.keys()} for r in records]
+
+
+def classify(exc: BaseException) -> tuple[int, bool, str]:
+    """(HTTP status, retryable, kind) for a failure inside add_episode or a graph call."""
+    import httpx
+    import openai
+    import pydantic
+    from graphiti_core.llm_client.errors import EmptyResponseError, RateLimitError, RefusalError
+
+    permanent_llm = (
+        openai.AuthenticationError,
+        openai.PermissionDeniedError,
+        openai.BadRequestError,
+        openai.NotFoundError,
+        openai.UnprocessableEntityError,
+        RefusalError,
+    )
+    if isinstance(exc, permanent_llm):
+        return 502, False, 'llm'
+    if isinstance(
+        exc,
+        (
+            openai.APIError,
+            RateLimitError,
+            EmptyResponseError,
+            json.JSONDecodeError,
+            pydantic.ValidationError,
+            httpx.HTTPError,
+        ),
+    ):
+        return 502, True, 'llm'
+    graph_errors: list[type[BaseException]] = [ConnectionError, TimeoutError, OSError]
+    try:
+        import redis.exceptions as redis_exc
+
+        graph_errors += [redis_exc.ConnectionError, redis_exc.TimeoutError, redis_exc.BusyLoadingError]
+    except ImportError:
+        pass
+    try:
+        import neo4j.exceptions as neo4j_exc
+
+        graph_errors += [neo4j_exc.ServiceUnavailable, neo4j_exc.SessionExpired, neo4j_exc.TransientError]
+    except ImportError:
+        pass
+    if isinstance(exc, tuple(graph_errors)):
+        return 503, True, 'graph'
+    return 500, False, 'internal'
+
+
+class Service:
+    def __init__(self, cfg: Config):
+        self.cfg = cfg
+        self.ready = False
+        self.init_error: str | None = None
+        self.driver: Any = None
+        self.registry: Any = None  # FalkorDB graph handle of REGISTRY_GRAPH
+        self.llm_client: Any = None
+        self.embedder: Any = None
+        self.cross_encoder: Any = None
+        self.shared_graphiti: Any = None
+        self.group_drivers: dict[str, Any] = {}
+        self.group_graphiti: dict[str, Any] = {}
+        self.group_locks: dict[str, asyncio.Lock] = {}
+        self.driver_lock = asyncio.Lock()
+        self.put_lock = asyncio.Lock()
+        self.extractions: deque[dict[str, Any]] = deque(maxlen=10_000)
+        self._init_task: asyncio.Task | None = None
+
+    # ---- start-up -------------------------------------------------------------------------
+
+    def _make_driver(self) -> Any:
+        if self.cfg.backend == 'falkordb':
+            from graphiti_core.driver.falkordb_driver import FalkorDriver
+
+            return FalkorDriver(
+                host=self.cfg.falkordb_host,
+                port=self.cfg.falkordb_port,
+                username=self.cfg.falkordb_username,
+                password=self.cfg.falkordb_password,
+            )
+        from graphiti_core.driver.neo4j_driver import Neo4jDriver
+
+        return Neo4jDriver(
+            self.cfg.neo4j_uri,
+            self.cfg.neo4j_user,
+            self.cfg.neo4j_password,
+            database=self.cfg.neo4j_database,
+        )
+
+    def _make_llm_clients(self) -> None:
+        from graphiti_core.cross_encoder.openai_reranker_client import OpenAIRerankerClient
+        from graphiti_core.embedder.openai import OpenAIEmbedder, OpenAIEmbedderConfig
+        from graphiti_core.llm_client.config import LLMConfig
+        from graphiti_core.llm_client.openai_generic_client import OpenAIGenericClient
+        from openai import AsyncOpenAI
+
+        cfg = self.cfg
+        chat = AsyncOpenAI(
+            api_key=cfg.llm_api_key,
+            base_url=cfg.llm_base_url,
+            timeout=cfg.llm_timeout,
+            max_retries=cfg.llm_max_retries,
+        )
+        llm_config = LLMConfig(
+            api_key=cfg.llm_api_key,
+            model=cfg.llm_model,
+            small_model=cfg.llm_small_model,
+            base_url=cfg.llm_base_url,
+            temperature=cfg.llm_temperature,
+        )
+        self.llm_client = OpenAIGenericClient(
+            config=llm_config, client=chat, structured_output_mode=cfg.structured_output
+        )
+        embed_client = AsyncOpenAI(
+            api_key=cfg.llm_api_key,
+            base_url=cfg.embedder_base_url,
+            timeout=cfg.llm_timeout,
+            max_retries=cfg.llm_max_retries,
+        )
+        self.embedder = OpenAIEmbedder(
+            config=OpenAIEmbedderConfig(
+                embedding_model=cfg.embedder_model,
+                api_key=cfg.llm_api_key,
+                base_url=cfg.embedder_base_url,
+                embedding_dim=cfg.embedding_dim,
+            ),
+            client=embed_client,
+        )
+        # add_episode never reranks (its searches use RRF), but Graphiti() would otherwise build
+        # an OpenAIRerankerClient against api.openai.com that needs OPENAI_API_KEY.
+        self.cross_encoder = OpenAIRerankerClient(config=llm_config, client=chat)
+
+    async def start(self) -> None:
+        self.driver = self._make_driver()
+        if self.cfg.extraction_enabled:
+            self._make_llm_clients()
+        self._init_task = asyncio.create_task(self._initialise())
+
+    async def _initialise(self) -> None:
+        delay = 0.5
+        while True:
+            try:
+                await self._build_indices(self.driver)
+                if self.cfg.backend == 'falkordb':
+                    self.registry = self.driver.client.select_graph(REGISTRY_GRAPH)
+                    try:
+                        await self.registry.query('CREATE INDEX FOR (r:EpisodeRef) ON (r.uuid)')
+                    except Exception as e:  # noqa: BLE001
+                        if 'already indexed' not in str(e):
+                            raise
+                self.ready = True
+                self.init_error = None
+                log.info('ready: indices built (%s)', self.cfg.describe())
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001
+                self.init_error = f'{type(e).__name__}: {e}'
+                log.warning('graph not ready (%s); retrying in %.1fs', self.init_error, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    @staticmethod
+    async def _build_indices(driver: Any) -> None:
+        """graphiti's Neo4j and FalkorDB drivers schedule build_indices_and_constraints() as a
+        background task when constructed inside a running loop (FalkorDriver.clone() does too).
+        Await that task, so that its failure is observed and nothing races with it; build
+        explicitly only if there was no task or it failed."""
+        task = getattr(driver, '_init_task', None)
+        if task is not None:
+            driver._init_task = None
+            try:
+                await task
+                return
+            except Exception as e:  # noqa: BLE001
+                log.info('index build task failed (%s: %s); building again', type(e).__name__, e)
+        await driver.build_indices_and_constraints()
+
+    async def close(self) -> None:
+        if self._init_task is not None and not self._init_task.done():
+            self._init_task.cancel()
+        if self.driver is not None:
+            try:
+                await self.driver.close()
+            except Exception:  # noqa: BLE001
+                pass
+
+    # ---- per-group handles ----------------------------------------------------------------
+
+    async def group_driver(self, group_id: str) -> Any:
+        """The driver for the group's graph, with graphiti's indices built in it. FalkorDB keeps
+        every group_id in its own graph (graphiti's add_episode clones the driver with
+        database=group_id); on Neo4j clone() returns the same driver."""
+        driver = self.group_drivers.get(group_id)
+        if driver is not None:
+            return driver
+        async with self.driver_lock:
+            driver = self.group_drivers.get(group_id)
+            if driver is not None:
+                return driver
+            driver = self.driver.clone(database=group_id)
+            if driver is not self.driver:
+                await self._build_indices(driver)
+            self.group_drivers[group_id] = driver
+            return driver
+
+    async def graphiti_for(self, group_id: str) -> Any:
+        from graphiti_core import Graphiti
+
+        if self.cfg.backend == 'neo4j':
+            if self.shared_graphiti is None:
+                self.shared_graphiti = Graphiti(
+                    graph_driver=self.driver,
+                    llm_client=self.llm_client,
+                    embedder=self.embedder,
+                    cross_encoder=self.cross_encoder,
+                )
+            return self.shared_graphiti
+        graphiti = self.group_graphiti.get(group_id)
+        if graphiti is None:
+            # One Graphiti per group whose driver already points at the group's graph: then
+            # add_episode's _resolve_request_scope reuses it instead of cloning a new FalkorDriver
+            # (and re-issuing every CREATE INDEX in a background task) on each call.
+            graphiti = Graphiti(
+                graph_driver=await self.group_driver(group_id),
+                llm_client=self.llm_client,
+                embedder=self.embedder,
+                cross_encoder=self.cross_encoder,
+            )
+            self.group_graphiti[group_id] = graphiti
+        return graphiti
+
+    def group_lock(self, group_id: str) -> asyncio.Lock:
+        lock = self.group_locks.get(group_id)
+        if lock is None:
+            lock = self.group_locks[group_id] = asyncio.Lock()
+        return lock
+
+    async def owner_elsewhere(self, uuid: str, group_id: str) -> str | None:
+        """The group, other than group_id, that holds an episode with this uuid (None if none)."""
+        if self.cfg.backend == 'neo4j':
+            rows = rows_of(
+                await self.driver.execute_query(
+                    'MATCH (e:Episodic {uuid: $uuid}) RETURN e.group_id AS group_id', uuid=uuid
+                )
+            )
+            others = [r['group_id'] for r in rows if r['group_id'] != group_id]
+            return others[0] if others else None
+        result = await self.registry.query(
+            'MATCH (r:EpisodeRef {uuid: $uuid}) RETURN r.group_id', {'uuid': uuid}
+        )
+        others = [row[0] for row in result.result_set if row[0] != group_id]
+        return others[0] if others else None
+
+    async def claim(self, uuid: str, group_id: str) -> str:
+        """FalkorDB: atomically record uuid -> group_id in the registry; returns the owner."""
+        result = await self.registry.query(
+            'MERGE (r:EpisodeRef {uuid: $uuid}) ON CREATE SET r.group_id = $group_id, '
+            'r.created_at = $at RETURN r.group_id',
+            {'uuid': uuid, 'group_id': group_id, 'at': utc_now().isoformat()},
+        )
+        return result.result_set[0][0]
+
+    # ---- operations -----------------------------------------------------------------------
+
+    async def put_episode(self, uuid: str, body: dict[str, Any]) -> dict[str, Any]:
+        from graphiti_core.nodes import EpisodeType, EpisodicNode
+
+        missing = [
+            f
+            for f in ('name', 'group_id', 'source', 'source_description', 'content', 'valid_at')
+            if f not in body or body[f] is None
+        ]
+        if missing:
+            raise ApiError(400, f'missing field(s): {", ".join(missing)}', missing=missing)
+        group_id = check_group(body['group_id'])
+        for f in ('name', 'source_description', 'content'):
+            if not isinstance(body[f], str):
+                raise ApiError(400, f'`{f}` must be a string')
+        if not body['name'].strip():
+            raise ApiError(400, '`name` must not be empty')
+        if body['source'] not in SOURCES:
+            raise ApiError(400, f'`source` must be one of {", ".join(SOURCES)}')
+        valid_at = parse_rfc3339(body['valid_at'], 'valid_at')
+
+        async with self.put_lock:
+            driver = await self.group_driver(group_id)
+            rows = rows_of(
+                await driver.execute_query(
+                    'MATCH (e:Episodic {uuid: $uuid}) RETURN e.group_id AS group_id', uuid=uuid
+                )
+            )
+            if rows and all(r['group_id'] != group_id for r in rows):
+                raise ApiError(409, f'episode {uuid} exists in another group', group_id=rows[0]['group_id'])
+            if rows:
+                if self.cfg.backend == 'falkordb':
+                    await self.claim(uuid, group_id)  # repairs a registry entry lost in a crash
+                return {'uuid': uuid, 'group_id': group_id, 'created': False}
+            if self.cfg.backend == 'falkordb':
+                owner = await self.claim(uuid, group_id)
+                if owner != group_id:
+                    raise ApiError(409, f'episode {uuid} exists in another group', group_id=owner)
+            episode = EpisodicNode(
+                uuid=uuid,
+                name=body['name'],
+                group_id=group_id,
+                labels=[],
+                source=EpisodeType.from_str(body['source']),
+                source_description=body['source_description'],
+                content=body['content'],
+                created_at=utc_now(),
+                valid_at=valid_at,
+            )
+            await episode.save(driver)
+            return {'uuid': uuid, 'group_id': group_id, 'created': True}
+
+    async def read_extraction(self, driver: Any, uuid: str) -> tuple[list[dict], list[dict]]:
+        """What a finished extraction left in the graph: the episode's MENTIONS targets and the
+        entity edges listed in its entity_edges."""
+        entities = rows_of(
+            await driver.execute_query(
+                'MATCH (e:Episodic {uuid: $uuid})-[:MENTIONS]->(n:Entity) '
+                'RETURN DISTINCT n.uuid AS uuid, n.name AS name, n.summary AS summary, '
+                'labels(n) AS labels',
+                uuid=uuid,
+            )
+        )
+        edge_uuids_rows = rows_of(
+            await driver.execute_query(
+                'MATCH (e:Episodic {uuid: $uuid}) RETURN e.entity_edges AS entity_edges', uuid=uuid
+            )
+        )
+        edge_uuids = list((edge_uuids_rows[0]['entity_edges'] or []) if edge_uuids_rows else [])
+        edges: list[dict] = []
+        if edge_uuids:
+            edges = rows_of(
+                await driver.execute_query(
+                    'MATCH (s:Entity)-[r:RELATES_TO]->(t:Entity) WHERE r.uuid IN $uuids '
+                    'RETURN r.uuid AS uuid, s.uuid AS source_node_uuid, t.uuid AS target_node_uuid, '
+                    'r.name AS name, r.fact AS fact',
+                    uuids=edge_uuids,
+                )
+            )
+        for entity in entities:
+            entity['labels'] = sorted(entity.get('labels') or [])
+            entity['summary'] = entity.get('summary') or ''
+        return sort_entities(entities), sort_edges(edges)
+
+    async def extract(self, uuid: str, body: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+        from graphiti_core.nodes import EpisodicNode
+
+        group_id = check_group(body.get('group_id'))
+        previous = body.get('previous_episode_uuids', [])
+        if previous is None:
+            previous = []
+        if not isinstance(previous, list) or not all(isinstance(p, str) and p for p in previous):
+            raise ApiError(400, '`previous_episode_uuids` must be a list of episode uuids')
+        previous = list(dict.fromkeys(previous))  # de-duplicated, order kept
+        record.update(group_id=group_id, previous_episode_uuids=previous)
+
+        if not self.cfg.extraction_enabled:
+            record['status'] = 'skipped'
+            return {'status': 'skipped', 'entities': [], 'edges': []}
+        if uuid in previous:
+            raise ApiError(422, 'an episode cannot be its own previous episode', unknown=[uuid])
+
+        async with self.group_lock(group_id):
+            driver = await self.group_driver(group_id)
+            rows = rows_of(
+                await driver.execute_query(
+                    f'MATCH (e:Episodic {{uuid: $uuid}}) RETURN e.group_id AS group_id, '
+                    f'e.{MARKER} AS extracted_at',
+                    uuid=uuid,
+                )
+            )
+            rows = [r for r in rows if r['group_id'] == group_id]
+            if not rows:
+                owner = await self.owner_elsewhere(uuid, group_id)
+                if owner is not None:
+                    raise ApiError(409, f'episode {uuid} belongs to another group', group_id=owner)
+                raise ApiError(404, f'episode {uuid} was not saved in group {group_id}')
+            if rows[0]['extracted_at']:
+                entities, edges = await self.read_extraction(driver, uuid)
+                record.update(status='already_extracted')
+                return {
+                    'status': 'extracted',
+                    'alreadyExtracted': True,
+                    'extractedAt': rows[0]['extracted_at'],
+                    'entities': entities,
+                    'edges': edges,
+                }
+
+            if previous:
+                found = rows_of(
+                    await driver.execute_query(
+                        'MATCH (e:Episodic) WHERE e.uuid IN $uuids '
+                        'RETURN e.uuid AS uuid, e.group_id AS group_id',
+                        uuids=previous,
+                    )
+                )
+                known = {r['uuid'] for r in found if r['group_id'] == group_id}
+                unknown = [p for p in previous if p not in known]
+                if unknown:
+                    raise ApiError(
+                        422,
+                        f'previous episode(s) not saved in group {group_id}: {", ".join(unknown)}',
+                        unknown=unknown,
+                    )
+
+            episode = await EpisodicNode.get_by_uuid(driver, uuid)
+            graphiti = await self.graphiti_for(group_id)
+            record['ran'] = True
+            started = time.monotonic()
+            try:
+                result = await graphiti.add_episode(
+                    name=episode.name,
+                    episode_body=episode.content,
+                    source_description=episode.source_description,
+                    reference_time=episode.valid_at,
+                    source=episode.source,
+                    group_id=group_id,
+                    uuid=uuid,
+                    previous_episode_uuids=previous,
+                )
+            except Exception as e:
+                status, retryable, kind = classify(e)
+                record.update(status=f'failed:{kind}', ms=round((time.monotonic() - started) * 1000))
+                if status == 500:
+                    log.error('add_episode %s failed:\n%s', uuid, traceback.format_exc())
+                else:
+                    log.warning('add_episode %s failed (%s): %s: %s', uuid, kind, type(e).__name__, e)
+                what = {'llm': 'LLM or embedder call failed', 'graph': 'graph database unavailable'}
+                raise ApiError(
+                    status,
+                    f'{what.get(kind, "extraction failed")}: {type(e).__name__}: {e}',
+                    retryable=retryable,
+                ) from None
+            record['ms'] = round((time.monotonic() - started) * 1000)
+
+            # graphiti saves the episode with `SET n = {...}`, which drops every property it does
+            # not know: the marker can only be written after add_episode has returned.
+            at = utc_now().isoformat()
+            await driver.execute_query(
+                f'MATCH (e:Episodic {{uuid: $uuid}}) SET e.{MARKER} = $at, '
+                'e.aiden_previous_episode_uuids = $previous RETURN e.uuid AS uuid',
+                uuid=uuid,
+                at=at,
+                previous=previous,
+            )
+            record['status'] = 'extracted'
+            entities = [
+                {
+                    'uuid': n.uuid,
+                    'name': n.name,
+                    'summary': n.summary or '',
+                    'labels': sorted(n.labels or []),
+                }
+                for n in result.nodes
+            ]
+            edges = [
+                {
+                    'uuid': e.uuid,
+                    'source_node_uuid': e.source_node_uuid,
+                    'target_node_uuid': e.target_node_uuid,
+                    'name': e.name,
+                    'fact': e.fact,
+                }
+                for e in result.edges
+            ]
+            return {
+                'status': 'extracted',
+                'alreadyExtracted': False,
+                'extractedAt': at,
+                'entities': sort_entities(entities),
+                'edges': sort_edges(edges),
+            }
+
+
+def sort_entities(entities: list[dict]) -> list[dict]:
+    return sorted(entities, key=lambda e: (str(e.get('name') or ''), str(e.get('uuid'))))
+
+
+def sort_edges(edges: list[dict]) -> list[dict]:
+    return sorted(edges, key=lambda e: (str(e.get('fact') or ''), str(e.get('uuid'))))
+
+
+# ---- HTTP ---------------------------------------------------------------------------------
+
+SERVICE = web.AppKey('service', Service)
+
+
+def json_response(status: int, body: Any) -> web.Response:
+    return web.json_response(body, status=status, dumps=lambda o: json.dumps(o, ensure_ascii=False))
+
+
+async def read_json(request: web.Request) -> dict[str, Any]:
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        raise ApiError(413, f'request body larger than {MAX_BODY} bytes')
+    try:
+        raw = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise ApiError(413, f'request body larger than {MAX_BODY} bytes') from None
+    if len(raw) > MAX_BODY:
+        raise ApiError(413, f'request body larger than {MAX_BODY} bytes')
+    try:
+        body = json.loads(raw or b'null')
+    except ValueError as e:
+        raise ApiError(400, f'body is not valid JSON: {e}') from None
+    if not isinstance(body, dict):
+        raise ApiError(400, 'body must be a JSON object')
+    return body
+
+
+def require_ready(service: Service) -> None:
+    if not service.ready:
+        raise ApiError(503, f'graph not ready: {service.init_error or "starting"}', retryable=True)
+
+
+async def healthz(request: web.Request) -> web.Response:
+    service = request.app[SERVICE]
+    body = {
+        'ok': service.ready,
+        'extraction': 'enabled' if service.cfg.extraction_enabled else 'disabled',
+        'backend': service.cfg.backend,
+    }
+    if not service.ready:
+        body['error'] = service.init_error or 'starting'
+        return json_response(503, body)
+    return json_response(200, body)
+
+
+async def put_episode(request: web.Request) -> web.Response:
+    service = request.app[SERVICE]
+    uuid = check_uuid(request.match_info['uuid'])
+    body = await read_json(request)
+    require_ready(service)
+    result = await service.put_episode(uuid, body)
+    log.info('put %s group=%s created=%s', uuid, result['group_id'], result['created'])
+    return json_response(200, result)
+
+
+async def extract(request: web.Request) -> web.Response:
+    service = request.app[SERVICE]
+    uuid = check_uuid(request.match_info['uuid'])
+    body = await read_json(request)
+    record: dict[str, Any] = {
+        'uuid': uuid,
+        'group_id': body.get('group_id'),
+        'previous_episode_uuids': body.get('previous_episode_uuids'),
+        'ran': False,
+        'at': utc_now().isoformat(),
+        'status': 'rejected',
+    }
+    started = time.monotonic()
+    http_status = 200
+    try:
+        require_ready(service)
+        result = await service.extract(uuid, body, record)
+        return json_response(200, result)
+    except ApiError as e:
+        http_status = e.status
+        raise
+    except Exception as e:
+        http_status = classify(e)[0]
+        record['status'] = 'error'
+        raise
+    finally:
+        record['http_status'] = http_status
+        record.setdefault('ms', round((time.monotonic() - started) * 1000))
+        service.extractions.append(record)
+        print(
+            f'aiden-graphiti: extract uuid={uuid} group={record.get("group_id")} '
+            f'previous={record.get("previous_episode_uuids")} status={record["status"]} '
+            f'http={http_status} ran={record["ran"]} ms={record["ms"]}',
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+async def debug_extractions(request: web.Request) -> web.Response:
+    return json_response(200, {'items': list(request.app[SERVICE].extractions)})
+
+
+@web.middleware
+async def errors(request: web.Request, handler):
+    try:
+        return await handler(request)
+    except ApiError as e:
+        return json_response(e.status, e.body)
+    except web.HTTPException as e:
+        if e.status < 400:
+            raise
+        return json_response(e.status, {'error': e.reason})
+    except Exception as e:  # noqa: BLE001
+        status, retryable, kind = classify(e)
+        if status == 500:
+            log.error('%s %s failed:\n%s', request.method, request.path, traceback.format_exc())
+            return json_response(500, {'error': f'internal error: {type(e).__name__}', 'retryable': False})
+        log.warning('%s %s failed (%s): %s: %s', request.method, request.path, kind, type(e).__name__, e)
+        return json_response(status, {'error': f'{kind} unavailable: {type(e).__name__}: {e}', 'retryable': retryable})
+
+
+def make_app(cfg: Config) -> web.Application:
+    # One byte over the limit so that read_json, not aiohttp, decides (bodies of exactly 1 MiB pass).
+    app = web.Application(middlewares=[errors], client_max_size=MAX_BODY + 1)
+    service = Service(cfg)
+    app[SERVICE] = service
+
+    async def on_startup(app: web.Application) -> None:
+        await service.start()
+
+    async def on_cleanup(app: web.Application) -> None:
+        await service.close()
+
+    app.on_startup.append(on_startup)
+    app.on_cleanup.append(on_cleanup)
+    app.router.add_get('/healthz', healthz)
+    app.router.add_put('/episodes/{uuid}', put_episode)
+    app.router.add_post('/episodes/{uuid}/extract', extract)
+    app.router.add_get('/debug/extractions', debug_extractions)
+    return app
+
+
+def truncate_log_record(record: logging.LogRecord, limit: int = 2000) -> bool:
+    message = record.getMessage()
+    if len(message) > limit:
+        record.msg = f'{message[:limit]}… [{len(message) - limit} more characters]'
+        record.args = None
+    return True
+
+
+def main() -> None:
+    level = os.environ.get('AIDEN_GRAPHITI_LOG_LEVEL', 'INFO').upper()
+    logging.basicConfig(
+        level=getattr(logging, level, logging.INFO),
+        stream=sys.stderr,
+        format='%(asctime)s %(levelname)s %(name)s: %(message)s',
+    )
+    # httpx (httpx2 under openai 3.x) logs every request at INFO, and graphiti's FalkorDB driver
+    # logs each CREATE INDEX that already exists at INFO; the per-call extract line says what matters.
+    for noisy in ('httpx', 'httpx2', 'graphiti_core.driver.falkordb_driver'):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    # graphiti's drivers log a failed query with its parameters, i.e. whole episode contents (up to
+    # 1 MiB): keep such lines short.
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(truncate_log_record)
+    try:
+        cfg = Config.from_env(dict(os.environ))
+    except ConfigError as e:
+        print(f'aiden-graphiti: configuration error: {e}', file=sys.stderr)
+        sys.exit(2)
+    log.info('starting on %s:%d: %s', cfg.host, cfg.port, cfg.describe())
+    web.run_app(make_app(cfg), host=cfg.host, port=cfg.port, print=None, access_log=None)
+
+
+if __name__ == '__main__':
+    main()

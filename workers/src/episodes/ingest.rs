@@ -1,0 +1,246 @@
+//! One binding, idempotently (EPI-1..5): read the Alternative or Summary, make sure the
+//! Episodes of its extraction context are bound first, save its Episode in Graphiti under the
+//! derived uuid, bind it in our graph (`HAS_CONTENT`, `episodeId`, once), extract with exactly
+//! the context of its own path, and mirror what was extracted. Running it again at any point —
+//! a redelivery, a duplicate, a restart after SIGKILL — converges on the same graph.
+
+use aiden_domain::knowledge::episode::{self, Binding, EpisodeSource};
+use aiden_graph::knowledge::{self as kg, ContextItem, Target, TargetKind};
+use aiden_graph::Graph;
+
+use super::graphiti::{Graphiti, GraphitiError};
+
+/// Why a pass did not finish.
+#[derive(Debug)]
+pub enum Interrupted {
+    /// Graphiti or the graph is unreachable: wait and try again, for as long as it takes.
+    Wait(String),
+    /// A failure that may pass: retried a bounded number of times, then the binding fails.
+    Retry(String),
+}
+
+/// How a pass ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Final: `extracted`, `skipped` or a `failed` recorded earlier.
+    Final(Binding),
+    /// Cannot ever succeed (rejected, no content, bound to another Episode): to be recorded as
+    /// `failed` and dead-lettered with this reason.
+    Poison(String),
+    /// The Alternative or Summary does not exist (an item of a wiped graph).
+    Gone,
+}
+
+pub struct Ingestor {
+    pub graph: Graph,
+    pub graphiti: Graphiti,
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+fn graph_error(e: aiden_graph::Error) -> Interrupted {
+    match e {
+        aiden_graph::Error::Unavailable(m) => Interrupted::Wait(m),
+        other => Interrupted::Retry(other.to_string()),
+    }
+}
+
+fn graphiti_error(e: GraphitiError) -> Result<Outcome, Interrupted> {
+    match e {
+        GraphitiError::Unavailable(m) => Err(Interrupted::Wait(m)),
+        GraphitiError::Failed(m) => Err(Interrupted::Retry(m)),
+        GraphitiError::Rejected { status, message } => {
+            Ok(Outcome::Poison(format!("graphiti rejected it ({status}): {message}")))
+        }
+    }
+}
+
+/// EPI-5: the Episodes an extraction may see — those of its own path (or its Summary's
+/// sources) that are bound, root-most first. Never a sibling branch's.
+pub fn extraction_context(context: &[ContextItem]) -> Vec<String> {
+    context
+        .iter()
+        .filter(|c| {
+            matches!(
+                c.binding.as_deref().and_then(Binding::parse),
+                Some(Binding::Bound | Binding::Extracted | Binding::Skipped)
+            )
+        })
+        .filter_map(|c| c.episode_id.clone())
+        .collect()
+}
+
+impl Ingestor {
+    /// One pass over `id`. `bind_context` first completes the bindings of its context (its
+    /// path's Alternatives may have been relayed out of order, or still be on their way).
+    pub async fn run(
+        &self,
+        kind: TargetKind,
+        id: &str,
+        bind_context: bool,
+    ) -> Result<Outcome, Interrupted> {
+        let Some(target) = kg::target(&self.graph, kind, id)
+            .await
+            .map_err(graph_error)?
+        else {
+            return Ok(Outcome::Gone);
+        };
+        if let Some(b) = target.binding.as_deref().and_then(Binding::parse) {
+            if b.is_final() {
+                return Ok(Outcome::Final(b));
+            }
+        }
+        let target = if bind_context && self.complete_context(&target).await? {
+            // Read again: the context's bindings changed.
+            kg::target(&self.graph, kind, id)
+                .await
+                .map_err(graph_error)?
+                .unwrap_or(target)
+        } else {
+            target
+        };
+        self.bind_and_extract(kind, &target).await
+    }
+
+    /// Binds what of the context is still pending (root-most first). Their own failures are
+    /// theirs: only "unreachable" stops this item. Returns whether anything was done.
+    async fn complete_context(&self, target: &Target) -> Result<bool, Interrupted> {
+        let mut did = false;
+        for c in &target.context {
+            let pending = c
+                .binding
+                .as_deref()
+                .and_then(Binding::parse)
+                .is_some_and(|b| !b.is_final());
+            let Some(kind) = TargetKind::parse(&c.kind).filter(|_| pending) else {
+                continue;
+            };
+            match Box::pin(self.run(kind, &c.id, false)).await {
+                Err(Interrupted::Wait(m)) => return Err(Interrupted::Wait(m)),
+                Ok(Outcome::Final(_)) => {
+                    let item = format!("{}:{}", kind.as_str(), c.id);
+                    let _ = kg::outbox_done(&self.graph, &item).await;
+                    did = true;
+                }
+                _ => did = true,
+            }
+        }
+        Ok(did)
+    }
+
+    async fn bind_and_extract(
+        &self,
+        kind: TargetKind,
+        t: &Target,
+    ) -> Result<Outcome, Interrupted> {
+        let Some(text) = t.content.as_deref().filter(|c| !c.trim().is_empty()) else {
+            return Ok(Outcome::Poison("nothing to ingest: no content".into()));
+        };
+        let source = match kind {
+            TargetKind::Message => EpisodeSource::Message,
+            TargetKind::Summary => EpisodeSource::Summary,
+        };
+        let draft = episode::draft(
+            source,
+            &t.id,
+            &t.conversation_id,
+            t.speaker.as_deref(),
+            text,
+            &t.created_at,
+        );
+        if t.episode_id.as_deref().is_some_and(|e| e != draft.uuid) {
+            return Ok(Outcome::Poison(format!(
+                "EPI-4: already bound to Episode {}",
+                t.episode_id.as_deref().unwrap_or_default()
+            )));
+        }
+        // Always: idempotent, and it restores an Episode a reset Graphiti store lost.
+        if let Err(e) = self.graphiti.put_episode(&draft).await {
+            return graphiti_error(e);
+        }
+        if t.episode_id.is_none() || t.binding.as_deref() == Some("pending") {
+            let bind = kg::Bind {
+                kind,
+                id: &t.id,
+                uuid: &draft.uuid,
+                name: &draft.name,
+                group_id: &draft.group_id,
+                source: draft.source,
+                source_description: &draft.source_description,
+                content: &draft.content,
+                valid_at: &draft.valid_at,
+            };
+            if !kg::bind(&self.graph, &bind, &now()).await.map_err(graph_error)? {
+                return Ok(Outcome::Poison(
+                    "EPI-4: bound to another Episode meanwhile".into(),
+                ));
+            }
+            if draft.truncated_chars > 0 {
+                tracing::info!(id = %t.id, cut = draft.truncated_chars, "episode content cut (EPI-6)");
+            }
+        }
+        let previous = extraction_context(&t.context);
+        let extraction = match self
+            .graphiti
+            .extract(&draft.uuid, &draft.group_id, &previous)
+            .await
+        {
+            Ok(x) => x,
+            Err(e) => return graphiti_error(e),
+        };
+        let binding = if extraction.status == "skipped" {
+            Binding::Skipped
+        } else {
+            Binding::Extracted
+        };
+        kg::record_extraction(
+            &self.graph,
+            kind,
+            &t.id,
+            &draft.uuid,
+            &draft.group_id,
+            binding.as_str(),
+            &extraction.entities,
+            &extraction.edges,
+            &now(),
+        )
+        .await
+        .map_err(graph_error)?;
+        Ok(Outcome::Final(binding))
+    }
+
+    /// Records a binding that gave up (EPI-3) and removes its outbox item.
+    pub async fn give_up(&self, kind: TargetKind, id: &str, reason: &str) -> Result<(), Interrupted> {
+        kg::record_failure(&self.graph, kind, id, reason, &now())
+            .await
+            .map_err(graph_error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(id: &str, binding: Option<&str>, episode: Option<&str>) -> ContextItem {
+        ContextItem {
+            id: id.into(),
+            kind: "message".into(),
+            episode_id: episode.map(str::to_owned),
+            binding: binding.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn epi_5_context_is_the_bound_episodes_of_the_path_in_order() {
+        let ctx = vec![
+            item("a", Some("extracted"), Some("ea")),
+            item("b", Some("pending"), None),
+            item("c", Some("failed"), Some("ec")),
+            item("d", Some("skipped"), Some("ed")),
+            item("e", Some("bound"), Some("ee")),
+        ];
+        assert_eq!(extraction_context(&ctx), ["ea", "ed", "ee"]);
+    }
+}

@@ -120,3 +120,53 @@ pub async fn conversation_findings(
     }
     Ok(out)
 }
+
+/// One bound Alternative or Summary with its Episode's name and group (EPI-1).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EpisodeIdentity {
+    pub id: String,
+    pub kind: String,
+    pub episode_id: String,
+    pub conversation_id: String,
+    pub name: Option<String>,
+    pub group_id: Option<String>,
+}
+
+pub async fn episode_identities(tx: &mut Tx) -> Result<Vec<EpisodeIdentity>, Error> {
+    tx.rows(cypher(query_file!("audit/episode_identity.cypher"), None))
+        .await
+}
+
+/// The knowledge-layer audits (EPI-3, ENT-2, ENT-3): `(invariant, offending ids, what is wrong)`.
+pub async fn knowledge_findings(
+    tx: &mut Tx,
+) -> Result<Vec<(&'static str, Vec<IdRow>, &'static str)>, Error> {
+    let checks: [(&'static str, &'static str, &'static str); 4] = [
+        (
+            "EPI-3",
+            query_file!("audit/binding_state.cypher"),
+            "binding state disagrees with its HAS_CONTENT edge / episodeId (or is unknown)",
+        ),
+        (
+            "EPI-3",
+            query_file!("audit/binding_outbox.cypher"),
+            "content not recorded for ingestion: no binding, or a pending binding without its outbox item",
+        ),
+        (
+            "ENT-2",
+            query_file!("audit/active_entities.cypher"),
+            "active entity not visible to the conversation's owner",
+        ),
+        (
+            "ENT-3",
+            query_file!("audit/orphan_entities.cypher"),
+            "entity mirrored from Graphiti without a MENTIONS from an Episode",
+        ),
+    ];
+    let mut out = Vec::with_capacity(checks.len());
+    for (id, text, message) in checks {
+        out.push((id, tx.rows(cypher(text, None)).await?, message));
+    }
+    Ok(out)
+}

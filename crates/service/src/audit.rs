@@ -106,7 +106,41 @@ impl Auditor {
                     message: message.into(),
                 }));
             }
+            for (invariant, rows, message) in audit::knowledge_findings(&mut tx).await? {
+                findings.extend(rows.into_iter().map(|row| Finding {
+                    invariant,
+                    id: row.id,
+                    message: message.into(),
+                }));
+            }
+            for row in audit::episode_identities(&mut tx).await? {
+                if let Some(message) = episode_identity_problem(&row) {
+                    findings.push(Finding {
+                        invariant: "EPI-1",
+                        id: row.id,
+                        message,
+                    });
+                }
+            }
             Ok(findings)
         })
     }
+}
+
+/// EPI-1: the Episode is the one derived from the id (uuid and name), in the conversation's
+/// group. A changed episodeId cannot pass: the uuid is derived, not chosen.
+fn episode_identity_problem(row: &audit::EpisodeIdentity) -> Option<String> {
+    use aiden_domain::knowledge::episode::{episode_name, episode_uuid, EpisodeSource};
+    let source = EpisodeSource::parse(&row.kind)?;
+    let uuid = episode_uuid(source, &row.id);
+    if row.episode_id != uuid {
+        return Some(format!("episodeId {} is not the derived {uuid}", row.episode_id));
+    }
+    if row.name.as_deref() != Some(episode_name(source, &row.id).as_str()) {
+        return Some("its Episode's name is not the derived one".into());
+    }
+    if row.group_id.as_deref() != Some(row.conversation_id.as_str()) {
+        return Some("its Episode's group_id is not its conversation".into());
+    }
+    None
 }

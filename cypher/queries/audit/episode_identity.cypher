@@ -1,0 +1,13 @@
+// EPI-1 (checked in Rust, which derives the uuid): every bound Alternative or Summary with its
+// Episode's name and group.
+MATCH (x:Alternative)
+WHERE x.episodeId IS NOT NULL
+OPTIONAL MATCH (x)-[:HAS_CONTENT]->(e:Episodic)
+RETURN x.id AS id, 'message' AS kind, x.episodeId AS episodeId,
+       x.conversationId AS conversationId, e.name AS name, e.group_id AS groupId
+UNION
+MATCH (x:Summary)
+WHERE x.episodeId IS NOT NULL
+OPTIONAL MATCH (x)-[:HAS_CONTENT]->(e:Episodic)
+RETURN x.id AS id, 'summary' AS kind, x.episodeId AS episodeId,
+       x.conversationId AS conversationId, e.name AS name, e.group_id AS groupId

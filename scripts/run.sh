@@ -11,6 +11,16 @@ scripts/stack.sh up
 scripts/echo-nginx.sh up
 # shellcheck disable=SC1091
 . .stack/env
+# The knowledge layer: Graphiti (graphiti-core on FalkorDB) extracts with the LLM you configured
+# (AIDEN_GRAPHITI_LLM_BASE_URL, else an explicitly set OpenAI-compatible AIDEN_LLM_ENDPOINT);
+# with none, Episodes are still saved and bound, and extraction is reported as skipped.
+if [ -z "${AIDEN_GRAPHITI_LLM_BASE_URL:-}" ] && [ -n "${AIDEN_LLM_ENDPOINT:-}" ] \
+   && [ "${AIDEN_LLM_API:-openai}" != anthropic ]; then
+  export AIDEN_GRAPHITI_LLM_BASE_URL="$AIDEN_LLM_ENDPOINT"
+  export AIDEN_GRAPHITI_LLM_MODEL="${AIDEN_GRAPHITI_LLM_MODEL:-${AIDEN_LLM_MODEL:-}}"
+  export AIDEN_GRAPHITI_LLM_API_KEY="${AIDEN_GRAPHITI_LLM_API_KEY:-${AIDEN_LLM_API_KEY:-none}}"
+fi
+scripts/graphiti.sh up
 export AIDEN_HTTP_ADDR=${AIDEN_HTTP_ADDR:-127.0.0.1:8080}
 
 echo "run: building aiden (release)"
@@ -31,8 +41,9 @@ for _ in $(seq 1 60); do
 done
 curl -fsS "$URL/readyz" >/dev/null || { tail -20 .stack/serve.log; echo "run: the API did not become ready" >&2; exit 1; }
 
-# One worker pool per operation type (scale with AIDEN_WORKER_CONCURRENCY or more processes).
-for type in graph_query llm_call rest_api mcp_call; do
+# One worker pool per operation type (scale with AIDEN_WORKER_CONCURRENCY or more processes),
+# and the Graphiti ingestion pool (`episode`).
+for type in graph_query llm_call rest_api mcp_call episode; do
   pidfile=.stack/worker-$type.pid
   if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
     kill "$(cat "$pidfile")" && sleep 0.2
@@ -63,6 +74,7 @@ Run a seeded process (a REST call to the local nginx echo) and follow it:
   curl -sN $URL/v1/runs/\$R/events -H "Authorization: Bearer \$AIDEN_ADMIN_TOKEN"
   curl -s $URL/v1/workers -H "Authorization: Bearer \$AIDEN_ADMIN_TOKEN"
 
-Worker pools: .stack/worker-<type>.log. The LLM tools call AIDEN_LLM_ENDPOINT (any
+Worker pools: .stack/worker-<type>.log (the Graphiti ingestion pool: worker-episode.log; the
+Graphiti service: .stack/graphiti.log). The LLM tools call AIDEN_LLM_ENDPOINT (any
 OpenAI-compatible server; see README "LLM provider").
 TXT

@@ -14,4 +14,5 @@ for pidfile in .stack/worker-*.pid; do
   rm -f "$pidfile"
 done
 scripts/echo-nginx.sh down
+scripts/graphiti.sh down
 scripts/stack.sh down

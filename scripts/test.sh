@@ -7,6 +7,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
 scripts/stack.sh up
+# The knowledge layer's stack: graphiti-core in .stack/graphiti-venv and FalkorDB (issue #9).
+scripts/graphiti.sh up
 # shellcheck disable=SC1091
 . .stack/env
 
@@ -16,6 +18,9 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 echo "test: cargo test (unit + integration against the local stack)"
 cargo test --workspace --quiet
+
+echo "test: the Graphiti service against the scripted LLM (workers/graphiti/smoke_test.py)"
+scripts/graphiti.sh smoke
 
 echo "test: seed round trip (apply twice, audit)"
 scripts/e2e-seed.sh

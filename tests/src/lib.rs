@@ -12,6 +12,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 pub mod fixtures;
+pub mod procs;
 
 pub use serde_json;
 

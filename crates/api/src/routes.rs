@@ -561,14 +561,20 @@ fn knowledge_routes(t: Table) -> Table {
         GET,
         "/v1/entities/{id}",
         k::get_entity,
-        Op::read("An Entity with its sources (creator, mentioning Episodes)", 200)
+        Op::read(
+            "An Entity with its sources (creator, mentioning Episodes)",
+            200
+        )
     );
     let t = route!(
         t,
         GET,
         "/v1/conversations/{id}/entities",
         k::conversation_entities,
-        Op::read("The Conversation's active entities (HAS_ACTIVE_ENTITY)", 200)
+        Op::read(
+            "The Conversation's active entities (HAS_ACTIVE_ENTITY)",
+            200
+        )
     );
     let t = route!(
         t,
@@ -585,6 +591,9 @@ fn knowledge_routes(t: Table) -> Table {
         DELETE,
         "/v1/conversations/{id}/entities/{uuid}",
         k::deactivate_entity,
-        Op::read("Remove an Entity from the Conversation's active entities", 204)
+        Op::read(
+            "Remove an Entity from the Conversation's active entities",
+            204
+        )
     )
 }

@@ -59,7 +59,11 @@ pub struct ServeArgs {
     #[arg(long, env = "AIDEN_MASTER_KEY", hide_env_values = true)]
     pub master_key: Option<String>,
     /// The Graphiti service (`workers/graphiti/`), for `--type episode`.
-    #[arg(long, env = "AIDEN_GRAPHITI_URL", default_value = "http://127.0.0.1:8091")]
+    #[arg(
+        long,
+        env = "AIDEN_GRAPHITI_URL",
+        default_value = "http://127.0.0.1:8091"
+    )]
     pub graphiti_url: String,
     /// How long one extraction may take, in seconds (`--type episode`).
     #[arg(long, env = "AIDEN_GRAPHITI_EXTRACT_TIMEOUT_S", default_value_t = 600)]
@@ -102,7 +106,11 @@ pub struct WorkerArgs {
     #[arg(long, env = "AIDEN_MASTER_KEY", hide_env_values = true)]
     pub master_key: Option<String>,
     /// The Graphiti service (`workers/graphiti/`), for `--type episode`.
-    #[arg(long, env = "AIDEN_GRAPHITI_URL", default_value = "http://127.0.0.1:8091")]
+    #[arg(
+        long,
+        env = "AIDEN_GRAPHITI_URL",
+        default_value = "http://127.0.0.1:8091"
+    )]
     pub graphiti_url: String,
     /// How long one extraction may take, in seconds (`--type episode`).
     #[arg(long, env = "AIDEN_GRAPHITI_EXTRACT_TIMEOUT_S", default_value_t = 600)]

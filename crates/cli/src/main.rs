@@ -101,13 +101,15 @@ async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
     if args.operation_type == "episode" {
         let graph = args.graph.connect().await?;
         tracing::info!(graphiti = %args.graphiti_url, concurrency = args.concurrency, "episode ingestion pool starting");
-        return aiden_workers::episodes::pool::run(aiden_workers::episodes::pool::EpisodePoolConfig {
-            amqp_uri: args.amqp_uri,
-            graph,
-            graphiti_url: args.graphiti_url,
-            concurrency: args.concurrency,
-            extract_timeout: std::time::Duration::from_secs(args.extract_timeout_s.max(1)),
-        })
+        return aiden_workers::episodes::pool::run(
+            aiden_workers::episodes::pool::EpisodePoolConfig {
+                amqp_uri: args.amqp_uri,
+                graph,
+                graphiti_url: args.graphiti_url,
+                concurrency: args.concurrency,
+                extract_timeout: std::time::Duration::from_secs(args.extract_timeout_s.max(1)),
+            },
+        )
         .await;
     }
     if !aiden_jobs::OPERATION_TYPES.contains(&args.operation_type.as_str()) {

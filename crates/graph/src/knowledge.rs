@@ -72,7 +72,11 @@ pub async fn outbox_stale(
     graph.read_rows(q).await
 }
 
-pub async fn outbox_mark_published(graph: &Graph, ids: Vec<String>, now: &str) -> Result<(), Error> {
+pub async fn outbox_mark_published(
+    graph: &Graph,
+    ids: Vec<String>,
+    now: &str,
+) -> Result<(), Error> {
     let mut tx = graph.begin().await?;
     let q = cypher(query_file!("knowledge/outbox_mark.cypher"), None)
         .param("ids", ids)
@@ -207,13 +211,16 @@ pub async fn record_extraction(
         })
         .collect();
     let mut tx = graph.begin().await?;
-    let q = cypher(query_file!("knowledge/extracted.cypher"), Some(kind.label()))
-        .param("id", id)
-        .param("uuid", uuid)
-        .param("groupId", group_id)
-        .param("binding", binding)
-        .param("entities", bolt(Value::Array(ents))?)
-        .param("now", now);
+    let q = cypher(
+        query_file!("knowledge/extracted.cypher"),
+        Some(kind.label()),
+    )
+    .param("id", id)
+    .param("uuid", uuid)
+    .param("groupId", group_id)
+    .param("binding", binding)
+    .param("entities", bolt(Value::Array(ents))?)
+    .param("now", now);
     #[derive(Deserialize)]
     struct N {
         #[allow(dead_code)]
@@ -414,8 +421,8 @@ pub async fn active_entities(
     graph: &Graph,
     conversation_id: &str,
 ) -> Result<Vec<ChosenEntity>, Error> {
-    let q = cypher(query_file!("entity/active.cypher"), None)
-        .param("conversationId", conversation_id);
+    let q =
+        cypher(query_file!("entity/active.cypher"), None).param("conversationId", conversation_id);
     let rows: Vec<EntityInMemoryRow> = graph.read_rows(q).await?;
     Ok(rows
         .into_iter()

@@ -4,8 +4,8 @@
 
 pub mod audit;
 pub mod conversations;
-pub mod knowledge;
 mod error;
+pub mod knowledge;
 pub mod migrate;
 pub mod processes;
 pub mod references;

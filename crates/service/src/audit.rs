@@ -134,7 +134,10 @@ fn episode_identity_problem(row: &audit::EpisodeIdentity) -> Option<String> {
     let source = EpisodeSource::parse(&row.kind)?;
     let uuid = episode_uuid(source, &row.id);
     if row.episode_id != uuid {
-        return Some(format!("episodeId {} is not the derived {uuid}", row.episode_id));
+        return Some(format!(
+            "episodeId {} is not the derived {uuid}",
+            row.episode_id
+        ));
     }
     if row.name.as_deref() != Some(episode_name(source, &row.id).as_str()) {
         return Some("its Episode's name is not the derived one".into());

@@ -2,12 +2,12 @@
 //! Process), fork and Summaries. Conversations are owner-only (OWN-2) and never deleted
 //! (CONV-1); their Turns and Alternatives live in `turns.rs`.
 
-use aiden_domain::knowledge::Binding;
 use aiden_domain::conversation::{
     memory, rules, ConversationPatch, ForkRequest, NewConversation, NewSummary, Status,
     MAX_TITLE_CHARS,
 };
 use aiden_domain::execution::budget::estimate_text_tokens;
+use aiden_domain::knowledge::Binding;
 use aiden_domain::{access, ids::id_or_new, user::Caller, Error as Rule};
 use aiden_graph::conversations::{self as conv, ConversationRow, SummaryRecord};
 use aiden_graph::{resources, Kind, Tx};

@@ -23,10 +23,14 @@ fn visible_to(row: &EntityRow, caller: &Caller) -> bool {
 pub fn entity_view(row: &EntityRow) -> Value {
     let mut sources = Vec::new();
     if row.source.as_deref() == Some("user") {
-        sources.push(json!({"type": "user", "createdAt": row.created_at, "createdBy": row.created_by}));
+        sources.push(
+            json!({"type": "user", "createdAt": row.created_at, "createdBy": row.created_by}),
+        );
     }
     for m in &row.mentions {
-        sources.push(json!({"type": "graphiti", "createdAt": m.created_at, "episodeId": m.episode_id}));
+        sources.push(
+            json!({"type": "graphiti", "createdAt": m.created_at, "episodeId": m.episode_id}),
+        );
     }
     let facets = row
         .facets

@@ -61,7 +61,11 @@ impl Relay {
         }
     }
 
-    async fn pass(&self, broker: &mut Option<Broker>, stale: bool) -> Result<usize, Box<dyn std::error::Error + Send + Sync>> {
+    async fn pass(
+        &self,
+        broker: &mut Option<Broker>,
+        stale: bool,
+    ) -> Result<usize, Box<dyn std::error::Error + Send + Sync>> {
         let mut items = knowledge::outbox_new(&self.graph, BATCH).await?;
         if stale {
             let before = (chrono::Utc::now() - REPUBLISH_AFTER)

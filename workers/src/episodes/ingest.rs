@@ -51,9 +51,9 @@ fn graphiti_error(e: GraphitiError) -> Result<Outcome, Interrupted> {
     match e {
         GraphitiError::Unavailable(m) => Err(Interrupted::Wait(m)),
         GraphitiError::Failed(m) => Err(Interrupted::Retry(m)),
-        GraphitiError::Rejected { status, message } => {
-            Ok(Outcome::Poison(format!("graphiti rejected it ({status}): {message}")))
-        }
+        GraphitiError::Rejected { status, message } => Ok(Outcome::Poison(format!(
+            "graphiti rejected it ({status}): {message}"
+        ))),
     }
 }
 
@@ -130,11 +130,7 @@ impl Ingestor {
         Ok(did)
     }
 
-    async fn bind_and_extract(
-        &self,
-        kind: TargetKind,
-        t: &Target,
-    ) -> Result<Outcome, Interrupted> {
+    async fn bind_and_extract(&self, kind: TargetKind, t: &Target) -> Result<Outcome, Interrupted> {
         let Some(text) = t.content.as_deref().filter(|c| !c.trim().is_empty()) else {
             return Ok(Outcome::Poison("nothing to ingest: no content".into()));
         };
@@ -172,7 +168,10 @@ impl Ingestor {
                 content: &draft.content,
                 valid_at: &draft.valid_at,
             };
-            if !kg::bind(&self.graph, &bind, &now()).await.map_err(graph_error)? {
+            if !kg::bind(&self.graph, &bind, &now())
+                .await
+                .map_err(graph_error)?
+            {
                 return Ok(Outcome::Poison(
                     "EPI-4: bound to another Episode meanwhile".into(),
                 ));
@@ -212,7 +211,12 @@ impl Ingestor {
     }
 
     /// Records a binding that gave up (EPI-3) and removes its outbox item.
-    pub async fn give_up(&self, kind: TargetKind, id: &str, reason: &str) -> Result<(), Interrupted> {
+    pub async fn give_up(
+        &self,
+        kind: TargetKind,
+        id: &str,
+        reason: &str,
+    ) -> Result<(), Interrupted> {
         kg::record_failure(&self.graph, kind, id, reason, &now())
             .await
             .map_err(graph_error)

@@ -75,9 +75,7 @@ async fn session(shared: &Arc<Shared>, config: &EpisodePoolConfig) -> anyhow::Re
     let broker = Broker::connect(&config.amqp_uri).await?;
     let channel = broker.connection().create_channel().await?;
     // Per consumer: enough for many conversations of a shard to be in flight at once.
-    channel
-        .basic_qos(64, BasicQosOptions::default())
-        .await?;
+    channel.basic_qos(64, BasicQosOptions::default()).await?;
     let tag = format!("episode-{}", std::process::id());
     let mut streams = Vec::new();
     for shard in 0..SHARDS {
@@ -172,7 +170,9 @@ async fn handle(shared: &Shared, broker: &Broker, d: Delivery) {
                 tracing::debug!(id = %msg.id, binding = b.as_str(), "ingested");
                 break None;
             }
-            Ok(Outcome::Gone) => break Some("the alternative or summary does not exist".to_owned()),
+            Ok(Outcome::Gone) => {
+                break Some("the alternative or summary does not exist".to_owned())
+            }
             Ok(Outcome::Poison(reason)) => break Some(reason),
             Err(Interrupted::Wait(why)) => {
                 tracing::info!(id = %msg.id, %why, "ingestion waiting for graphiti or the graph");

@@ -210,6 +210,7 @@ mod tests {
             run_id: None,
             state: state.into(),
             episode_id: None,
+            binding: None,
             error: None,
         }
     }

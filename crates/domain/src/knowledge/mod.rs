@@ -5,5 +5,5 @@
 pub mod entity;
 pub mod episode;
 
-pub use entity::{EntityReference, NewEntity, ActiveEntityFlags};
+pub use entity::{ActiveEntityFlags, EntityReference, NewEntity};
 pub use episode::{Binding, EpisodeDraft, EpisodeSource};

@@ -1,0 +1,998 @@
+//! Knowledge-layer tests (issue #9) against real processes: `aiden serve` (API, engine, outbox
+//! relay), `aiden worker --type rest_api` and `--type episode`, the Graphiti service
+//! (`workers/graphiti/`, graphiti-core on the local FalkorDB) and a scripted OpenAI-compatible
+//! LLM + embedder (`workers/graphiti/fake_llm.py`). They run on a database of their own, so
+//! the integration suite's content never reaches this ingestion pool. One `#[test]`: the
+//! scenarios share the processes and kill and restart some of them.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use aiden_tests::procs::{free_port, sigkill, spawn_env, Api, Proc};
+use aiden_tests::setting;
+use axum::{extract::Query, routing::get, Json, Router};
+use reqwest::Method;
+use serde_json::{json, Value};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A fresh ArcadeDB database for this run (the local stand-in's server API; on a real Neo4j set
+/// `AIDEN_TEST_KNOWLEDGE_DATABASE` to an empty database instead).
+async fn fresh_database() -> String {
+    if let Ok(db) = std::env::var("AIDEN_TEST_KNOWLEDGE_DATABASE") {
+        return db;
+    }
+    let name = format!("knowledge{}", chrono::Utc::now().timestamp_millis());
+    let port = setting("AIDEN_STACK_ARCADE_HTTP_PORT", Some("2480"));
+    let r = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/api/v1/server"))
+        .basic_auth("root", Some(setting("AIDEN_NEO4J_PASSWORD", None)))
+        .json(&json!({"command": format!("create database {name}")}))
+        .send()
+        .await
+        .expect("ArcadeDB's HTTP API");
+    assert!(
+        r.status().is_success(),
+        "create database: {:?}",
+        r.text().await
+    );
+    name
+}
+
+async fn drop_database(name: &str) {
+    let port = setting("AIDEN_STACK_ARCADE_HTTP_PORT", Some("2480"));
+    let _ = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/api/v1/server"))
+        .basic_auth("root", Some(setting("AIDEN_NEO4J_PASSWORD", None)))
+        .json(&json!({"command": format!("drop database {name}")}))
+        .send()
+        .await;
+}
+
+fn falkordb_port() -> String {
+    std::env::var("AIDEN_STACK_FALKORDB_PORT").unwrap_or_else(|_| "6390".into())
+}
+
+fn python_proc(python: &str, args: &[&str], env: &[(&str, String)]) -> Proc {
+    Proc(
+        Command::new(python)
+            .args(args)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {python}: {e}")),
+    )
+}
+
+/// The Graphiti service on `port`, extracting with the fake LLM when `llm` is given.
+fn graphiti(port: u16, llm: Option<u16>) -> Proc {
+    let venv = root().join(".stack/graphiti-venv/bin/python");
+    assert!(
+        venv.exists(),
+        "no .stack/graphiti-venv: run scripts/graphiti.sh install (scripts/test.sh does)"
+    );
+    let mut env = vec![
+        ("AIDEN_GRAPHITI_ADDR", format!("127.0.0.1:{port}")),
+        ("AIDEN_GRAPHITI_BACKEND", "falkordb".to_owned()),
+        ("AIDEN_FALKORDB_PORT", falkordb_port()),
+        ("AIDEN_GRAPHITI_LLM_BASE_URL", String::new()),
+    ];
+    if let Some(l) = llm {
+        env.push((
+            "AIDEN_GRAPHITI_LLM_BASE_URL",
+            format!("http://127.0.0.1:{l}/v1"),
+        ));
+        env.push(("AIDEN_GRAPHITI_LLM_MODEL", "fake".into()));
+        env.push(("AIDEN_GRAPHITI_EMBEDDER_MODEL", "fake-embedding".into()));
+        env.push(("AIDEN_GRAPHITI_EMBEDDING_DIM", "384".into()));
+    }
+    let service = root().join("workers/graphiti/aiden_graphiti_service.py");
+    python_proc(venv.to_str().unwrap(), &[service.to_str().unwrap()], &env)
+}
+
+async fn get_json(url: &str) -> Option<Value> {
+    let r = reqwest::get(url).await.ok()?;
+    r.status().is_success().then_some(())?;
+    r.json().await.ok()
+}
+
+async fn wait_http(url: &str, within: Duration) {
+    let deadline = Instant::now() + within;
+    while get_json(url).await.is_none() {
+        assert!(Instant::now() < deadline, "{url} did not answer");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The upstream the agent Processes call: `/answer?n=` answers a scripted text.
+async fn start_upstream() -> String {
+    let app = Router::new().route(
+        "/answer",
+        get(|Query(q): Query<HashMap<String, String>>| async move {
+            let text = match q.get("n").map(String::as_str) {
+                Some("1") => "Ada wrote notes about the Analytical Engine",
+                Some("2") => "Charles Babbage designed the Difference Engine",
+                _ => "Nothing to add",
+            };
+            Json(json!({"text": text}))
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+struct World {
+    api: Api,
+    graph: aiden_graph::Graph,
+    graphiti_url: String,
+    llm_url: String,
+}
+
+impl World {
+    async fn ok(&self, method: Method, path: &str, body: Option<Value>, status: u16) -> Value {
+        let (s, b) = self.api.call(method, path, body).await;
+        assert_eq!(s, status, "{path}: {b}");
+        b
+    }
+
+    async fn rows(&self, text: &str, params: &[(&str, &str)]) -> Vec<Value> {
+        let mut q = neo4rs::query(text);
+        for (k, v) in params {
+            q = q.param(k, *v);
+        }
+        #[derive(serde::Deserialize)]
+        struct Row {
+            row: Value,
+        }
+        let rows: Vec<Row> = self.graph.read_rows(q).await.expect("query");
+        rows.into_iter().map(|r| r.row).collect()
+    }
+
+    async fn turn(&self, turn_id: &str) -> Value {
+        self.ok(Method::GET, &format!("/v1/turns/{turn_id}"), None, 200)
+            .await
+    }
+
+    /// The Alternative `alt` of `turn_id` once its binding is one of `states`.
+    async fn wait_binding(
+        &self,
+        turn_id: &str,
+        alt: &str,
+        states: &[&str],
+        within: Duration,
+    ) -> Value {
+        let deadline = Instant::now() + within;
+        loop {
+            let t = self.turn(turn_id).await;
+            let a = t["alternatives"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|a| a["id"] == alt)
+                .cloned()
+                .unwrap_or_else(|| panic!("alternative {alt} not in {t}"));
+            if states.iter().any(|s| a["binding"] == *s) {
+                return a;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "binding of {alt} stayed {}: {a}",
+                a["binding"]
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn extractions(&self) -> Vec<Value> {
+        get_json(&format!("{}/debug/extractions", self.graphiti_url))
+            .await
+            .map(|v| v["items"].as_array().cloned().unwrap_or_default())
+            .unwrap_or_default()
+    }
+
+    async fn llm_requests(&self) -> Vec<Value> {
+        get_json(&format!("{}/debug/requests", self.llm_url))
+            .await
+            .map(|v| v["items"].as_array().cloned().unwrap_or_default())
+            .unwrap_or_default()
+    }
+
+    /// The one Process whose single step asks the upstream for answer `n`.
+    async fn answer_process(&self, upstream: &str, tag: &str, n: &str) -> String {
+        let svc = format!("svc-{tag}-{n}");
+        let tool = format!("tool-{tag}-{n}");
+        let process = format!("proc-{tag}-{n}");
+        self.ok(
+            Method::POST,
+            "/v1/services",
+            Some(json!({
+            "id": svc, "name": "answers", "type": "rest_api", "protocol": "http",
+            "requiresSecret": false, "endpoint": upstream, "enabled": true,
+            "connectionSchema": {"type": "object", "required": ["endpoint"],
+                "properties": {"endpoint": {"type": "string"}}}})),
+            201,
+        )
+        .await;
+        self.ok(
+            Method::POST,
+            "/v1/tools",
+            Some(json!({
+            "id": tool, "name": "answer", "serviceId": svc,
+            "connectionParams": {"endpoint": upstream},
+            "operation": {"type": "rest_api", "method": "GET", "path": "/answer?n={{n}}"},
+            "inputSchema": {"type": "object", "required": ["n"],
+                "properties": {"n": {"type": "string"}}},
+            "outputSchema": {"type": "object", "required": ["status", "body"],
+                "properties": {"status": {"type": "integer"}, "body": {}}},
+            "enabled": true})),
+            201,
+        )
+        .await;
+        self.ok(
+            Method::POST,
+            "/v1/processes",
+            Some(json!({
+            "id": process, "name": "answer",
+            "steps": [{"id": "a", "tool": tool, "inputs": {"n": n},
+                       "output": {"variable": "a", "required": true},
+                       "execution": {"mode": "sequential", "timeout": 30000}}],
+            "outputTemplate": "{{a.body.text}}"})),
+            201,
+        )
+        .await;
+        process
+    }
+}
+
+fn episode_uuid(alternative_id: &str) -> String {
+    aiden_domain::knowledge::episode::episode_uuid(
+        aiden_domain::knowledge::EpisodeSource::Message,
+        alternative_id,
+    )
+}
+
+fn check_clean(db: &str) {
+    let out = Command::new(aiden_tests::procs::binary())
+        .arg("check")
+        .envs(aiden_tests::procs::envs(0))
+        .env("AIDEN_NEO4J_DATABASE", db)
+        .output()
+        .expect("aiden check");
+    assert!(
+        out.status.success(),
+        "aiden check: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn knowledge_episodes_bind_once_extract_on_their_own_path_and_never_block_the_user() {
+    assert!(
+        tokio::net::TcpStream::connect(format!("127.0.0.1:{}", falkordb_port()))
+            .await
+            .is_ok(),
+        "FalkorDB is not running: scripts/graphiti.sh up (scripts/test.sh does)"
+    );
+    let db = fresh_database().await;
+    let llm_port = free_port();
+    let _llm = python_proc(
+        "python3",
+        &[
+            root()
+                .join("workers/graphiti/fake_llm.py")
+                .to_str()
+                .unwrap(),
+            "--port",
+            &llm_port.to_string(),
+            "--dim",
+            "384",
+        ],
+        &[],
+    );
+    let graphiti_port = free_port();
+    let mut service = graphiti(graphiti_port, Some(llm_port));
+    let graphiti_url = format!("http://127.0.0.1:{graphiti_port}");
+    let llm_url = format!("http://127.0.0.1:{llm_port}");
+    wait_http(&format!("{llm_url}/healthz"), Duration::from_secs(20)).await;
+    wait_http(&format!("{graphiti_url}/healthz"), Duration::from_secs(60)).await;
+
+    let port = free_port();
+    let extra = vec![
+        ("AIDEN_NEO4J_DATABASE", db.clone()),
+        ("AIDEN_GRAPHITI_URL", graphiti_url.clone()),
+    ];
+    let serve = spawn_env(&["serve"], port, &extra);
+    let rest = spawn_env(&["worker", "--type", "rest_api"], port, &extra);
+    let mut episodes = spawn_env(&["worker", "--type", "episode"], port, &extra);
+    let api = Api {
+        http: reqwest::Client::new(),
+        base: format!("http://127.0.0.1:{port}"),
+        token: aiden_tests::procs::admin_token(),
+    };
+    api.wait_ready().await;
+    let settings = aiden_graph::Settings {
+        uri: setting("AIDEN_NEO4J_URI", Some("bolt://127.0.0.1:7687")),
+        user: setting("AIDEN_NEO4J_USER", Some("root")),
+        password: setting("AIDEN_NEO4J_PASSWORD", None),
+        database: db.clone(),
+        max_connections: 4,
+        timeout: Duration::from_secs(10),
+    };
+    let w = World {
+        api,
+        graph: aiden_graph::Graph::connect(&settings).await.expect("graph"),
+        graphiti_url: graphiti_url.clone(),
+        llm_url,
+    };
+    let upstream = start_upstream().await;
+    let p1 = w.answer_process(&upstream, "k", "1").await;
+    let p2 = w.answer_process(&upstream, "k", "2").await;
+    let long = Duration::from_secs(90);
+
+    // 1. The lifecycle: a user turn, a user edit, an answer and its regeneration, a follow-up.
+    let c = w
+        .ok(
+            Method::POST,
+            "/v1/conversations",
+            Some(json!({"title": "knowledge"})),
+            201,
+        )
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let t1 = w
+        .ok(
+            Method::POST,
+            &format!("/v1/conversations/{c}/turns"),
+            Some(json!({"speaker": "user", "content": "I met Ada Lovelace in London"})),
+            201,
+        )
+        .await;
+    let t1_id = t1["id"].as_str().unwrap().to_owned();
+    let u1 = t1["alternatives"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(t1["alternatives"][0]["binding"], "pending", "{t1}");
+    assert!(t1["alternatives"][0]["episodeId"].is_null());
+    let edit = w
+        .ok(
+            Method::POST,
+            &format!("/v1/turns/{t1_id}/alternatives"),
+            Some(json!({"content": "I met Grace Hopper in Arlington"})),
+            201,
+        )
+        .await;
+    let u1_edit = edit["alternatives"][1]["id"].as_str().unwrap().to_owned();
+    // The answer responds to the first version of the question.
+    let g1 = w
+        .ok(
+            Method::POST,
+            &format!("/v1/conversations/{c}/agent-turns"),
+            Some(json!({"processId": p1, "parentTurnId": t1_id, "parentAlternativeId": u1})),
+            202,
+        )
+        .await;
+    let t2_id = g1["turnId"].as_str().unwrap().to_owned();
+    let g1_id = g1["alternativeId"].as_str().unwrap().to_owned();
+    w.wait_binding(&t2_id, &g1_id, &["extracted"], long).await;
+    let g2 = w
+        .ok(
+            Method::POST,
+            &format!("/v1/turns/{t2_id}/alternatives"),
+            Some(json!({"processId": p2, "parentAlternativeId": u1})),
+            202,
+        )
+        .await;
+    let g2_id = g2["alternativeId"].as_str().unwrap().to_owned();
+    w.wait_binding(&t2_id, &g2_id, &["extracted"], long).await;
+    let before = w.llm_requests().await.len();
+    let t3 = w
+        .ok(
+            Method::POST,
+            &format!("/v1/conversations/{c}/turns"),
+            Some(
+                json!({"speaker": "user", "content": "Tell me more about Babbage",
+                        "parentTurnId": t2_id, "parentAlternativeId": g2_id}),
+            ),
+            201,
+        )
+        .await;
+    let t3_id = t3["id"].as_str().unwrap().to_owned();
+    let u3 = t3["alternatives"][0]["id"].as_str().unwrap().to_owned();
+    let a3 = w.wait_binding(&t3_id, &u3, &["extracted"], long).await;
+    for (turn, alt) in [
+        (&t1_id, &u1),
+        (&t1_id, &u1_edit),
+        (&t2_id, &g1_id),
+        (&t2_id, &g2_id),
+    ] {
+        let a = w.wait_binding(turn, alt, &["extracted"], long).await;
+        // EPI-1: its own Episode, under the derived uuid.
+        assert_eq!(a["episodeId"], episode_uuid(alt), "{a}");
+    }
+    assert_eq!(a3["episodeId"], episode_uuid(&u3));
+    // EPI-5: what the service was given as extraction context: the Episodes of the path only.
+    let ex = w.extractions().await;
+    let context_of = |alt: &str| -> Vec<String> {
+        ex.iter()
+            .filter(|e| e["uuid"] == episode_uuid(alt).as_str())
+            .map(|e| {
+                e["previous_episode_uuids"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_str().unwrap().to_owned())
+                    .collect()
+            })
+            .next()
+            .unwrap_or_else(|| panic!("no extraction of {alt}: {ex:?}"))
+    };
+    assert_eq!(context_of(&u3), [episode_uuid(&u1), episode_uuid(&g2_id)]);
+    assert_eq!(context_of(&g2_id), [episode_uuid(&u1)]);
+    assert_eq!(context_of(&g1_id), [episode_uuid(&u1)]);
+    assert!(context_of(&u1_edit).is_empty());
+    // ...and what the LLM saw while extracting the follow-up: never the sibling branch.
+    let prompts: Vec<String> = w.llm_requests().await[before..]
+        .iter()
+        .map(|r| r.to_string())
+        .collect();
+    assert!(
+        !prompts.is_empty(),
+        "the follow-up was extracted by the LLM"
+    );
+    assert!(
+        prompts.iter().any(|p| p.contains("Difference Engine")),
+        "its own path is context"
+    );
+    for p in &prompts {
+        assert!(
+            !p.contains("Analytical Engine"),
+            "a sibling answer leaked into extraction"
+        );
+        assert!(
+            !p.contains("Grace Hopper"),
+            "a sibling edit leaked into extraction"
+        );
+    }
+    // Entities in working memory: those of the path, never of a sibling branch.
+    let wm = w
+        .ok(
+            Method::GET,
+            &format!("/v1/conversations/{c}/working-memory?alternativeId={u3}"),
+            None,
+            200,
+        )
+        .await;
+    let path_episodes: Vec<&Value> = wm["immediatePath"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["episodeId"])
+        .collect();
+    assert_eq!(
+        path_episodes,
+        [episode_uuid(&u1), episode_uuid(&g2_id), episode_uuid(&u3)]
+            .iter()
+            .map(|u| json!(u))
+            .collect::<Vec<_>>()
+            .iter()
+            .collect::<Vec<_>>()
+    );
+    let names: Vec<&str> = wm["activeEntities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    for expected in ["Ada Lovelace", "London", "Difference Engine"] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+    for foreign in ["Grace Hopper", "Arlington", "Analytical Engine"] {
+        assert!(!names.contains(&foreign), "{foreign} leaked into {names:?}");
+    }
+    let path_tokens: u64 = wm["immediatePath"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["tokens"].as_u64().unwrap())
+        .sum();
+    let entity_tokens: u64 = wm["activeEntities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["tokens"].as_u64().unwrap())
+        .sum();
+    assert!(entity_tokens > 0);
+    assert_eq!(
+        wm["totalTokens"].as_u64().unwrap(),
+        path_tokens + entity_tokens,
+        "WM-2"
+    );
+    // The tree shows each Alternative's binding state.
+    let tree = w
+        .ok(
+            Method::GET,
+            &format!("/v1/conversations/{c}/tree"),
+            None,
+            200,
+        )
+        .await;
+    let bindings: Vec<&Value> = tree["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["alternatives"].as_array().unwrap())
+        .map(|a| &a["binding"])
+        .collect();
+    assert_eq!(bindings.len(), 5);
+    assert!(bindings.iter().all(|b| *b == "extracted"), "{bindings:?}");
+    check_clean(&db);
+
+    // 2. Idempotency: a duplicated message, a SIGKILLed worker, a restarted Graphiti service.
+    let one_node = |alt: String| {
+        let w = &w;
+        async move {
+            let rows = w
+                .rows(
+                    "MATCH (a:Alternative {id: $id})-[h:HAS_CONTENT]->(e:Episodic) \
+                     WITH a, count(h) AS edges, collect(e.uuid) AS uuids \
+                     OPTIONAL MATCH (x:Episodic {uuid: a.episodeId}) \
+                     RETURN {edges: edges, uuids: uuids, nodes: count(x)} AS row",
+                    &[("id", &alt)],
+                )
+                .await;
+            assert_eq!(rows.len(), 1, "{rows:?}");
+            assert_eq!(rows[0]["edges"], 1, "one HAS_CONTENT: {rows:?}");
+            assert_eq!(rows[0]["nodes"], 1, "one Episodic node: {rows:?}");
+            assert_eq!(rows[0]["uuids"], json!([episode_uuid(&alt)]));
+        }
+    };
+    let runs_of = |ex: &[Value], alt: &str| {
+        ex.iter()
+            .filter(|e| e["uuid"] == episode_uuid(alt).as_str() && e["ran"] == true)
+            .count()
+    };
+    // A duplicated (or redelivered) ingestion message changes nothing.
+    let broker = aiden_jobs::Broker::connect(&aiden_tests::test_amqp_uri())
+        .await
+        .expect("broker");
+    let duplicate = aiden_jobs::IngestMessage {
+        v: 1,
+        id: format!("message:{u1}"),
+        kind: "message".into(),
+        target_id: u1.clone(),
+        conversation_id: c.clone(),
+        created_at: "2026-01-01T00:00:00.000Z".into(),
+    };
+    let ran_before = runs_of(&w.extractions().await, &u1);
+    broker
+        .publish_ingest(&[duplicate.clone(), duplicate.clone()])
+        .await
+        .unwrap();
+    // Something after it in the same conversation, so we know the duplicates were consumed.
+    let t4 = w
+        .ok(
+            Method::POST,
+            &format!("/v1/conversations/{c}/turns"),
+            Some(json!({"speaker": "user", "content": "And Ada Lovelace?", "parentTurnId": t3_id})),
+            201,
+        )
+        .await;
+    let (t4_id, u4) = (
+        t4["id"].as_str().unwrap().to_owned(),
+        t4["alternatives"][0]["id"].as_str().unwrap().to_owned(),
+    );
+    w.wait_binding(&t4_id, &u4, &["extracted"], long).await;
+    one_node(u1.clone()).await;
+    assert_eq!(
+        runs_of(&w.extractions().await, &u1),
+        ran_before,
+        "extraction not run again"
+    );
+
+    // SIGKILL the ingestion worker while Graphiti is extracting: the LLM is paused mid-call.
+    let llm_pid = _llm.0.id().to_string();
+    let signal = |sig: &str| {
+        Command::new("kill").args([sig, &llm_pid]).status().unwrap();
+    };
+    signal("-STOP");
+    let t5 = w
+        .ok(Method::POST, &format!("/v1/conversations/{c}/turns"),
+            Some(json!({"speaker": "user", "content": "Babbage met Lovelace in London", "parentTurnId": t4_id})), 201)
+        .await;
+    let (t5_id, u5) = (
+        t5["id"].as_str().unwrap().to_owned(),
+        t5["alternatives"][0]["id"].as_str().unwrap().to_owned(),
+    );
+    w.wait_binding(&t5_id, &u5, &["bound"], long).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    sigkill(&mut episodes);
+    signal("-CONT");
+    episodes = spawn_env(&["worker", "--type", "episode"], port, &extra);
+    w.wait_binding(&t5_id, &u5, &["extracted"], long).await;
+    one_node(u5.clone()).await;
+    let completed = w
+        .extractions()
+        .await
+        .iter()
+        .filter(|e| {
+            e["uuid"] == episode_uuid(&u5).as_str()
+                && e["status"] == "extracted"
+                && e["ran"] == true
+        })
+        .count();
+    assert_eq!(completed, 1, "extraction completed exactly once");
+    check_clean(&db);
+
+    // 3. Never on the user's path: with Graphiti stopped, appends and switches still answer
+    // (their latency is printed; the benchmark measures it), items wait, and bind once it is back.
+    sigkill(&mut service);
+    let mut latencies = Vec::new();
+    let mut parent = t5_id.clone();
+    let mut waiting = Vec::new();
+    for i in 0..20 {
+        let started = Instant::now();
+        let t = w
+            .ok(Method::POST, &format!("/v1/conversations/{c}/turns"),
+                Some(json!({"speaker": "user", "content": format!("Offline note {i} about London"), "parentTurnId": parent})), 201)
+            .await;
+        latencies.push(started.elapsed());
+        parent = t["id"].as_str().unwrap().to_owned();
+        waiting.push((
+            parent.clone(),
+            t["alternatives"][0]["id"].as_str().unwrap().to_owned(),
+        ));
+    }
+    let started = Instant::now();
+    w.ok(
+        Method::PUT,
+        &format!("/v1/turns/{t1_id}/active"),
+        Some(json!({"alternativeId": u1})),
+        200,
+    )
+    .await;
+    latencies.push(started.elapsed());
+    latencies.sort();
+    println!(
+        "appends/switch with Graphiti down: p50 {:?}, max {:?}",
+        latencies[latencies.len() / 2],
+        latencies.last().unwrap()
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for (turn, alt) in &waiting {
+        let a = w
+            .wait_binding(turn, alt, &["pending"], Duration::from_secs(5))
+            .await;
+        assert!(a["episodeId"].is_null(), "{a}");
+    }
+    service = graphiti(graphiti_port, Some(llm_port));
+    wait_http(&format!("{graphiti_url}/healthz"), Duration::from_secs(60)).await;
+    for (turn, alt) in &waiting {
+        w.wait_binding(turn, alt, &["extracted"], long).await;
+    }
+    one_node(waiting[0].1.clone()).await;
+    check_clean(&db);
+
+    // 4. Entities: user-created, added to and removed from the conversation; bad input.
+    let ent = w
+        .ok(Method::POST, "/v1/entities",
+            Some(json!({"name": "Analytical Engine project", "summary": "Babbage's general-purpose computer design", "category": "Project"})), 201)
+        .await;
+    let ent_uuid = ent["uuid"].as_str().unwrap().to_owned();
+    assert_eq!(ent["sources"][0]["type"], "user");
+    let wm_before = w
+        .ok(
+            Method::GET,
+            &format!("/v1/conversations/{c}/working-memory"),
+            None,
+            200,
+        )
+        .await;
+    let added = w
+        .ok(
+            Method::PUT,
+            &format!("/v1/conversations/{c}/entities/{ent_uuid}"),
+            Some(json!({"includeFacets": true})),
+            200,
+        )
+        .await;
+    assert_eq!(added["relevanceScore"], 1.0);
+    assert_eq!(added["source"], "user");
+    let wm_after = w
+        .ok(
+            Method::GET,
+            &format!("/v1/conversations/{c}/working-memory"),
+            None,
+            200,
+        )
+        .await;
+    let first = &wm_after["activeEntities"][0];
+    assert_eq!(first["entityUuid"], ent_uuid.as_str(), "{wm_after}");
+    assert_eq!(
+        wm_after["totalTokens"].as_u64().unwrap(),
+        wm_before["totalTokens"].as_u64().unwrap() + first["tokens"].as_u64().unwrap(),
+        "WM-2 counts the chosen entity"
+    );
+    let listed = w
+        .ok(
+            Method::GET,
+            &format!("/v1/conversations/{c}/entities"),
+            None,
+            200,
+        )
+        .await;
+    assert_eq!(listed["items"].as_array().unwrap().len(), 1);
+    let extracted = w
+        .ok(
+            Method::GET,
+            &format!("/v1/entities?conversationId={c}&q=lovelace"),
+            None,
+            200,
+        )
+        .await;
+    let lovelace = extracted["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "Ada Lovelace")
+        .cloned()
+        .unwrap_or_else(|| panic!("{extracted}"));
+    let sources = lovelace["sources"].as_array().unwrap();
+    assert!(
+        sources.iter().all(|s| s["type"] == "graphiti"),
+        "{lovelace}"
+    );
+    assert!(
+        sources
+            .iter()
+            .any(|s| s["episodeId"] == episode_uuid(&u1).as_str()),
+        "provenance names the Episode it was extracted from: {lovelace}"
+    );
+    // Another user sees none of it (OWN-2) and cannot activate it (ENT-2).
+    let (s, other) = w
+        .api
+        .call(
+            Method::POST,
+            "/v1/users",
+            Some(json!({"name": "stranger", "role": "user"})),
+        )
+        .await;
+    assert_eq!(s, 201, "{other}");
+    let stranger = Api {
+        http: reqwest::Client::new(),
+        base: w.api.base.clone(),
+        token: other["token"].as_str().unwrap().to_owned(),
+    };
+    assert_eq!(
+        stranger
+            .call(Method::GET, &format!("/v1/entities/{ent_uuid}"), None)
+            .await
+            .0,
+        404
+    );
+    let lovelace_uuid = lovelace["uuid"].as_str().unwrap();
+    assert_eq!(
+        stranger
+            .call(Method::GET, &format!("/v1/entities/{lovelace_uuid}"), None)
+            .await
+            .0,
+        404
+    );
+    let sc = stranger
+        .call(
+            Method::POST,
+            "/v1/conversations",
+            Some(json!({"title": "theirs"})),
+        )
+        .await
+        .1["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (s, b) = stranger
+        .call(
+            Method::PUT,
+            &format!("/v1/conversations/{sc}/entities/{ent_uuid}"),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(
+        (s, b["error"]["code"].as_str()),
+        (404, Some("NOT_FOUND")),
+        "{b}"
+    );
+    let (s, b) = w
+        .api
+        .call(
+            Method::PUT,
+            &format!("/v1/conversations/{c}/entities/no-such-entity"),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(
+        (s, b["error"]["code"].as_str()),
+        (404, Some("NOT_FOUND")),
+        "{b}"
+    );
+    let (s, b) = w
+        .api
+        .call(
+            Method::POST,
+            "/v1/entities",
+            Some(json!({"name": " ", "summary": "", "category": "Dragon"})),
+        )
+        .await;
+    assert_eq!(s, 422, "{b}");
+    let rules: Vec<&str> = b["error"]["details"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["invariant"].as_str())
+        .collect();
+    assert_eq!(rules, ["ENT-1", "ENT-1", "ENT-1"], "{b}");
+    let stray = w
+        .rows(
+            "MATCH (n:Entity) WHERE n.category = 'Dragon' RETURN {n: count(n)} AS row",
+            &[],
+        )
+        .await;
+    assert_eq!(stray[0]["n"], 0, "nothing half-written");
+    let (s, _) = w
+        .api
+        .call(
+            Method::DELETE,
+            &format!("/v1/conversations/{c}/entities/{ent_uuid}"),
+            None,
+        )
+        .await;
+    assert_eq!(s, 204);
+    let listed = w
+        .ok(
+            Method::GET,
+            &format!("/v1/conversations/{c}/entities"),
+            None,
+            200,
+        )
+        .await;
+    assert!(listed["items"].as_array().unwrap().is_empty());
+
+    // 5. Bad content: empty is refused; huge is accepted and its Episode cut (EPI-6).
+    let (s, b) = w
+        .api
+        .call(
+            Method::POST,
+            &format!("/v1/conversations/{c}/turns"),
+            Some(json!({"speaker": "user", "content": "   ", "parentTurnId": t1_id})),
+        )
+        .await;
+    assert_eq!(
+        (s, b["error"]["code"].as_str()),
+        (400, Some("VALIDATION_ERROR")),
+        "{b}"
+    );
+    let huge = "Ada Lovelace wrote the first program. ".repeat(5_000);
+    let t6 = w
+        .ok(
+            Method::POST,
+            &format!("/v1/conversations/{c}/turns"),
+            Some(json!({"speaker": "user", "content": huge, "parentTurnId": t5_id})),
+            201,
+        )
+        .await;
+    let (t6_id, u6) = (
+        t6["id"].as_str().unwrap().to_owned(),
+        t6["alternatives"][0]["id"].as_str().unwrap().to_owned(),
+    );
+    w.wait_binding(&t6_id, &u6, &["extracted"], long).await;
+    let cut = w
+        .rows(
+            "MATCH (:Alternative {id: $id})-[:HAS_CONTENT]->(e:Episodic) \
+             RETURN {len: size(e.content), tail: right(e.content, 40)} AS row",
+            &[("id", &u6)],
+        )
+        .await;
+    let len = cut[0]["len"].as_u64().unwrap();
+    assert!(
+        len <= aiden_domain::knowledge::episode::MAX_EPISODE_CHARS as u64,
+        "{cut:?}"
+    );
+    assert!(
+        cut[0]["tail"]
+            .as_str()
+            .unwrap()
+            .contains("more characters]"),
+        "{cut:?}"
+    );
+    let full = w.turn(&t6_id).await;
+    assert_eq!(
+        full["alternatives"][0]["content"].as_str().unwrap().len(),
+        huge.len(),
+        "the Alternative keeps it all"
+    );
+
+    // 6. Summaries get their Episode the same way (source summary).
+    let s = w
+        .ok(Method::POST, &format!("/v1/conversations/{c}/summaries"),
+            Some(json!({"content": "Ada Lovelace and Charles Babbage in London", "coversUpToTurnId": t2_id,
+                        "sources": [u1, g2_id]})), 201)
+        .await;
+    let sid = s["id"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + long;
+    loop {
+        let list = w
+            .ok(
+                Method::GET,
+                &format!("/v1/conversations/{c}/summaries"),
+                None,
+                200,
+            )
+            .await;
+        let me = list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["id"] == sid.as_str())
+            .cloned()
+            .unwrap();
+        if me["binding"] == "extracted" {
+            let expected = aiden_domain::knowledge::episode::episode_uuid(
+                aiden_domain::knowledge::EpisodeSource::Summary,
+                &sid,
+            );
+            assert_eq!(me["episodeId"], expected.as_str());
+            break;
+        }
+        assert!(Instant::now() < deadline, "summary never extracted: {me}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let summary_ctx: Vec<Value> = w
+        .extractions()
+        .await
+        .into_iter()
+        .filter(|e| {
+            e["uuid"].as_str()
+                == Some(&aiden_domain::knowledge::episode::episode_uuid(
+                    aiden_domain::knowledge::EpisodeSource::Summary,
+                    &sid,
+                ))
+        })
+        .collect();
+    assert_eq!(
+        summary_ctx[0]["previous_episode_uuids"],
+        json!([episode_uuid(&u1), episode_uuid(&g2_id)])
+    );
+
+    // 7. No LLM configured: binding completes and extraction is reported as skipped.
+    sigkill(&mut service);
+    service = graphiti(graphiti_port, None);
+    wait_http(&format!("{graphiti_url}/healthz"), Duration::from_secs(60)).await;
+    let t7 = w
+        .ok(
+            Method::POST,
+            &format!("/v1/conversations/{c}/turns"),
+            Some(json!({"speaker": "user", "content": "No model here", "parentTurnId": t6_id})),
+            201,
+        )
+        .await;
+    let (t7_id, u7) = (
+        t7["id"].as_str().unwrap().to_owned(),
+        t7["alternatives"][0]["id"].as_str().unwrap().to_owned(),
+    );
+    let a7 = w.wait_binding(&t7_id, &u7, &["skipped"], long).await;
+    assert_eq!(a7["episodeId"], episode_uuid(&u7).as_str());
+    check_clean(&db);
+
+    sigkill(&mut episodes);
+    sigkill(&mut service);
+    drop((serve, rest));
+    drop_database(&db).await;
+}

@@ -1,0 +1,202 @@
+//! Spawned `aiden` processes for the tests that kill and restart them (faults, knowledge):
+//! the binary of this checkout, its environment, and a small HTTP client for its API.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::{setting, TEST_MASTER_KEY};
+
+/// The `aiden` binary of this checkout, built once per test run (cargo does not build a
+/// package's binary for another package's tests, and a stale one would test old code).
+pub fn binary() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+            let status = Command::new(env!("CARGO"))
+                .args(["build", "--quiet", "--bin", "aiden"])
+                .current_dir(&root)
+                .status()
+                .expect("cargo build");
+            assert!(status.success(), "building aiden failed");
+            let target = std::env::var("CARGO_TARGET_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|_| root.join("target"));
+            target.join("debug/aiden")
+        })
+        .clone()
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The environment every spawned `aiden` gets.
+pub fn envs(http_port: u16) -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "AIDEN_NEO4J_URI",
+            setting("AIDEN_NEO4J_URI", Some("bolt://127.0.0.1:7687")),
+        ),
+        (
+            "AIDEN_NEO4J_USER",
+            setting("AIDEN_NEO4J_USER", Some("root")),
+        ),
+        (
+            "AIDEN_NEO4J_PASSWORD",
+            setting("AIDEN_NEO4J_PASSWORD", None),
+        ),
+        (
+            "AIDEN_NEO4J_DATABASE",
+            setting("AIDEN_NEO4J_DATABASE", Some("neo4j")),
+        ),
+        ("AIDEN_AMQP_URI", crate::test_amqp_uri()),
+        ("AIDEN_MASTER_KEY", TEST_MASTER_KEY.to_owned()),
+        ("AIDEN_ADMIN_TOKEN", admin_token()),
+        ("AIDEN_HTTP_ADDR", format!("127.0.0.1:{http_port}")),
+        ("AIDEN_RETRY_INITIAL_DELAY_MS", "100".to_owned()),
+        ("RUST_LOG", "warn".to_owned()),
+    ]
+}
+
+pub fn admin_token() -> String {
+    setting(
+        "AIDEN_ADMIN_TOKEN",
+        Some("test-admin-token-0123456789abcdef"),
+    )
+}
+
+/// A spawned `aiden`, SIGKILLed when dropped (also when a test panics), so a failed run never
+/// leaves an engine or worker behind to serve the next test binary's queues.
+pub struct Proc(pub Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        sigkill(self);
+    }
+}
+
+pub fn spawn(args: &[&str], http_port: u16) -> Proc {
+    Proc(
+        Command::new(binary())
+            .args(args)
+            .envs(envs(http_port))
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn aiden"),
+    )
+}
+
+pub fn sigkill(child: &mut Proc) {
+    let _ = child.0.kill(); // SIGKILL on unix
+    let _ = child.0.wait();
+}
+
+pub struct Api {
+    pub http: reqwest::Client,
+    pub base: String,
+    pub token: String,
+}
+
+impl Api {
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(&self.token);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        match req.send().await {
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                (status, resp.json().await.unwrap_or(Value::Null))
+            }
+            Err(_) => (0, Value::Null),
+        }
+    }
+
+    pub async fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if self.call(reqwest::Method::GET, "/readyz", None).await.0 == 200 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        panic!("aiden serve did not become ready");
+    }
+
+    pub async fn run(&self, id: &str) -> Value {
+        self.call(reqwest::Method::GET, &format!("/v1/runs/{id}"), None)
+            .await
+            .1
+    }
+
+    pub async fn wait_settled(&self, id: &str, within: Duration) -> Value {
+        let deadline = Instant::now() + within;
+        loop {
+            let run = self.run(id).await;
+            let status = run["status"].as_str().unwrap_or("");
+            if matches!(status, "completed" | "failed" | "canceled") {
+                return run;
+            }
+            assert!(Instant::now() < deadline, "run {id} not settled: {run}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    pub async fn events(&self, id: &str) -> Vec<Value> {
+        let resp = self
+            .http
+            .get(format!("{}/v1/runs/{id}/events", self.base))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .unwrap();
+        let text = tokio::time::timeout(Duration::from_secs(10), resp.text())
+            .await
+            .expect("event stream ended")
+            .unwrap();
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect()
+    }
+}
+
+pub async fn wait_until(what: &str, within: Duration, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Like [`spawn`], with settings that override the defaults (later `envs` win).
+pub fn spawn_env(args: &[&str], http_port: u16, extra: &[(&str, String)]) -> Proc {
+    Proc(
+        Command::new(binary())
+            .args(args)
+            .envs(envs(http_port))
+            .envs(extra.iter().map(|(k, v)| (*k, v.as_str())))
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn aiden"),
+    )
+}

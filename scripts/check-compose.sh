@@ -66,7 +66,7 @@ if [ "$SELF_TEST" = 1 ]; then
   caught=0; missed=0
   for mutation in drop-worker wrong-worker-type old-neo4j neo4j-4 public-port version-key \
                   hardcoded-master-key optional-master-key worker-no-replicas api-no-healthcheck \
-                  unknown-key; do
+                  unknown-key graphiti-on-falkordb; do
     python3 - "$FILE" "$tmp/compose.yaml" "$mutation" <<'PY'
 import sys, yaml
 src, dst, m = sys.argv[1:]
@@ -85,6 +85,7 @@ elif m == "optional-master-key":
 elif m == "worker-no-replicas": del s["worker-graph-query"]["deploy"]
 elif m == "api-no-healthcheck": del s["api"]["healthcheck"]
 elif m == "unknown-key": s["api"]["bogus_key"] = 1
+elif m == "graphiti-on-falkordb": s["graphiti"]["environment"]["AIDEN_GRAPHITI_BACKEND"] = "falkordb"
 else: sys.exit("unknown mutation " + m)
 yaml.safe_dump(doc, open(dst, "w"), sort_keys=False)
 PY
@@ -154,9 +155,10 @@ def fail(msg):
     print("check-compose: FAIL: " + msg, file=sys.stderr)
 
 WORKERS = {"worker-graph-query": "graph_query", "worker-llm-call": "llm_call",
-           "worker-rest-api": "rest_api", "worker-mcp-call": "mcp_call"}
+           "worker-rest-api": "rest_api", "worker-mcp-call": "mcp_call",
+           "worker-episode": "episode"}
 AIDEN = ["migrate", "api", *WORKERS]
-LONG_RUNNING = ["neo4j", "rabbitmq", "api", *WORKERS]
+LONG_RUNNING = ["neo4j", "rabbitmq", "api", "graphiti", *WORKERS]
 SHARED_ENV = {
     "AIDEN_NEO4J_URI": "bolt://neo4j:7687", "AIDEN_NEO4J_USER": "neo4j",
     "AIDEN_NEO4J_PASSWORD": dummy["AIDEN_NEO4J_PASSWORD"], "AIDEN_NEO4J_DATABASE": "neo4j",
@@ -210,9 +212,20 @@ for i, label in enumerate(labels):
         continue  # the compose run already failed and said why
     def bad(msg): fail(f"[{label}] {msg}")
     s = cfg.get("services") or {}
-    for name in ["neo4j", "rabbitmq", "migrate", "api", *WORKERS]:
+    for name in ["neo4j", "rabbitmq", "migrate", "api", "graphiti", *WORKERS]:
         if name not in s:
             bad(f"service `{name}` is missing")
+    # Graphiti shares the API's Neo4j (the Episodic nodes bound to are the ones it writes).
+    g = s.get("graphiti") or {}
+    ge = env(g)
+    if g and (ge.get("AIDEN_GRAPHITI_BACKEND") != "neo4j" or ge.get("AIDEN_GRAPHITI_NEO4J_URI") != "bolt://neo4j:7687"):
+        bad("graphiti: must run on the API's Neo4j (AIDEN_GRAPHITI_BACKEND=neo4j, bolt://neo4j:7687)")
+    if g and condition(g, "neo4j") != "service_healthy":
+        bad("graphiti: depends_on neo4j must have condition service_healthy")
+    if g and not (g.get("healthcheck") or {}).get("test"):
+        bad("graphiti: no healthcheck")
+    if "worker-episode" in s and env(s["worker-episode"]).get("AIDEN_GRAPHITI_URL") != "http://graphiti:8091":
+        bad("worker-episode: AIDEN_GRAPHITI_URL must name the graphiti service")
     # Workers: one per operation type, each running its own type, scalable per type.
     for name, typ in WORKERS.items():
         if name not in s: continue

@@ -286,7 +286,12 @@ async fn turn_1_2_3_5_6_7_check_reports_corrupted_conversations() {
         "MATCH (a:Alternative {id: $rootAlt}) SET a.episodeId = 'ep-1'",
     ))
     .await;
-    assert_eq!(findings_for(&root_alt).await, vec!["TURN-7"]);
+    // ...which is also a binding that disagrees with its edges (EPI-3) and an Episode that is
+    // not the derived one (EPI-1).
+    assert_eq!(
+        findings_for(&root_alt).await,
+        vec!["TURN-7", "EPI-3", "EPI-1"]
+    );
     write(q("MATCH (a:Alternative {id: $rootAlt}) REMOVE a.episodeId")).await;
     // OWN-1: a second owner.
     write(q(
@@ -304,4 +309,65 @@ async fn turn_1_2_3_5_6_7_check_reports_corrupted_conversations() {
             "{id} should be clean again"
         );
     }
+}
+
+/// EPI-3: content whose outbox item vanished (it would never be ingested) and content recorded
+/// without a binding are reported; ENT-2: an active entity its conversation's owner cannot see.
+#[tokio::test]
+async fn epi_3_ent_2_check_reports_lost_ingestion_and_foreign_active_entities() {
+    let u = user().await;
+    let (c, _root, root_alt, _child, child_alt) = small_conversation(&u).await;
+    let q = |text: &str| {
+        aiden_graph_query(text)
+            .param("rootAlt", root_alt.as_str())
+            .param("childAlt", child_alt.as_str())
+            .param("c", c.as_str())
+    };
+    assert!(findings_for(&root_alt).await.is_empty());
+    write(q(
+        "MATCH (o:IngestItem {id: 'message:' + $rootAlt}) DELETE o",
+    ))
+    .await;
+    assert_eq!(findings_for(&root_alt).await, vec!["EPI-3"]);
+    write(q(
+        "MATCH (a:Alternative {id: $rootAlt}) CREATE (:IngestItem {id: 'message:' + a.id, \
+         kind: 'message', targetId: a.id, conversationId: a.conversationId, state: 'new', \
+         createdAt: a.createdAt})",
+    ))
+    .await;
+    assert!(findings_for(&root_alt).await.is_empty());
+    write(q("MATCH (a:Alternative {id: $childAlt}) REMOVE a.binding")).await;
+    assert_eq!(findings_for(&child_alt).await, vec!["EPI-3"]);
+    write(q(
+        "MATCH (a:Alternative {id: $childAlt}) SET a.binding = 'pending'",
+    ))
+    .await;
+    assert!(findings_for(&child_alt).await.is_empty());
+    // An entity another user created, made active here behind the API's back.
+    let other = user().await;
+    let e = other
+        .post(
+            "/v1/entities",
+            json!({"name": "Secret project", "summary": "not yours", "category": "Project"}),
+        )
+        .await;
+    let uuid = e.ok(201)["uuid"].as_str().unwrap().to_owned();
+    let edge = format!("{c} -> {uuid}");
+    write(
+        q("MATCH (c:Conversation {id: $c}), (n:Entity {uuid: $u}) CREATE (c)-[:HAS_ACTIVE_ENTITY {addedAt: 't'}]->(n)")
+            .param("u", uuid.as_str()),
+    )
+    .await;
+    assert_eq!(findings_for(&edge).await, vec!["ENT-2"]);
+    // Through the API the owner cannot even see it (OWN-2), let alone activate it.
+    let refused = u
+        .put(&format!("/v1/conversations/{c}/entities/{uuid}"), json!({}))
+        .await;
+    assert_eq!(refused.code(), "NOT_FOUND", "{:?}", refused.body);
+    write(
+        q("MATCH (:Conversation {id: $c})-[h:HAS_ACTIVE_ENTITY]->(:Entity {uuid: $u}) DELETE h")
+            .param("u", uuid.as_str()),
+    )
+    .await;
+    assert!(findings_for(&edge).await.is_empty());
 }

@@ -390,6 +390,10 @@ pub struct AltWithTurn {
     pub episode_id: Option<String>,
     #[serde(default)]
     pub binding: Option<String>,
+    #[serde(default)]
+    pub bound_at: Option<String>,
+    #[serde(default)]
+    pub extracted_at: Option<String>,
     pub error: Option<String>,
     #[serde(default)]
     pub has_children: bool,
@@ -426,6 +430,8 @@ impl AltWithTurn {
             state: self.state,
             episode_id: self.episode_id,
             binding: self.binding,
+            bound_at: self.bound_at,
+            extracted_at: self.extracted_at,
             error: self.error,
         }
     }

@@ -10,4 +10,4 @@ RETURN t.id AS turnId, t.conversationId AS conversationId, t.speaker AS speaker,
        a.id AS id, h.sequence AS sequence, h.isActive AS isActive, a.content AS content,
        a.createdAt AS createdAt, a.respondsTo AS respondsTo, p.id AS processId,
        e.version AS processVersion, a.runId AS runId, a.state AS state,
-       a.episodeId AS episodeId, a.binding AS binding, a.error AS error
+       a.episodeId AS episodeId, a.binding AS binding, a.boundAt AS boundAt, a.extractedAt AS extractedAt, a.error AS error

@@ -41,6 +41,10 @@ pub struct AltRow {
     pub episode_id: Option<String>,
     #[serde(default)]
     pub binding: Option<String>,
+    #[serde(default)]
+    pub bound_at: Option<String>,
+    #[serde(default)]
+    pub extracted_at: Option<String>,
     pub error: Option<String>,
 }
 
@@ -92,6 +96,9 @@ pub struct AlternativeView {
     pub episode_id: Option<String>,
     /// EPI-3: `pending | bound | extracted | skipped | failed`; null while there is no content.
     pub binding: Option<String>,
+    /// When its Episode was bound, and when extraction finished or was skipped (EPI-3).
+    pub bound_at: Option<String>,
+    pub extracted_at: Option<String>,
     pub error: Option<Value>,
 }
 
@@ -157,6 +164,8 @@ pub fn alternative_view(a: AltRow, parent_turn: Option<&str>, ctx: &Context) -> 
         run_id: a.run_id,
         episode_id: a.episode_id,
         binding: a.binding,
+        bound_at: a.bound_at,
+        extracted_at: a.extracted_at,
     }
 }
 
@@ -211,6 +220,8 @@ mod tests {
             state: state.into(),
             episode_id: None,
             binding: None,
+            bound_at: None,
+            extracted_at: None,
             error: None,
         }
     }

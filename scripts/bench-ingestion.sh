@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The knowledge-layer benchmark (issue #9): on a new, empty database and its own RabbitMQ virtual
-# host, a release `aiden serve` (API + outbox relay), `aiden worker --type episode`, the Graphiti
-# service (graphiti-core on the local FalkorDB) and the scripted OpenAI-compatible LLM
-# (workers/graphiti/fake_llm.py). Phase `with`: Turns appended at a steady rate while ingestion
-# runs; prints the append latency and the lag commit → bound and commit → extracted. Phase
-# `without`: the same appends with the ingestion pool and Graphiti stopped (append latency only).
+# The knowledge-layer benchmark (issue #9). Each phase runs on a new, empty database, its own
+# RabbitMQ virtual host and its own release `aiden serve` (API + outbox relay):
+#   with      `aiden worker --type episode`, the Graphiti service (graphiti-core on the local
+#             FalkorDB) and the scripted OpenAI-compatible LLM (workers/graphiti/fake_llm.py) run
+#             beside the appends; prints the append latency and the lag commit → bound and
+#             commit → extracted (server timestamps).
+#   without   the same appends with no ingestion pool and no Graphiti (append latency only).
+# Phases run in the order of AIDEN_BENCH_PHASES (default "without with").
 #   scripts/bench-ingestion.sh [--turns 1000] [--conversations 50] [--rate 4]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,24 +29,27 @@ done
 echo "bench: building (release)" >&2
 cargo build --release -p aiden -p aiden-bench --quiet
 BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release"
-
-DB="benchingest$(date +%s)"
-VHOST=aiden-bench-ingestion
-curl -fsS -u "root:$AIDEN_NEO4J_PASSWORD" -X POST "http://127.0.0.1:${AIDEN_STACK_ARCADE_HTTP_PORT:-2480}/api/v1/server" \
-  -d "{\"command\":\"create database $DB\"}" >/dev/null
-rabbitmqctl -q add_vhost "$VHOST" >/dev/null 2>&1 || true
-rabbitmqctl -q set_permissions -p "$VHOST" guest '.*' '.*' '.*' >/dev/null
-export AIDEN_NEO4J_DATABASE=$DB AIDEN_AMQP_URI="amqp://guest:guest@127.0.0.1:5672/$VHOST"
+ARCADE="http://127.0.0.1:${AIDEN_STACK_ARCADE_HTTP_PORT:-2480}/api/v1/server"
+# Ingestion is background work: it and the (here local) LLM run at a lower CPU priority, so that
+# on two cores the API and the graph come first.
+NICE="nice -n ${AIDEN_INGEST_NICE:-10}"
 export AIDEN_HTTP_ADDR=127.0.0.1:$SERVE_PORT AIDEN_GRAPHITI_URL=http://127.0.0.1:$GRAPHITI_PORT
 export RUST_LOG=${RUST_LOG:-warn}
 
 pids=()
-cleanup() {
+dbs=()
+vhosts=()
+stop_all() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  pids=()
   sleep 0.5
-  rabbitmqctl -q delete_vhost "$VHOST" >/dev/null 2>&1 || true
-  curl -fsS -u "root:$AIDEN_NEO4J_PASSWORD" -X POST "http://127.0.0.1:${AIDEN_STACK_ARCADE_HTTP_PORT:-2480}/api/v1/server" \
-    -d "{\"command\":\"drop database $DB\"}" >/dev/null 2>&1 || true
+}
+cleanup() {
+  stop_all
+  for v in "${vhosts[@]}"; do rabbitmqctl -q delete_vhost "$v" >/dev/null 2>&1 || true; done
+  for d in "${dbs[@]}"; do
+    curl -fsS -u "root:$AIDEN_NEO4J_PASSWORD" -X POST "$ARCADE" -d "{\"command\":\"drop database $d\"}" >/dev/null 2>&1 || true
+  done
 }
 trap cleanup EXIT
 wait_for() { # url
@@ -52,27 +57,35 @@ wait_for() { # url
   echo "bench: $1 did not answer" >&2; exit 1
 }
 
-# Ingestion is background work: it and the (here local) LLM run at a lower CPU priority, as
-# scripts/run.sh runs them, so that on two cores the API and the graph come first.
-NICE="nice -n ${AIDEN_INGEST_NICE:-10}"
-$NICE python3 workers/graphiti/fake_llm.py --port "$LLM_PORT" --dim 384 >.stack/bench-ingestion-llm.log 2>&1 &
-pids+=($!)
-AIDEN_GRAPHITI_ADDR=127.0.0.1:$GRAPHITI_PORT AIDEN_FALKORDB_PORT=${AIDEN_STACK_FALKORDB_PORT:-6390} \
-  AIDEN_GRAPHITI_LLM_BASE_URL=http://127.0.0.1:$LLM_PORT/v1 AIDEN_GRAPHITI_LLM_MODEL=fake \
-  AIDEN_GRAPHITI_EMBEDDER_MODEL=fake-embedding AIDEN_GRAPHITI_EMBEDDING_DIM=384 \
-  $NICE .stack/graphiti-venv/bin/python workers/graphiti/aiden_graphiti_service.py >.stack/bench-ingestion-graphiti.log 2>&1 &
-graphiti_pid=$!
-pids+=("$graphiti_pid")
-"$BIN/aiden" serve >.stack/bench-ingestion-serve.log 2>&1 &
-pids+=($!)
-$NICE "$BIN/aiden" worker --type episode >.stack/bench-ingestion-worker.log 2>&1 &
-worker_pid=$!
-pids+=("$worker_pid")
-wait_for "http://127.0.0.1:$LLM_PORT/healthz"
-wait_for "http://127.0.0.1:$GRAPHITI_PORT/healthz"
-wait_for "http://$AIDEN_HTTP_ADDR/readyz"
+phase() { # with|without, then the benchmark's arguments
+  local name=$1; shift
+  local db vhost
+  db="benchingest$name$(date +%s)"; vhost="aiden-bench-ingestion-$name"
+  dbs+=("$db"); vhosts+=("$vhost")
+  curl -fsS -u "root:$AIDEN_NEO4J_PASSWORD" -X POST "$ARCADE" -d "{\"command\":\"create database $db\"}" >/dev/null
+  rabbitmqctl -q add_vhost "$vhost" >/dev/null 2>&1 || true
+  rabbitmqctl -q set_permissions -p "$vhost" guest '.*' '.*' '.*' >/dev/null
+  export AIDEN_NEO4J_DATABASE=$db AIDEN_AMQP_URI="amqp://guest:guest@127.0.0.1:5672/$vhost"
+  "$BIN/aiden" serve >".stack/bench-ingestion-serve-$name.log" 2>&1 &
+  pids+=($!)
+  if [ "$name" = with ]; then
+    $NICE python3 workers/graphiti/fake_llm.py --port "$LLM_PORT" --dim 384 >.stack/bench-ingestion-llm.log 2>&1 &
+    pids+=($!)
+    AIDEN_GRAPHITI_ADDR=127.0.0.1:$GRAPHITI_PORT AIDEN_FALKORDB_PORT=${AIDEN_STACK_FALKORDB_PORT:-6390} \
+      AIDEN_GRAPHITI_LLM_BASE_URL=http://127.0.0.1:$LLM_PORT/v1 AIDEN_GRAPHITI_LLM_MODEL=fake \
+      AIDEN_GRAPHITI_EMBEDDER_MODEL=fake-embedding AIDEN_GRAPHITI_EMBEDDING_DIM=384 \
+      $NICE .stack/graphiti-venv/bin/python workers/graphiti/aiden_graphiti_service.py >.stack/bench-ingestion-graphiti.log 2>&1 &
+    pids+=($!)
+    $NICE "$BIN/aiden" worker --type episode >.stack/bench-ingestion-worker.log 2>&1 &
+    pids+=($!)
+    wait_for "http://127.0.0.1:$LLM_PORT/healthz"
+    wait_for "http://127.0.0.1:$GRAPHITI_PORT/healthz"
+  fi
+  wait_for "http://$AIDEN_HTTP_ADDR/readyz"
+  "$BIN/aiden-bench-ingestion" --server "http://$AIDEN_HTTP_ADDR" --token "$AIDEN_ADMIN_TOKEN" --phase "$name" "$@"
+  stop_all
+}
 
-"$BIN/aiden-bench-ingestion" --server "http://$AIDEN_HTTP_ADDR" --token "$AIDEN_ADMIN_TOKEN" --phase with "$@"
-kill "$worker_pid" "$graphiti_pid" 2>/dev/null || true
-sleep 1
-"$BIN/aiden-bench-ingestion" --server "http://$AIDEN_HTTP_ADDR" --token "$AIDEN_ADMIN_TOKEN" --phase without "$@"
+for name in ${AIDEN_BENCH_PHASES:-without with}; do
+  phase "$name" "$@"
+done

@@ -53,6 +53,46 @@ async fn drop_database(name: &str) {
         .await;
 }
 
+/// A RabbitMQ virtual host of this run's own: `aiden serve`s of other suites relay their
+/// content to `aiden-test`, which this run's ingestion pool must not take.
+fn fresh_vhost() -> (String, String) {
+    if let Ok(uri) = std::env::var("AIDEN_TEST_KNOWLEDGE_AMQP_URI") {
+        return (String::new(), uri);
+    }
+    let vhost = format!("aiden-knowledge-{}", std::process::id());
+    for args in [
+        vec!["add_vhost", vhost.as_str()],
+        vec![
+            "set_permissions",
+            "-p",
+            vhost.as_str(),
+            "guest",
+            ".*",
+            ".*",
+            ".*",
+        ],
+    ] {
+        let ok = Command::new("rabbitmqctl")
+            .arg("-q")
+            .args(&args)
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "rabbitmqctl {args:?}");
+    }
+    let uri = format!("amqp://guest:guest@127.0.0.1:5672/{vhost}");
+    (vhost, uri)
+}
+
+fn drop_vhost(vhost: &str) {
+    if !vhost.is_empty() {
+        let _ = Command::new("rabbitmqctl")
+            .args(["-q", "delete_vhost", vhost])
+            .stdout(Stdio::null())
+            .status();
+    }
+}
+
 fn falkordb_port() -> String {
     std::env::var("AIDEN_STACK_FALKORDB_PORT").unwrap_or_else(|_| "6390".into())
 }
@@ -281,6 +321,7 @@ async fn knowledge_episodes_bind_once_extract_on_their_own_path_and_never_block_
         "FalkorDB is not running: scripts/graphiti.sh up (scripts/test.sh does)"
     );
     let db = fresh_database().await;
+    let (vhost, amqp) = fresh_vhost();
     let llm_port = free_port();
     let _llm = python_proc(
         "python3",
@@ -306,6 +347,7 @@ async fn knowledge_episodes_bind_once_extract_on_their_own_path_and_never_block_
     let port = free_port();
     let extra = vec![
         ("AIDEN_NEO4J_DATABASE", db.clone()),
+        ("AIDEN_AMQP_URI", amqp.clone()),
         ("AIDEN_GRAPHITI_URL", graphiti_url.clone()),
     ];
     let serve = spawn_env(&["serve"], port, &extra);
@@ -562,9 +604,7 @@ async fn knowledge_episodes_bind_once_extract_on_their_own_path_and_never_block_
             .count()
     };
     // A duplicated (or redelivered) ingestion message changes nothing.
-    let broker = aiden_jobs::Broker::connect(&aiden_tests::test_amqp_uri())
-        .await
-        .expect("broker");
+    let broker = aiden_jobs::Broker::connect(&amqp).await.expect("broker");
     let duplicate = aiden_jobs::IngestMessage {
         v: 1,
         id: format!("message:{u1}"),
@@ -995,4 +1035,5 @@ async fn knowledge_episodes_bind_once_extract_on_their_own_path_and_never_block_
     sigkill(&mut service);
     drop((serve, rest));
     drop_database(&db).await;
+    drop_vhost(&vhost);
 }

@@ -45,6 +45,11 @@ impl TargetKind {
     }
 }
 
+/// The outbox item of a target: `<kind>:<id>`.
+pub fn item_id(kind: TargetKind, id: &str) -> String {
+    format!("{}:{id}", kind.as_str())
+}
+
 /// An outbox row: content to ingest.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
@@ -178,7 +183,7 @@ pub struct ExtractedEdge {
 }
 
 /// The final binding state after extraction (`extracted` or `skipped`), with what was
-/// extracted mirrored, in one transaction. `Ok(false)` when the target is not bound to `uuid`.
+/// extracted mirrored and the outbox item deleted, in one transaction. `Ok(false)` when the target is not bound to `uuid`.
 #[allow(clippy::too_many_arguments)]
 pub async fn record_extraction(
     graph: &Graph,
@@ -216,6 +221,7 @@ pub async fn record_extraction(
         Some(kind.label()),
     )
     .param("id", id)
+    .param("itemId", item_id(kind, id))
     .param("uuid", uuid)
     .param("groupId", group_id)
     .param("binding", binding)
@@ -247,6 +253,7 @@ pub async fn record_failure(
     let mut tx = graph.begin().await?;
     let q = cypher(query_file!("knowledge/failed.cypher"), Some(kind.label()))
         .param("id", id)
+        .param("itemId", item_id(kind, id))
         .param("reason", reason)
         .param("now", now);
     tx.run(q).await?;

@@ -1,9 +1,13 @@
-// Extraction finished (or was skipped): the binding's final state, and what Graphiti extracted
-// mirrored by uuid — (:Episodic)-[:MENTIONS]->(:Entity). An Entity Graphiti refined keeps its
-// uuid and takes the new name and summary; its provenance is its MENTIONS edges.
+// Extraction finished (or was skipped): the binding's final state, its outbox item gone, and
+// what Graphiti extracted mirrored by uuid — (:Episodic)-[:MENTIONS]->(:Entity). An Entity
+// Graphiti refined keeps its uuid and takes the new name and summary; its provenance is its
+// MENTIONS edges.
 MATCH (x:__LABEL__ {id: $id})-[:HAS_CONTENT]->(e:Episodic {uuid: $uuid})
 SET x.binding = $binding, x.extractedAt = $now, x.bindingError = null
 WITH e
+OPTIONAL MATCH (o:IngestItem {id: $itemId})
+DELETE o
+WITH DISTINCT e
 UNWIND $entities AS en
 MERGE (n:Entity {uuid: en.uuid})
   ON CREATE SET n.name = en.name, n.summary = en.summary, n.labels = en.labels,

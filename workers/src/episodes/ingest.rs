@@ -119,11 +119,6 @@ impl Ingestor {
             };
             match Box::pin(self.run(kind, &c.id, false)).await {
                 Err(Interrupted::Wait(m)) => return Err(Interrupted::Wait(m)),
-                Ok(Outcome::Final(_)) => {
-                    let item = format!("{}:{}", kind.as_str(), c.id);
-                    let _ = kg::outbox_done(&self.graph, &item).await;
-                    did = true;
-                }
                 _ => did = true,
             }
         }
@@ -210,7 +205,7 @@ impl Ingestor {
         Ok(Outcome::Final(binding))
     }
 
-    /// Records a binding that gave up (EPI-3) and removes its outbox item.
+    /// Records a binding that gave up (EPI-3); its outbox item goes in the same statement.
     pub async fn give_up(
         &self,
         kind: TargetKind,

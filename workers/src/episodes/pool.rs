@@ -171,7 +171,9 @@ async fn handle(shared: &Shared, broker: &Broker, d: Delivery) {
                 break None;
             }
             Ok(Outcome::Gone) => {
-                break Some("the alternative or summary does not exist".to_owned())
+                // Content that is gone: nothing else would ever forget its outbox item.
+                let _ = kg::outbox_done(&ingestor.graph, &msg.id).await;
+                break Some("the alternative or summary does not exist".to_owned());
             }
             Ok(Outcome::Poison(reason)) => break Some(reason),
             Err(Interrupted::Wait(why)) => {
@@ -205,8 +207,6 @@ async fn handle(shared: &Shared, broker: &Broker, d: Delivery) {
         }
         let _ = broker.dead_letter_ingest(&d.data, &reason).await;
     }
-    // The item is done: the outbox forgets it (a failure here leaves it to be republished,
-    // which finds the binding final).
-    let _ = kg::outbox_done(&ingestor.graph, &msg.id).await;
+    // Final or failed: the statement that made it so also deleted its outbox item.
     let _ = d.acker.ack(BasicAckOptions::default()).await;
 }

@@ -67,6 +67,20 @@ pub fn test_amqp_uri() -> String {
     }
 }
 
+/// The database the tests use: `AIDEN_TEST_NEO4J_DATABASE`, else the stack's test database
+/// (`.stack/test-database`, made by `scripts/stack.sh up`), so that a `scripts/run.sh` stack on
+/// the main database never touches what the tests write; else `AIDEN_NEO4J_DATABASE`.
+pub fn test_database() -> String {
+    if let Ok(v) = std::env::var("AIDEN_TEST_NEO4J_DATABASE") {
+        return v;
+    }
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../.stack/test-database");
+    match std::fs::read_to_string(file) {
+        Ok(db) if !db.trim().is_empty() => db.trim().to_owned(),
+        _ => setting("AIDEN_NEO4J_DATABASE", Some("neo4j")),
+    }
+}
+
 /// Captures the server's log lines so tests can assert what never appears in them.
 #[derive(Clone)]
 struct LogSink(Arc<Mutex<Vec<u8>>>);
@@ -92,7 +106,7 @@ pub fn server() -> &'static Server {
             uri: setting("AIDEN_NEO4J_URI", Some("bolt://127.0.0.1:7687")),
             user: setting("AIDEN_NEO4J_USER", Some("root")),
             password: setting("AIDEN_NEO4J_PASSWORD", None),
-            database: setting("AIDEN_NEO4J_DATABASE", Some("neo4j")),
+            database: test_database(),
             max_connections: 32,
             timeout: std::time::Duration::from_secs(5),
         };

@@ -54,10 +54,7 @@ pub fn envs(http_port: u16) -> Vec<(&'static str, String)> {
             "AIDEN_NEO4J_PASSWORD",
             setting("AIDEN_NEO4J_PASSWORD", None),
         ),
-        (
-            "AIDEN_NEO4J_DATABASE",
-            setting("AIDEN_NEO4J_DATABASE", Some("neo4j")),
-        ),
+        ("AIDEN_NEO4J_DATABASE", crate::test_database()),
         ("AIDEN_AMQP_URI", crate::test_amqp_uri()),
         ("AIDEN_MASTER_KEY", TEST_MASTER_KEY.to_owned()),
         ("AIDEN_ADMIN_TOKEN", admin_token()),

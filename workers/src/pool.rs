@@ -419,6 +419,18 @@ async fn handle(shared: &Shared, broker: &Broker, slot: usize, delivery: Deliver
     let mut telemetry = serde_json::to_value(telemetry).unwrap_or(json!({}));
     telemetry["latencyMs"] = json!(latency);
     let failed = !matches!(outcome, StepOutcome::Completed { .. });
+    let outcome_label = match &outcome {
+        StepOutcome::Completed { .. } => "completed",
+        StepOutcome::Retrying { .. } => "retrying",
+        _ => "failed",
+    };
+    metrics::histogram!(
+        "aiden_step_duration_seconds",
+        "type" => shared.ty.clone(),
+        "tool" => job.tool_id.clone(),
+        "outcome" => outcome_label
+    )
+    .record(latency as f64 / 1e3);
     let finished = EngineMessage::StepFinished {
         run_id: job.run_id.clone(),
         step_run_id: job.step_run_id.clone(),
@@ -628,6 +640,7 @@ async fn fail_or_retry(
         next.attempt += 1;
         next.redispatch = false;
         if broker.publish_retry(&next, delay).await.is_ok() {
+            metrics::counter!("aiden_step_retries_total", "type" => shared.ty.clone()).increment(1);
             return StepOutcome::Retrying {
                 error,
                 next_attempt: next.attempt,
@@ -641,6 +654,7 @@ async fn fail_or_retry(
     }
     let headers = d.properties.headers().clone().unwrap_or_default();
     let reason = format!("{}: {}", error.code, error.message);
+    metrics::counter!("aiden_dead_letters_total", "type" => shared.ty.clone()).increment(1);
     if let Err(e) = broker
         .publish_dead_letter(&shared.ty, &d.data, headers, &reason)
         .await

@@ -5,7 +5,7 @@
 mod error;
 mod extract;
 mod handlers;
-mod metrics;
+pub mod metrics;
 mod openapi;
 mod request_id;
 mod routes;
@@ -41,6 +41,7 @@ impl Application {
         amqp_uri: String,
         notifier: aiden_engine::Notifier,
     ) -> std::io::Result<Self> {
+        metrics::install();
         let listener = TcpListener::bind(addr).await?;
         Ok(Self {
             listener,

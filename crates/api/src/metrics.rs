@@ -1,41 +1,55 @@
-//! Process-wide HTTP counters for `/metrics` (Prometheus text format).
+//! Prometheus metrics through the `metrics` facade and `metrics-exporter-prometheus` (no
+//! hand-written exposition). Every binary installs the one recorder ([`install`]); the crates
+//! record with `metrics::counter!/histogram!/gauge!` and `/metrics` renders what they recorded.
+//! Names and labels: `docs/operations.md`.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::OnceLock;
 
-static BY_CLASS: [AtomicU64; 5] = [
-    AtomicU64::new(0),
-    AtomicU64::new(0),
-    AtomicU64::new(0),
-    AtomicU64::new(0),
-    AtomicU64::new(0),
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+
+static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+
+/// Seconds: from a fast graph read to a slow LLM call.
+const BUCKETS: [f64; 16] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+    120.0,
 ];
-static MICROS_TOTAL: AtomicU64 = AtomicU64::new(0);
+/// Counts (messages per engine pass).
+const COUNT_BUCKETS: [f64; 10] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0];
 
-pub fn record(status: u16, micros: u64) {
-    let class = (status / 100).clamp(1, 5) as usize - 1;
-    BY_CLASS[class].fetch_add(1, Relaxed);
-    MICROS_TOTAL.fetch_add(micros, Relaxed);
+/// Installs the process-wide recorder once; later calls return the same handle. `None` when
+/// another recorder was installed first (then nothing here renders).
+pub fn install() -> Option<PrometheusHandle> {
+    HANDLE
+        .get_or_init(|| {
+            let handle = PrometheusBuilder::new()
+                .set_buckets(&BUCKETS)
+                .ok()?
+                .set_buckets_for_metric(
+                    metrics_exporter_prometheus::Matcher::Suffix("_messages".into()),
+                    &COUNT_BUCKETS,
+                )
+                .ok()?
+                .install_recorder()
+                .ok()?;
+            metrics::gauge!("aiden_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
+            Some(handle)
+        })
+        .clone()
 }
 
+/// One HTTP request, by method, route template and status.
+pub fn record_request(method: &str, route: String, status: u16, seconds: f64) {
+    metrics::histogram!(
+        "aiden_http_request_duration_seconds",
+        "method" => method.to_owned(),
+        "route" => route,
+        "status" => status.to_string()
+    )
+    .record(seconds);
+}
+
+/// The Prometheus text exposition of everything recorded in this process.
 pub fn render() -> String {
-    let mut out = String::new();
-    out.push_str("# HELP aiden_build_info Build information.\n# TYPE aiden_build_info gauge\n");
-    out.push_str(&format!(
-        "aiden_build_info{{version=\"{}\"}} 1\n",
-        env!("CARGO_PKG_VERSION")
-    ));
-    out.push_str("# HELP aiden_http_requests_total HTTP requests handled, by status class.\n# TYPE aiden_http_requests_total counter\n");
-    for (i, c) in BY_CLASS.iter().enumerate() {
-        out.push_str(&format!(
-            "aiden_http_requests_total{{class=\"{}xx\"}} {}\n",
-            i + 1,
-            c.load(Relaxed)
-        ));
-    }
-    out.push_str("# HELP aiden_http_request_seconds_total Time spent handling HTTP requests.\n# TYPE aiden_http_request_seconds_total counter\n");
-    out.push_str(&format!(
-        "aiden_http_request_seconds_total {:.6}\n",
-        MICROS_TOTAL.load(Relaxed) as f64 / 1e6
-    ));
-    out
+    install().map(|h| h.render()).unwrap_or_default()
 }

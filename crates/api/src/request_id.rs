@@ -1,7 +1,12 @@
 //! `x-request-id`: echoed when the client sends one, else minted; visible to error bodies
 //! through a task-local, since errors are rendered far from the request.
 
-use axum::{extract::Request, http::HeaderValue, middleware::Next, response::Response};
+use axum::{
+    extract::{MatchedPath, Request},
+    http::HeaderValue,
+    middleware::Next,
+    response::Response,
+};
 use tracing::Instrument;
 
 tokio::task_local! {
@@ -22,12 +27,23 @@ pub async fn layer(req: Request, next: Next) -> Response {
         .filter(|v| !v.is_empty() && v.len() <= 128 && v.chars().all(|c| c.is_ascii_graphic()))
         .map(str::to_owned)
         .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+    // The route template, not the path: ids would make every request its own series.
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned());
+    let method = req.method().as_str().to_owned();
     let span = tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.uri().path());
     let work = async move {
         let started = std::time::Instant::now();
         let response = next.run(req).await;
         let elapsed = started.elapsed();
-        crate::metrics::record(response.status().as_u16(), elapsed.as_micros() as u64);
+        crate::metrics::record_request(
+            &method,
+            route,
+            response.status().as_u16(),
+            elapsed.as_secs_f64(),
+        );
         tracing::info!(
             status = response.status().as_u16(),
             elapsed_ms = elapsed.as_millis() as u64,

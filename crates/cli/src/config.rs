@@ -58,16 +58,6 @@ pub struct ServeArgs {
     pub admin_token: Option<String>,
     #[arg(long, env = "AIDEN_MASTER_KEY", hide_env_values = true)]
     pub master_key: Option<String>,
-    /// The Graphiti service (`workers/graphiti/`), for `--type episode`.
-    #[arg(
-        long,
-        env = "AIDEN_GRAPHITI_URL",
-        default_value = "http://127.0.0.1:8091"
-    )]
-    pub graphiti_url: String,
-    /// How long one extraction may take, in seconds (`--type episode`).
-    #[arg(long, env = "AIDEN_GRAPHITI_EXTRACT_TIMEOUT_S", default_value_t = 600)]
-    pub extract_timeout_s: u64,
 }
 
 /// `RUST_LOG` filter (default info); JSON lines when `AIDEN_LOG_FORMAT=json`.
@@ -105,6 +95,9 @@ pub struct WorkerArgs {
     pub amqp_uri: String,
     #[arg(long, env = "AIDEN_MASTER_KEY", hide_env_values = true)]
     pub master_key: Option<String>,
+    /// Serve this pool's Prometheus `/metrics` here (e.g. 127.0.0.1:9101); off when unset.
+    #[arg(long, env = "AIDEN_WORKER_METRICS_ADDR")]
+    pub metrics_addr: Option<String>,
     /// The Graphiti service (`workers/graphiti/`), for `--type episode`.
     #[arg(
         long,

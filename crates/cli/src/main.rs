@@ -70,6 +70,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let engine = aiden_engine::Engine::new(graph.clone(), args.amqp_uri.clone(), notifier.clone());
     tokio::spawn(engine.run());
     let app = aiden_service::App::new(graph.clone(), vault).with_broker(&args.amqp_uri);
+    tokio::spawn(watch_queues(args.amqp_uri.clone()));
     // The outbox relay: content to ingest reaches RabbitMQ (issue #9).
     tokio::spawn(
         aiden_service::outbox::Relay::new(graph, args.amqp_uri.clone(), app.outbox_wake()).run(),
@@ -97,7 +98,64 @@ fn vault(key: Option<&str>) -> anyhow::Result<aiden_service::Vault> {
     aiden_service::Vault::from_base64(key).map_err(|e| anyhow::anyhow!("AIDEN_MASTER_KEY: {e}"))
 }
 
+/// A worker pool's own `/metrics` (Prometheus text), when `--metrics-addr` is set.
+async fn serve_worker_metrics(addr: Option<&str>) -> anyhow::Result<()> {
+    aiden_api::metrics::install();
+    let Some(addr) = addr else { return Ok(()) };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding the metrics endpoint {addr}"))?;
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(|| async {
+            (
+                [(
+                    axum::http::header::CONTENT_TYPE,
+                    "text/plain; version=0.0.4",
+                )],
+                aiden_api::metrics::render(),
+            )
+        }),
+    );
+    tracing::info!(%addr, "worker metrics listening");
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::warn!(error = %e, "worker metrics endpoint stopped");
+        }
+    });
+    Ok(())
+}
+
+/// Queue depth and consumers per queue, every 10 s (`aiden_queue_messages`,
+/// `aiden_queue_consumers`).
+async fn watch_queues(amqp_uri: String) {
+    let mut broker: Option<aiden_jobs::Broker> = None;
+    loop {
+        if broker.as_ref().is_none_or(|b| !b.is_connected()) {
+            broker = aiden_jobs::Broker::connect(&amqp_uri).await.ok();
+        }
+        if let Some(b) = &broker {
+            match b.queue_depths().await {
+                Ok(depths) => {
+                    for (queue, messages, consumers) in depths {
+                        metrics::gauge!("aiden_queue_messages", "queue" => queue.clone())
+                            .set(f64::from(messages));
+                        metrics::gauge!("aiden_queue_consumers", "queue" => queue)
+                            .set(f64::from(consumers));
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "queue depths unavailable");
+                    broker = None;
+                }
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(10)).await;
+    }
+}
+
 async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
+    serve_worker_metrics(args.metrics_addr.as_deref()).await?;
     if args.operation_type == "episode" {
         let graph = args.graph.connect().await?;
         tracing::info!(graphiti = %args.graphiti_url, concurrency = args.concurrency, "episode ingestion pool starting");

@@ -212,6 +212,9 @@ impl Engine {
                 Ok(()) => {
                     let commit = clock.elapsed();
                     let job_count = jobs.len();
+                    metrics::histogram!("aiden_engine_pass_seconds").record(commit.as_secs_f64());
+                    metrics::histogram!("aiden_engine_pass_messages").record(messages.len() as f64);
+                    metrics::counter!("aiden_jobs_dispatched_total").increment(job_count as u64);
                     self.publish(broker, jobs, cancels).await;
                     tracing::debug!(
                         messages = messages.len(),
@@ -228,6 +231,10 @@ impl Engine {
                     let settled = &mut self.settled;
                     self.runs.retain(|id, r| {
                         let keep = !r.status.is_settled();
+                        if !keep && !settled.contains(id) {
+                            metrics::counter!("aiden_runs_settled_total", "outcome" => r.status.as_str())
+                                .increment(1);
+                        }
                         if !keep {
                             settled.insert(id.clone());
                         }

@@ -234,6 +234,34 @@ impl Broker {
             .await
     }
 
+    /// Every queue of the topology with its ready messages and consumers (passive declares on a
+    /// channel of their own), for the queue-depth gauges.
+    pub async fn queue_depths(&self) -> Result<Vec<(String, u32, u32)>, BrokerError> {
+        let mut names = vec![ENGINE_QUEUE.to_owned(), episode_dead_letter_queue()];
+        for ty in OPERATION_TYPES {
+            names.push(job_queue(ty));
+            names.push(dead_letter_queue(ty));
+        }
+        names.extend((0..SHARDS).map(episode_queue));
+        let ch = self.connection.create_channel().await?;
+        let mut out = Vec::with_capacity(names.len());
+        for name in names {
+            let q = ch
+                .queue_declare(
+                    &name,
+                    QueueDeclareOptions {
+                        passive: true,
+                        ..Default::default()
+                    },
+                    FieldTable::default(),
+                )
+                .await?;
+            out.push((name, q.message_count(), q.consumer_count()));
+        }
+        let _ = ch.close(200, "done").await;
+        Ok(out)
+    }
+
     /// Declares (idempotently) the delay queue for `delay_ms` of one type.
     async fn declare_retry_queue(&self, ty: &str, delay_ms: u64) -> Result<String, BrokerError> {
         let name = retry_queue(ty, delay_ms);
@@ -383,6 +411,27 @@ impl Broker {
     }
 
     async fn publish_bytes(
+        &self,
+        exchange: &str,
+        routing_key: &str,
+        body: &[u8],
+        props: BasicProperties,
+    ) -> Result<(), BrokerError> {
+        let clock = std::time::Instant::now();
+        let outcome = self
+            .publish_confirmed(exchange, routing_key, body, props)
+            .await;
+        let label = if exchange.is_empty() {
+            "default"
+        } else {
+            exchange
+        };
+        metrics::histogram!("aiden_broker_publish_seconds", "exchange" => label.to_owned())
+            .record(clock.elapsed().as_secs_f64());
+        outcome
+    }
+
+    async fn publish_confirmed(
         &self,
         exchange: &str,
         routing_key: &str,

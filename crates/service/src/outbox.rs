@@ -88,6 +88,7 @@ impl Relay {
         let ids = items.into_iter().map(|i| i.id).collect::<Vec<_>>();
         let n = ids.len();
         knowledge::outbox_mark_published(&self.graph, ids, &crate::now()).await?;
+        metrics::counter!("aiden_outbox_published_total").increment(n as u64);
         tracing::debug!(items = n, "outbox relayed");
         Ok(n)
     }

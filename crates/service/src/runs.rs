@@ -191,6 +191,7 @@ impl App {
                 created: Some(new_run.created_row(&now)),
             })
         })?;
+        metrics::counter!("aiden_runs_started_total").increment(1);
         let committed_us = total.elapsed().as_micros() as u64;
         if let Some(row) = &started.created {
             let start = EngineMessage::RunStart {

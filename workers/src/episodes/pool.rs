@@ -168,6 +168,8 @@ async fn handle(shared: &Shared, broker: &Broker, d: Delivery) {
         match ingestor.run(kind, &msg.target_id, true).await {
             Ok(Outcome::Final(b)) => {
                 tracing::debug!(id = %msg.id, binding = b.as_str(), "ingested");
+                metrics::counter!("aiden_episode_bindings_total", "outcome" => b.as_str())
+                    .increment(1);
                 break None;
             }
             Ok(Outcome::Gone) => {
@@ -185,6 +187,7 @@ async fn handle(shared: &Shared, broker: &Broker, d: Delivery) {
             Err(Interrupted::Retry(why)) => {
                 failures += 1;
                 tracing::warn!(id = %msg.id, attempt = failures, %why, "ingestion attempt failed");
+                metrics::counter!("aiden_episode_retries_total").increment(1);
                 if failures >= MAX_ATTEMPTS {
                     break Some(format!("gave up after {failures} attempts: {why}"));
                 }
@@ -195,6 +198,7 @@ async fn handle(shared: &Shared, broker: &Broker, d: Delivery) {
     };
     if let Some(reason) = poison {
         tracing::warn!(id = %msg.id, %reason, "ingestion failed; dead-lettered");
+        metrics::counter!("aiden_episode_bindings_total", "outcome" => "failed").increment(1);
         // The failure is recorded before the ack: redelivered, it is final and acked at once.
         loop {
             match ingestor.give_up(kind, &msg.target_id, &reason).await {

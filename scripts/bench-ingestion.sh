@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The knowledge-layer benchmark (issue #9). Each phase runs on a new, empty database, its own
-# RabbitMQ virtual host and its own release `aiden serve` (API + outbox relay):
+# The knowledge-layer benchmark (issue #9). Each phase runs on its own RabbitMQ virtual host and
+# its own release `aiden serve` (API + outbox relay), on the stack's database (ArcadeDB's Bolt
+# plugin serves one database whatever name a client asks for; stop scripts/run.sh first):
 #   with      `aiden worker --type episode`, the Graphiti service (graphiti-core on the local
 #             FalkorDB) and the scripted OpenAI-compatible LLM (workers/graphiti/fake_llm.py) run
 #             beside the appends; prints the append latency and the lag commit → bound and
@@ -29,7 +30,6 @@ done
 echo "bench: building (release)" >&2
 cargo build --release -p aiden -p aiden-bench --quiet
 BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release"
-ARCADE="http://127.0.0.1:${AIDEN_STACK_ARCADE_HTTP_PORT:-2480}/api/v1/server"
 # Ingestion is background work: it and the (here local) LLM run at a lower CPU priority, so that
 # on two cores the API and the graph come first.
 NICE="nice -n ${AIDEN_INGEST_NICE:-10}"
@@ -37,7 +37,6 @@ export AIDEN_HTTP_ADDR=127.0.0.1:$SERVE_PORT AIDEN_GRAPHITI_URL=http://127.0.0.1
 export RUST_LOG=${RUST_LOG:-warn}
 
 pids=()
-dbs=()
 vhosts=()
 stop_all() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -47,9 +46,6 @@ stop_all() {
 cleanup() {
   stop_all
   for v in "${vhosts[@]}"; do rabbitmqctl -q delete_vhost "$v" >/dev/null 2>&1 || true; done
-  for d in "${dbs[@]}"; do
-    curl -fsS -u "root:$AIDEN_NEO4J_PASSWORD" -X POST "$ARCADE" -d "{\"command\":\"drop database $d\"}" >/dev/null 2>&1 || true
-  done
 }
 trap cleanup EXIT
 wait_for() { # url
@@ -59,13 +55,11 @@ wait_for() { # url
 
 phase() { # with|without, then the benchmark's arguments
   local name=$1; shift
-  local db vhost
-  db="benchingest$name$(date +%s)"; vhost="aiden-bench-ingestion-$name"
-  dbs+=("$db"); vhosts+=("$vhost")
-  curl -fsS -u "root:$AIDEN_NEO4J_PASSWORD" -X POST "$ARCADE" -d "{\"command\":\"create database $db\"}" >/dev/null
+  local vhost="aiden-bench-ingestion-$name"
+  vhosts+=("$vhost")
   rabbitmqctl -q add_vhost "$vhost" >/dev/null 2>&1 || true
   rabbitmqctl -q set_permissions -p "$vhost" guest '.*' '.*' '.*' >/dev/null
-  export AIDEN_NEO4J_DATABASE=$db AIDEN_AMQP_URI="amqp://guest:guest@127.0.0.1:5672/$vhost"
+  export AIDEN_AMQP_URI="amqp://guest:guest@127.0.0.1:5672/$vhost"
   "$BIN/aiden" serve >".stack/bench-ingestion-serve-$name.log" 2>&1 &
   pids+=($!)
   if [ "$name" = with ]; then

@@ -126,27 +126,12 @@ ensure_test_vhost() {
   echo "amqp://guest:guest@127.0.0.1:$AMQP_PORT/aiden-test" >"$STACK/test-amqp-uri"
 }
 
-# ...and their own database, so a stack serving the main one (scripts/run.sh: its engine sweeps
-# unfinished runs, its outbox relay and episode pool bind new content) never touches what the
-# tests write, nor they its. The harness reads the name from .stack/test-database.
-ensure_test_database() {
-  # shellcheck disable=SC1091
-  . "$STACK/env"
-  local api="http://127.0.0.1:$ARCADE_HTTP_PORT/api/v1"
-  if ! curl -fsS -u "root:$AIDEN_NEO4J_PASSWORD" "$api/databases" 2>/dev/null | grep -q '"aidentest"'; then
-    curl -fsS -u "root:$AIDEN_NEO4J_PASSWORD" -X POST "$api/server" \
-      -d '{"command":"create database aidentest"}' >/dev/null 2>&1 || return 0
-  fi
-  echo aidentest >"$STACK/test-database"
-}
-
 case "${1:-up}" in
   up)
     write_env
     start_arcadedb
     start_rabbitmq
     ensure_test_vhost
-    ensure_test_database
     ;;
   down)
     if [ -f "$STACK/arcadedb.pid" ]; then

@@ -1,8 +1,8 @@
 //! Knowledge-layer tests (issue #9) against real processes: `aiden serve` (API, engine, outbox
 //! relay), `aiden worker --type rest_api` and `--type episode`, the Graphiti service
 //! (`workers/graphiti/`, graphiti-core on the local FalkorDB) and a scripted OpenAI-compatible
-//! LLM + embedder (`workers/graphiti/fake_llm.py`). They run on a database of their own, so
-//! the integration suite's content never reaches this ingestion pool. One `#[test]`: the
+//! LLM + embedder (`workers/graphiti/fake_llm.py`). They use a RabbitMQ virtual host of their
+//! own, so content other suites' servers relay never reaches this ingestion pool. One `#[test]`: the
 //! scenarios share the processes and kill and restart some of them.
 
 use std::collections::HashMap;
@@ -20,37 +20,10 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// A fresh ArcadeDB database for this run (the local stand-in's server API; on a real Neo4j set
-/// `AIDEN_TEST_KNOWLEDGE_DATABASE` to an empty database instead).
-async fn fresh_database() -> String {
-    if let Ok(db) = std::env::var("AIDEN_TEST_KNOWLEDGE_DATABASE") {
-        return db;
-    }
-    let name = format!("knowledge{}", chrono::Utc::now().timestamp_millis());
-    let port = setting("AIDEN_STACK_ARCADE_HTTP_PORT", Some("2480"));
-    let r = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{port}/api/v1/server"))
-        .basic_auth("root", Some(setting("AIDEN_NEO4J_PASSWORD", None)))
-        .json(&json!({"command": format!("create database {name}")}))
-        .send()
-        .await
-        .expect("ArcadeDB's HTTP API");
-    assert!(
-        r.status().is_success(),
-        "create database: {:?}",
-        r.text().await
-    );
-    name
-}
-
-async fn drop_database(name: &str) {
-    let port = setting("AIDEN_STACK_ARCADE_HTTP_PORT", Some("2480"));
-    let _ = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{port}/api/v1/server"))
-        .basic_auth("root", Some(setting("AIDEN_NEO4J_PASSWORD", None)))
-        .json(&json!({"command": format!("drop database {name}")}))
-        .send()
-        .await;
+/// The database: the tests' own (ArcadeDB's Bolt plugin serves one database whatever name a
+/// client asks for, so a database per run would isolate nothing; ids keep the scenarios apart).
+fn database() -> String {
+    std::env::var("AIDEN_TEST_KNOWLEDGE_DATABASE").unwrap_or_else(|_| aiden_tests::test_database())
 }
 
 /// A RabbitMQ virtual host of this run's own: `aiden serve`s of other suites relay their
@@ -91,6 +64,29 @@ fn drop_vhost(vhost: &str) {
             .stdout(Stdio::null())
             .status();
     }
+}
+
+async fn park_pending_items(db: &str) {
+    let settings = aiden_graph::Settings {
+        uri: setting("AIDEN_NEO4J_URI", Some("bolt://127.0.0.1:7687")),
+        user: setting("AIDEN_NEO4J_USER", Some("root")),
+        password: setting("AIDEN_NEO4J_PASSWORD", None),
+        database: db.to_owned(),
+        max_connections: 2,
+        timeout: Duration::from_secs(30),
+    };
+    let graph = aiden_graph::Graph::connect(&settings).await.expect("graph");
+    aiden_graph::migrate::run(&graph).await.expect("migrate");
+    let mut tx = graph.begin().await.expect("tx");
+    tx.run(
+        neo4rs::query(
+            "MATCH (o:IngestItem {state: 'new'}) SET o.state = 'published', o.publishedAt = $now",
+        )
+        .param("now", chrono::Utc::now().to_rfc3339()),
+    )
+    .await
+    .expect("park items");
+    tx.commit().await.expect("commit");
 }
 
 fn falkordb_port() -> String {
@@ -320,7 +316,7 @@ async fn knowledge_episodes_bind_once_extract_on_their_own_path_and_never_block_
             .is_ok(),
         "FalkorDB is not running: scripts/graphiti.sh up (scripts/test.sh does)"
     );
-    let db = fresh_database().await;
+    let db = database();
     let (vhost, amqp) = fresh_vhost();
     let llm_port = free_port();
     let _llm = python_proc(
@@ -344,6 +340,9 @@ async fn knowledge_episodes_bind_once_extract_on_their_own_path_and_never_block_
     wait_http(&format!("{llm_url}/healthz"), Duration::from_secs(20)).await;
     wait_http(&format!("{graphiti_url}/healthz"), Duration::from_secs(60)).await;
 
+    // Content other suites left pending in the shared database is not this test's to ingest:
+    // mark it handed over, so this run's relay publishes only what this test writes.
+    park_pending_items(&db).await;
     let port = free_port();
     let extra = vec![
         ("AIDEN_NEO4J_DATABASE", db.clone()),
@@ -1034,6 +1033,5 @@ async fn knowledge_episodes_bind_once_extract_on_their_own_path_and_never_block_
     sigkill(&mut episodes);
     sigkill(&mut service);
     drop((serve, rest));
-    drop_database(&db).await;
     drop_vhost(&vhost);
 }

@@ -67,18 +67,13 @@ pub fn test_amqp_uri() -> String {
     }
 }
 
-/// The database the tests use: `AIDEN_TEST_NEO4J_DATABASE`, else the stack's test database
-/// (`.stack/test-database`, made by `scripts/stack.sh up`), so that a `scripts/run.sh` stack on
-/// the main database never touches what the tests write; else `AIDEN_NEO4J_DATABASE`.
+/// The database the tests use: `AIDEN_TEST_NEO4J_DATABASE` (on Neo4j, point it at a database
+/// of their own), else `AIDEN_NEO4J_DATABASE`. ArcadeDB's Bolt plugin serves every client one
+/// database whatever name it asks for, so locally the tests share the stack's database: stop a
+/// `scripts/run.sh` stack before running them.
 pub fn test_database() -> String {
-    if let Ok(v) = std::env::var("AIDEN_TEST_NEO4J_DATABASE") {
-        return v;
-    }
-    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../.stack/test-database");
-    match std::fs::read_to_string(file) {
-        Ok(db) if !db.trim().is_empty() => db.trim().to_owned(),
-        _ => setting("AIDEN_NEO4J_DATABASE", Some("neo4j")),
-    }
+    std::env::var("AIDEN_TEST_NEO4J_DATABASE")
+        .unwrap_or_else(|_| setting("AIDEN_NEO4J_DATABASE", Some("neo4j")))
 }
 
 /// Captures the server's log lines so tests can assert what never appears in them.

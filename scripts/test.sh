@@ -6,6 +6,16 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
+# An API and workers that scripts/run.sh started share the graph with the tests (ArcadeDB's Bolt
+# plugin serves one database to every client): their engine would re-dispatch the tests' runs and
+# their episode pool bind the tests' content. Stop them; scripts/run.sh starts them again.
+for pidfile in .stack/serve.pid .stack/worker-*.pid; do
+  [ -f "$pidfile" ] || continue
+  if kill "$(cat "$pidfile")" 2>/dev/null; then
+    echo "test: stopped $(basename "$pidfile" .pid) (started by scripts/run.sh; run it again afterwards)"
+  fi
+  rm -f "$pidfile"
+done
 scripts/stack.sh up
 # The knowledge layer's stack: graphiti-core in .stack/graphiti-venv and FalkorDB (issue #9).
 scripts/graphiti.sh up

@@ -312,9 +312,10 @@ async fn turn_1_2_3_5_6_7_check_reports_corrupted_conversations() {
 }
 
 /// EPI-3: content whose outbox item vanished (it would never be ingested) and content recorded
-/// without a binding are reported; ENT-2: an active entity its conversation's owner cannot see.
+/// without a binding are reported; ENT-2: an active entity its conversation's owner cannot see;
+/// ENT-3: an entity said to come from Graphiti that no Episode mentions.
 #[tokio::test]
-async fn epi_3_ent_2_check_reports_lost_ingestion_and_foreign_active_entities() {
+async fn epi_3_ent_2_ent_3_check_reports_lost_ingestion_foreign_and_orphan_entities() {
     let u = user().await;
     let (c, _root, root_alt, _child, child_alt) = small_conversation(&u).await;
     let q = |text: &str| {
@@ -370,4 +371,29 @@ async fn epi_3_ent_2_check_reports_lost_ingestion_and_foreign_active_entities() 
     )
     .await;
     assert!(findings_for(&edge).await.is_empty());
+    // ENT-3: a mirrored entity without the MENTIONS from the Episode it came from.
+    let orphan = aiden_tests::unique("ent");
+    write(
+        q("CREATE (:Entity {uuid: $u, name: 'Orphan', source: 'graphiti', groupId: $c})")
+            .param("u", orphan.as_str()),
+    )
+    .await;
+    assert_eq!(findings_for(&orphan).await, vec!["ENT-3"]);
+    write(
+        q(
+            "MATCH (a:Alternative {id: $rootAlt}), (n:Entity {uuid: $u}) \
+           CREATE (a)-[:HAS_CONTENT {source: 'message'}]->(:Episodic {uuid: $e})-[:MENTIONS]->(n)",
+        )
+        .param("u", orphan.as_str())
+        .param("e", aiden_tests::unique("ep").as_str()),
+    )
+    .await;
+    assert!(!findings_for(&orphan).await.contains(&"ENT-3"));
+    write(
+        q("MATCH (a:Alternative {id: $rootAlt})-[h:HAS_CONTENT]->(e:Episodic)-[m:MENTIONS]->(n:Entity {uuid: $u}) \
+           DELETE h, m, e, n")
+            .param("u", orphan.as_str()),
+    )
+    .await;
+    assert!(findings_for(&root_alt).await.is_empty());
 }

@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use aiden_tests::procs::{admin_token, binary, envs, free_port, sigkill, spawn, wait_until, Api};
+use aiden_tests::procs::{
+    admin_token, assert_check_clean, free_port, sigkill, spawn, wait_until, Api,
+};
 use axum::{extract::Query, routing::get, Json, Router};
 use serde_json::{json, Value};
 
@@ -142,19 +144,6 @@ async fn assert_completed_once(api: &Api, run_id: &str, up: &Upstream, tag: &str
     assert_eq!(up.calls_for(&format!("{tag}-c")), 1, "step c ran once");
 }
 
-fn assert_check_clean() {
-    let out = Command::new(binary())
-        .arg("check")
-        .envs(envs(0))
-        .output()
-        .expect("aiden check");
-    assert!(
-        out.status.success(),
-        "aiden check: {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-}
-
 fn rabbitmqctl(args: &[&str]) {
     let status = Command::new("rabbitmqctl")
         .args(args)
@@ -203,7 +192,7 @@ async fn faults_a_run_survives_killed_workers_a_broker_restart_and_a_server_rest
         2,
         "the killed attempt and the redelivered one"
     );
-    assert_check_clean();
+    assert_check_clean(None);
 
     // 2. Restart RabbitMQ while step b runs: durable queues, reconnecting engine and workers.
     let tag = format!("mq-{}", &suffix[20..]);
@@ -221,7 +210,7 @@ async fn faults_a_run_survives_killed_workers_a_broker_restart_and_a_server_rest
     rabbitmqctl(&["start_app"]);
     rabbitmqctl(&["await_startup"]);
     assert_completed_once(&api, &run, &up, &tag).await;
-    assert_check_clean();
+    assert_check_clean(None);
 
     // 3. SIGKILL `aiden serve` (API + engine) while step b runs; a new one finishes the run.
     let tag = format!("serve-{}", &suffix[20..]);
@@ -240,7 +229,7 @@ async fn faults_a_run_survives_killed_workers_a_broker_restart_and_a_server_rest
     api.wait_ready().await;
     assert_completed_once(&api, &run, &up, &tag).await;
     assert_eq!(up.calls_for(&b), 1, "step b was not re-run");
-    assert_check_clean();
+    assert_check_clean(None);
 
     // 4. SIGKILL `aiden serve` while an agent Alternative is generating: the new engine finishes
     //    the run and the Alternative gets the run's output, once (TURN-6).
@@ -295,7 +284,7 @@ async fn faults_a_run_survives_killed_workers_a_broker_restart_and_a_server_rest
     assert_eq!(alt["cacheStatus"], "valid", "{t}");
     let content: Value = serde_json::from_str(alt["content"].as_str().unwrap()).unwrap();
     assert_eq!(content, json!({"tag": format!("{tag}-c"), "ok": true}));
-    assert_check_clean();
+    assert_check_clean(None);
 
     sigkill(&mut worker);
     sigkill(&mut serve);

@@ -197,3 +197,18 @@ pub fn spawn_env(args: &[&str], http_port: u16, extra: &[(&str, String)]) -> Pro
             .expect("spawn aiden"),
     )
 }
+
+/// `aiden check` on `database` (the tests' own unless given) must report no violation.
+pub fn assert_check_clean(database: Option<&str>) {
+    let mut cmd = Command::new(binary());
+    cmd.arg("check").envs(envs(0));
+    if let Some(db) = database {
+        cmd.env("AIDEN_NEO4J_DATABASE", db);
+    }
+    let out = cmd.output().expect("aiden check");
+    assert!(
+        out.status.success(),
+        "aiden check: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

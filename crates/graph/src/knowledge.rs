@@ -12,36 +12,15 @@ fn bolt(value: Value) -> Result<neo4rs::BoltType, Error> {
     neo4rs::BoltType::try_from(value).map_err(|e| Error::Decode(e.to_string()))
 }
 
-/// What a binding is for: an Alternative's content (`message`) or a Summary's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TargetKind {
-    Message,
-    Summary,
-}
+/// What a binding is for: an Alternative's content (`message`) or a Summary's — the domain's
+/// Episode source, under the name the graph calls it by.
+pub use aiden_domain::knowledge::EpisodeSource as TargetKind;
 
-impl TargetKind {
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "message" => Some(Self::Message),
-            "summary" => Some(Self::Summary),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Message => "message",
-            Self::Summary => "summary",
-        }
-    }
-
-    /// The label the target's node has (from this closed enum only, never from input).
-    fn label(self) -> &'static str {
-        match self {
-            Self::Message => "Alternative",
-            Self::Summary => "Summary",
-        }
+/// The label a target's node has (from this closed enum only, never from input).
+fn label(kind: TargetKind) -> &'static str {
+    match kind {
+        TargetKind::Message => "Alternative",
+        TargetKind::Summary => "Summary",
     }
 }
 
@@ -143,7 +122,7 @@ pub struct Bind<'a> {
 /// (or vanished): nothing was written.
 pub async fn bind(graph: &Graph, b: &Bind<'_>, now: &str) -> Result<bool, Error> {
     let mut tx = graph.begin().await?;
-    let q = cypher(query_file!("knowledge/bind.cypher"), Some(b.kind.label()))
+    let q = cypher(query_file!("knowledge/bind.cypher"), Some(label(b.kind)))
         .param("id", b.id)
         .param("uuid", b.uuid)
         .param("name", b.name)
@@ -216,17 +195,14 @@ pub async fn record_extraction(
         })
         .collect();
     let mut tx = graph.begin().await?;
-    let q = cypher(
-        query_file!("knowledge/extracted.cypher"),
-        Some(kind.label()),
-    )
-    .param("id", id)
-    .param("itemId", item_id(kind, id))
-    .param("uuid", uuid)
-    .param("groupId", group_id)
-    .param("binding", binding)
-    .param("entities", bolt(Value::Array(ents))?)
-    .param("now", now);
+    let q = cypher(query_file!("knowledge/extracted.cypher"), Some(label(kind)))
+        .param("id", id)
+        .param("itemId", item_id(kind, id))
+        .param("uuid", uuid)
+        .param("groupId", group_id)
+        .param("binding", binding)
+        .param("entities", bolt(Value::Array(ents))?)
+        .param("now", now);
     #[derive(Deserialize)]
     struct N {
         #[allow(dead_code)]
@@ -251,7 +227,7 @@ pub async fn record_failure(
     now: &str,
 ) -> Result<(), Error> {
     let mut tx = graph.begin().await?;
-    let q = cypher(query_file!("knowledge/failed.cypher"), Some(kind.label()))
+    let q = cypher(query_file!("knowledge/failed.cypher"), Some(label(kind)))
         .param("id", id)
         .param("itemId", item_id(kind, id))
         .param("reason", reason)

@@ -4,7 +4,7 @@
 //! the context of its own path, and mirror what was extracted. Running it again at any point —
 //! a redelivery, a duplicate, a restart after SIGKILL — converges on the same graph.
 
-use aiden_domain::knowledge::episode::{self, Binding, EpisodeSource};
+use aiden_domain::knowledge::episode::{self, Binding};
 use aiden_graph::knowledge::{self as kg, ContextItem, Target, TargetKind};
 use aiden_graph::Graph;
 
@@ -129,12 +129,8 @@ impl Ingestor {
         let Some(text) = t.content.as_deref().filter(|c| !c.trim().is_empty()) else {
             return Ok(Outcome::Poison("nothing to ingest: no content".into()));
         };
-        let source = match kind {
-            TargetKind::Message => EpisodeSource::Message,
-            TargetKind::Summary => EpisodeSource::Summary,
-        };
         let draft = episode::draft(
-            source,
+            kind,
             &t.id,
             &t.conversation_id,
             t.speaker.as_deref(),

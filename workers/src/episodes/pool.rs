@@ -47,10 +47,13 @@ pub struct EpisodePoolConfig {
     pub extract_timeout: Duration,
 }
 
+/// A delivery and its decoded message (decoded once, on arrival).
+type Item = (Delivery, IngestMessage);
+
 struct Shared {
     ingestor: Ingestor,
     permits: Semaphore,
-    lanes: Mutex<HashMap<String, mpsc::UnboundedSender<Delivery>>>,
+    lanes: Mutex<HashMap<String, mpsc::UnboundedSender<Item>>>,
 }
 
 /// Runs until the process ends, reconnecting after the broker goes away.
@@ -111,15 +114,16 @@ async fn dispatch(shared: &Arc<Shared>, broker: &Broker, d: Delivery) {
             return;
         }
     };
+    let conversation = msg.conversation_id.clone();
     let mut lanes = shared.lanes.lock().await;
     let tx = lanes
-        .entry(msg.conversation_id.clone())
-        .or_insert_with(|| spawn_lane(shared.clone(), broker.clone(), msg.conversation_id.clone()));
-    if let Err(mpsc::error::SendError(d)) = tx.send(d) {
+        .entry(conversation.clone())
+        .or_insert_with(|| spawn_lane(shared.clone(), broker.clone(), conversation.clone()));
+    if let Err(mpsc::error::SendError(item)) = tx.send((d, msg)) {
         // The lane ended between lookups: start a new one.
-        let tx = spawn_lane(shared.clone(), broker.clone(), msg.conversation_id.clone());
-        let _ = tx.send(d);
-        lanes.insert(msg.conversation_id, tx);
+        let tx = spawn_lane(shared.clone(), broker.clone(), conversation.clone());
+        let _ = tx.send(item);
+        lanes.insert(conversation, tx);
     }
 }
 
@@ -127,12 +131,12 @@ fn spawn_lane(
     shared: Arc<Shared>,
     broker: Broker,
     conversation_id: String,
-) -> mpsc::UnboundedSender<Delivery> {
-    let (tx, mut rx) = mpsc::unbounded_channel::<Delivery>();
+) -> mpsc::UnboundedSender<Item> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<Item>();
     tokio::spawn(async move {
         loop {
-            let d = match tokio::time::timeout(LANE_IDLE, rx.recv()).await {
-                Ok(Some(d)) => d,
+            let (d, msg) = match tokio::time::timeout(LANE_IDLE, rx.recv()).await {
+                Ok(Some(item)) => item,
                 Ok(None) => return,
                 Err(_) => {
                     let mut lanes = shared.lanes.lock().await;
@@ -144,17 +148,14 @@ fn spawn_lane(
                 }
             };
             let _permit = shared.permits.acquire().await;
-            handle(&shared, &broker, d).await;
+            handle(&shared, &broker, d, msg).await;
         }
     });
     tx
 }
 
 /// Runs one item to a final state (or the dead-letter queue), then acks it.
-async fn handle(shared: &Shared, broker: &Broker, d: Delivery) {
-    let Ok(msg) = serde_json::from_slice::<IngestMessage>(&d.data) else {
-        return;
-    };
+async fn handle(shared: &Shared, broker: &Broker, d: Delivery, msg: IngestMessage) {
     let Some(kind) = TargetKind::parse(&msg.kind) else {
         let reason = format!("unknown ingestion kind `{}`", msg.kind);
         let _ = broker.dead_letter_ingest(&d.data, &reason).await;

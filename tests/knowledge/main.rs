@@ -370,8 +370,10 @@ async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_
         llm_url,
     };
     let upstream = start_upstream().await;
-    let p1 = w.answer_process(&upstream, "k", "1").await;
-    let p2 = w.answer_process(&upstream, "k", "2").await;
+    // Ids unique per run: the database is shared and outlives the run.
+    let tag = aiden_tests::unique("k");
+    let p1 = w.answer_process(&upstream, &tag, "1").await;
+    let p2 = w.answer_process(&upstream, &tag, "2").await;
     let long = Duration::from_secs(90);
 
     // 1. The lifecycle: a user turn, a user edit, an answer and its regeneration, a follow-up.

@@ -115,6 +115,29 @@ async fn start(api: &Api, process: &str) -> String {
     b["runId"].as_str().unwrap().to_owned()
 }
 
+/// The worker the engine records as running `step` of `run_id` (the step announces itself
+/// 25 ms into its call).
+async fn running_on(api: &Api, run_id: &str, step: &str) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let run = api.run(run_id).await;
+        let s = run["steps"]
+            .as_array()
+            .and_then(|steps| steps.iter().find(|s| s["stepId"] == step).cloned())
+            .unwrap_or(Value::Null);
+        if s["status"] == "running" {
+            if let Some(w) = s["workerId"].as_str() {
+                return w.to_owned();
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "step {step} not running: {run}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// The run completed, every step once, and the log has exactly one completion per step.
 async fn assert_completed_once(api: &Api, run_id: &str, up: &Upstream, tag: &str) {
     let run = api.wait_settled(run_id, Duration::from_secs(60)).await;
@@ -181,6 +204,7 @@ async fn faults_a_run_survives_killed_workers_a_broker_restart_and_a_server_rest
         || up.calls_for(&b) == 1,
     )
     .await;
+    let killed = running_on(&api, &run, "b").await;
     sigkill(&mut worker);
     worker = spawn(
         &["worker", "--type", "rest_api", "--concurrency", "2"],
@@ -192,6 +216,20 @@ async fn faults_a_run_survives_killed_workers_a_broker_restart_and_a_server_rest
         2,
         "the killed attempt and the redelivered one"
     );
+    // GRAPH-4 and docs/queries.md, "which runs a Worker held when it died".
+    let lost = aiden_tests::graph_rows::<Value>(aiden_tests::ask_query(
+        "worker_lost_runs",
+        &[("workerId", json!(killed))],
+    ))
+    .await;
+    assert_eq!(lost.len(), 1, "{lost:?}");
+    assert_eq!(
+        (&lost[0]["runId"], &lost[0]["stepId"], &lost[0]["attempt"]),
+        (&json!(run), &json!("b"), &json!(1)),
+    );
+    assert_eq!(lost[0]["stepStatus"], "completed");
+    assert_eq!(lost[0]["runStatus"], "completed");
+    assert!(lost[0]["finishedOn"].as_str().is_some_and(|w| w != killed));
     assert_check_clean(None);
 
     // 2. Restart RabbitMQ while step b runs: durable queues, reconnecting engine and workers.

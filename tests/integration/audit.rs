@@ -397,3 +397,91 @@ async fn epi_3_ent_2_ent_3_check_reports_lost_ingestion_foreign_and_orphan_entit
     .await;
     assert!(findings_for(&root_alt).await.is_empty());
 }
+
+/// GRAPH-1 / GRAPH-2 / GRAPH-3: an agent Alternative's and a Summary's GENERATED_BY, and an audit
+/// record's HAS_AUDIT, agree with the ids they carry; a missing or extra edge is reported under
+/// its rule and stops being reported once repaired.
+#[tokio::test]
+async fn graph_1_2_3_check_reports_reference_edges_that_disagree_with_their_ids() {
+    let u = user().await;
+    let service = fixtures::rest_service(&u, false).await;
+    let tool = fixtures::rest_tool(&u, &service).await;
+    let process = fixtures::create(
+        &u,
+        "processes",
+        json!({"id": unique("agent"), "name": "a", "shared": false,
+               "initialContext": ["conversationId", "turnId", "alternativeId", "userMessage", "workingMemory"],
+               "steps": [{"id": "ask", "tool": tool, "inputs": {"query": "{{userMessage}}"}}]}),
+    )
+    .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (c, root, root_alt, _, _) = small_conversation(&u).await;
+    let g = u
+        .post(
+            &format!("/v1/conversations/{c}/agent-turns"),
+            json!({"processId": process, "parentTurnId": root}),
+        )
+        .await
+        .ok(202)
+        .clone();
+    let (alt, run) = (
+        g["alternativeId"].as_str().unwrap().to_owned(),
+        g["runId"].as_str().unwrap().to_owned(),
+    );
+    // The upstream does not listen: the run fails, leaving its audit records.
+    u.settled_run(&run).await;
+    let summary = u
+        .post(
+            &format!("/v1/conversations/{c}/summaries"),
+            json!({"content": "s", "coversUpToTurnId": root, "sources": [root_alt], "runId": run}),
+        )
+        .await
+        .ok(201)["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let audits: Vec<serde_json::Value> = aiden_tests::graph_rows(
+        aiden_graph_query("MATCH (x:ToolCallAudit {runId: $run}) RETURN x.id AS id")
+            .param("run", run.as_str()),
+    )
+    .await;
+    assert!(!audits.is_empty(), "a failed attempt is audited");
+    let audit = audits[0]["id"].as_str().unwrap().to_owned();
+    for id in [&alt, &summary, &audit] {
+        assert!(findings_for(id).await.is_empty(), "{id} should start clean");
+    }
+    let q = |text: &str| {
+        aiden_graph_query(text)
+            .param("alt", alt.as_str())
+            .param("summary", summary.as_str())
+            .param("audit", audit.as_str())
+            .param("run", run.as_str())
+    };
+    write(q(
+        "MATCH (:Alternative {id: $alt})-[g:GENERATED_BY]->() DELETE g",
+    ))
+    .await;
+    assert_eq!(findings_for(&alt).await, vec!["GRAPH-1"]);
+    write(q(
+        "MATCH (a:Alternative {id: $alt}), (r:Run {id: $run}) CREATE (a)-[:GENERATED_BY]->(r)",
+    ))
+    .await;
+    assert!(findings_for(&alt).await.is_empty());
+    // A second edge to another run is as wrong as none.
+    write(q("MATCH (s:Summary {id: $summary}), (r:Run) WHERE r.id <> $run WITH s, r LIMIT 1 CREATE (s)-[:GENERATED_BY]->(r)")).await;
+    assert_eq!(findings_for(&summary).await, vec!["GRAPH-2"]);
+    write(q(
+        "MATCH (:Summary {id: $summary})-[g:GENERATED_BY]->(r:Run) WHERE r.id <> $run DELETE g",
+    ))
+    .await;
+    assert!(findings_for(&summary).await.is_empty());
+    write(q(
+        "MATCH (:StepRun)-[h:HAS_AUDIT]->(:ToolCallAudit {id: $audit}) DELETE h",
+    ))
+    .await;
+    assert_eq!(findings_for(&audit).await, vec!["GRAPH-3"]);
+    write(q("MATCH (x:ToolCallAudit {id: $audit}), (sr:StepRun {id: x.stepRunId}) CREATE (sr)-[:HAS_AUDIT]->(x)")).await;
+    assert!(findings_for(&audit).await.is_empty());
+}

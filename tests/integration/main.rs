@@ -12,6 +12,7 @@ mod identity;
 mod mcp;
 mod processes;
 mod providers;
+mod queries;
 mod runs;
 mod secrets;
 mod tools;

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use aiden_tests::procs::{assert_check_clean, free_port, sigkill, spawn_env, Api, Proc};
-use aiden_tests::setting;
+use aiden_tests::{ask_query, setting};
 use axum::{extract::Query, routing::get, Json, Router};
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -539,6 +539,19 @@ async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_
     for foreign in ["Grace Hopper", "Arlington", "Analytical Engine"] {
         assert!(!names.contains(&foreign), "{foreign} leaked into {names:?}");
     }
+    // docs/queries.md, "the Entities a Conversation's active path mentions" (u3 is current):
+    // the graph answers with the same Entities as working memory, each mentioned at least once.
+    let asked: Vec<Value> = w
+        .graph
+        .read_rows(ask_query("path_entities", &[("conversationId", json!(c))]))
+        .await
+        .expect("path_entities");
+    let mut asked_names: Vec<&str> = asked.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    asked_names.sort();
+    let mut wm_names = names.clone();
+    wm_names.sort();
+    assert_eq!(asked_names, wm_names, "{asked:?}");
+    assert!(asked.iter().all(|r| r["mentions"].as_i64().unwrap() >= 1));
     let path_tokens: u64 = wm["immediatePath"]
         .as_array()
         .unwrap()

@@ -76,6 +76,37 @@ pub fn test_database() -> String {
         .unwrap_or_else(|_| setting("AIDEN_NEO4J_DATABASE", Some("neo4j")))
 }
 
+/// The test graph's connection settings (the stack's, `AIDEN_*` overriding).
+pub fn graph_settings() -> aiden_graph::Settings {
+    aiden_graph::Settings {
+        uri: setting("AIDEN_NEO4J_URI", Some("bolt://127.0.0.1:7687")),
+        user: setting("AIDEN_NEO4J_USER", Some("root")),
+        password: setting("AIDEN_NEO4J_PASSWORD", None),
+        database: test_database(),
+        max_connections: 32,
+        timeout: std::time::Duration::from_secs(5),
+    }
+}
+
+/// A documented question (`cypher/queries/ask/<name>.cypher`, docs/queries.md) with its
+/// parameters, ready to run.
+pub fn ask_query(name: &str, params: &[(&str, Value)]) -> neo4rs::Query {
+    let path = format!(
+        "{}/../cypher/queries/ask/{name}.cypher",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut q = neo4rs::query(&text);
+    for (k, v) in params {
+        q = match v {
+            Value::Number(n) => q.param(k, n.as_i64().expect("integer param")),
+            Value::String(s) => q.param(k, s.as_str()),
+            other => panic!("unsupported param {other}"),
+        };
+    }
+    q
+}
+
 /// Captures the server's log lines so tests can assert what never appears in them.
 #[derive(Clone)]
 struct LogSink(Arc<Mutex<Vec<u8>>>);
@@ -97,14 +128,7 @@ pub fn server() -> &'static Server {
         if std::env::var("AIDEN_RETRY_INITIAL_DELAY_MS").is_err() {
             std::env::set_var("AIDEN_RETRY_INITIAL_DELAY_MS", "100");
         }
-        let graph = aiden_graph::Settings {
-            uri: setting("AIDEN_NEO4J_URI", Some("bolt://127.0.0.1:7687")),
-            user: setting("AIDEN_NEO4J_USER", Some("root")),
-            password: setting("AIDEN_NEO4J_PASSWORD", None),
-            database: test_database(),
-            max_connections: 32,
-            timeout: std::time::Duration::from_secs(5),
-        };
+        let graph = graph_settings();
         let amqp = test_amqp_uri();
         let admin_token = setting(
             "AIDEN_ADMIN_TOKEN",
@@ -324,6 +348,32 @@ impl Client {
         self.send(Method::DELETE, path, None, &[]).await
     }
 
+    /// `POST /v1/processes/{id}/runs`; the new run's id.
+    pub async fn start_run(&self, process: &str, inputs: Value) -> String {
+        let path = format!("/v1/processes/{process}/runs");
+        let r = self.post(&path, json!({"inputs": inputs})).await;
+        r.ok(202)["runId"].as_str().expect("runId").to_owned()
+    }
+
+    /// Polls `GET /v1/runs/{id}` until the run is terminal (30 s at most).
+    pub async fn settled_run(&self, id: &str) -> Value {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let run = self.get(&format!("/v1/runs/{id}")).await.ok(200).clone();
+            if matches!(
+                run["status"].as_str(),
+                Some("completed" | "failed" | "canceled")
+            ) {
+                return run;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "run did not settle: {run}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
     /// The raw client, for requests the helpers do not cover (bad bodies, odd headers).
     pub fn raw(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
         let req = self.http.request(method, format!("{}{path}", self.base));
@@ -395,7 +445,7 @@ pub fn aiden_graph_query(text: &str) -> neo4rs::Query {
 
 /// Runs a read query against the graph for assertions.
 pub async fn graph_rows<T: serde::de::DeserializeOwned>(q: neo4rs::Query) -> Vec<T> {
-    let graph = aiden_graph::Graph::connect(&server().graph)
+    let graph = aiden_graph::Graph::connect(&graph_settings())
         .await
         .expect("graph");
     // Reads can fail transiently while a concurrent delete settles (ArcadeDB EntityNotFound).

@@ -41,6 +41,8 @@ pub struct Pass<'a> {
     /// Per step run: the workers that ran it and its new audit records.
     workers: BTreeMap<String, Vec<Value>>,
     audits: BTreeMap<String, Vec<Value>>,
+    /// Per step run: the attempts whose worker went silent (`LOST_ON`).
+    lost: BTreeMap<String, Vec<Value>>,
     pub new_runs: Vec<NewRun>,
     pub jobs: Vec<Job>,
     pub cancels: Vec<String>,
@@ -74,6 +76,7 @@ impl<'a> Pass<'a> {
             events: BTreeMap::new(),
             workers: BTreeMap::new(),
             audits: BTreeMap::new(),
+            lost: BTreeMap::new(),
             new_runs: Vec::new(),
             jobs: Vec::new(),
             cancels: Vec::new(),
@@ -143,6 +146,24 @@ impl<'a> Pass<'a> {
             .entry(step_run_id.to_owned())
             .or_default()
             .extend(obj(props));
+    }
+
+    /// GRAPH-4: a running attempt's worker lost it: it went silent (`by` None: the job is
+    /// dispatched again), or another worker took the redelivered job (`by`).
+    fn lost_on(&mut self, run_id: &str, step_run_id: &str, i: usize, by: Option<&str>) {
+        let step = &self.run(run_id).steps[i];
+        let Some(worker) = step.worker_id.clone() else {
+            return;
+        };
+        if step.status != StepStatus::Running || by.is_some_and(|b| b == worker) {
+            return;
+        }
+        let attempt = step.attempts;
+        let at = self.now.clone();
+        self.lost
+            .entry(step_run_id.to_owned())
+            .or_default()
+            .push(json!({"workerId": worker, "attempt": attempt, "at": at}));
     }
 
     fn ran_on(&mut self, step_run_id: &str, worker_id: &str) {
@@ -262,6 +283,7 @@ impl<'a> Pass<'a> {
         }
         if let Some(mut job) = self.job_for(&run, i) {
             job.redispatch = true;
+            self.lost_on(run_id, step_run_id, i, None);
             self.set_step(step_run_id, json!({"status": "queued"}));
             self.run(run_id).steps[i].status = StepStatus::Queued;
             self.event(
@@ -313,10 +335,13 @@ impl<'a> Pass<'a> {
         let Some(i) = run.step_index(sr_id) else {
             return;
         };
-        let step = &mut run.steps[i];
+        let step = &run.steps[i];
         if run.status.is_settled() || step.status.is_settled() || attempt < step.attempts {
             return; // a late or duplicate notice
         }
+        self.lost_on(run_id, sr_id, i, Some(worker));
+        let run = self.run(run_id);
+        let step = &mut run.steps[i];
         step.status = StepStatus::Running;
         step.attempts = attempt;
         step.worker_id = Some(worker.to_owned());
@@ -387,6 +412,7 @@ impl<'a> Pass<'a> {
                 "status": audit_status, "durationMs": latency, "attempt": call.attempt,
                 "at": call.finished_at,
             }));
+        self.lost_on(run_id, sr_id, i, Some(&call.worker_id));
         self.ran_on(sr_id, &call.worker_id);
         let mut telemetry = obj(call.telemetry.clone());
         telemetry.insert("retryCount".into(), json!(call.attempt.saturating_sub(1)));
@@ -923,6 +949,7 @@ impl<'a> Pass<'a> {
         let mut step_ids: Vec<String> = self.step_sets.keys().cloned().collect();
         step_ids.extend(self.workers.keys().cloned());
         step_ids.extend(self.audits.keys().cloned());
+        step_ids.extend(self.lost.keys().cloned());
         step_ids.sort();
         step_ids.dedup();
         let steps = step_ids
@@ -932,6 +959,7 @@ impl<'a> Pass<'a> {
                     "set": self.step_sets.remove(&id).unwrap_or_default(),
                     "workers": self.workers.remove(&id).unwrap_or_default(),
                     "audits": self.audits.remove(&id).unwrap_or_default(),
+                    "lost": self.lost.remove(&id).unwrap_or_default(),
                     "id": id,
                 })
             })

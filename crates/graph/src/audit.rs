@@ -170,3 +170,32 @@ pub async fn knowledge_findings(
     }
     Ok(out)
 }
+
+/// The reference-edge audits (GRAPH-1..3): an edge and the property naming the same record agree.
+pub async fn reference_findings(
+    tx: &mut Tx,
+) -> Result<Vec<(&'static str, Vec<IdRow>, &'static str)>, Error> {
+    let generated_by = query_file!("audit/generated_by.cypher");
+    let checks = [
+        (
+            "GRAPH-1",
+            cypher(generated_by, Some("Alternative")),
+            "Alternative whose GENERATED_BY edge disagrees with its runId",
+        ),
+        (
+            "GRAPH-2",
+            cypher(generated_by, Some("Summary")),
+            "Summary whose GENERATED_BY edge disagrees with its runId",
+        ),
+        (
+            "GRAPH-3",
+            cypher(query_file!("audit/audit_step_run.cypher"), None),
+            "tool-call audit record without exactly one HAS_AUDIT from the step run it names",
+        ),
+    ];
+    let mut out = Vec::with_capacity(checks.len());
+    for (id, q, message) in checks {
+        out.push((id, tx.rows(q).await?, message));
+    }
+    Ok(out)
+}

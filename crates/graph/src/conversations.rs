@@ -506,6 +506,9 @@ pub struct SummaryRecord {
     pub token_count: i64,
     pub sources: Vec<String>,
     pub created_by_process_id: Option<String>,
+    /// The run that made it (GRAPH-2: `GENERATED_BY`).
+    #[serde(default)]
+    pub run_id: Option<String>,
     pub created_at: String,
     #[serde(default, skip_serializing)]
     pub alternative_sources: Vec<String>,
@@ -573,6 +576,7 @@ pub async fn create_summary(tx: &mut Tx, s: &SummaryRecord) -> Result<(), Error>
         .param("summarySources", s.summary_sources.clone())
         .param("sources", bolt(Value::Array(sources))?)
         .param("createdByProcessId", s.created_by_process_id.clone())
+        .param("runId", s.run_id.clone())
         .param("now", s.created_at.as_str());
     match tx.one::<IdRow>(q).await? {
         Some(_) => Ok(()),

@@ -42,6 +42,34 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
             "/../../cypher/schema/0005_conversations.cypher"
         )),
     ),
+    (
+        "0006_run_event_chunks",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../cypher/schema/0006_run_event_chunks.cypher"
+        )),
+    ),
+    (
+        "0007_knowledge",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../cypher/schema/0007_knowledge.cypher"
+        )),
+    ),
+    (
+        "0008_ingest_backfill",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../cypher/schema/0008_ingest_backfill.cypher"
+        )),
+    ),
+    (
+        "0009_reference_edges",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../cypher/schema/0009_reference_edges.cypher"
+        )),
+    ),
 ];
 
 /// Statements of one file: comment lines dropped (they may contain `;`), then split on `;`.
@@ -92,4 +120,24 @@ pub async fn run(graph: &Graph) -> Result<Vec<String>, Error> {
         done.push((*id).to_owned());
     }
     Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MIGRATIONS;
+
+    /// Every file in `cypher/schema` is applied, in name order: a file added without its entry
+    /// here would silently never run.
+    #[test]
+    fn every_schema_file_is_a_migration_in_order() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../cypher/schema");
+        let mut files: Vec<String> = std::fs::read_dir(dir)
+            .expect("cypher/schema")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .filter_map(|n| n.strip_suffix(".cypher").map(str::to_owned))
+            .collect();
+        files.sort();
+        let ids: Vec<&str> = MIGRATIONS.iter().map(|(id, _)| *id).collect();
+        assert_eq!(ids, files);
+    }
 }

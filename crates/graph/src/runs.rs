@@ -280,6 +280,8 @@ pub struct RunHead {
     pub owner_id: String,
     pub status: String,
     pub event_seq: i64,
+    #[serde(default)]
+    pub process_id: Option<String>,
 }
 
 impl RunHead {
@@ -291,6 +293,12 @@ impl RunHead {
 pub async fn head(graph: &crate::Graph, run_id: &str) -> Result<Option<RunHead>, Error> {
     let q = cypher(query_file!("run/head.cypher"), None).param("id", run_id);
     Ok(graph.read_rows(q).await?.into_iter().next())
+}
+
+/// [`head`] inside a write transaction.
+pub async fn head_in(tx: &mut Tx, run_id: &str) -> Result<Option<RunHead>, Error> {
+    tx.one(cypher(query_file!("run/head.cypher"), None).param("id", run_id))
+        .await
 }
 
 /// Everything one engine pass changes, written by one statement (`run/apply_batch.cypher`).

@@ -113,6 +113,13 @@ impl Auditor {
                     message: message.into(),
                 }));
             }
+            for (invariant, rows, message) in audit::reference_findings(&mut tx).await? {
+                findings.extend(rows.into_iter().map(|row| Finding {
+                    invariant,
+                    id: row.id,
+                    message: message.into(),
+                }));
+            }
             for row in audit::episode_identities(&mut tx).await? {
                 if let Some(message) = episode_identity_problem(&row) {
                     findings.push(Finding {

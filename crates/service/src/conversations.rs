@@ -10,7 +10,7 @@ use aiden_domain::execution::budget::estimate_text_tokens;
 use aiden_domain::knowledge::Binding;
 use aiden_domain::{access, ids::id_or_new, user::Caller, Error as Rule};
 use aiden_graph::conversations::{self as conv, ConversationRow, SummaryRecord};
-use aiden_graph::{resources, Kind, Tx};
+use aiden_graph::{resources, runs, Kind, Tx};
 use serde_json::{json, Value};
 
 use crate::{
@@ -400,7 +400,8 @@ impl App {
                 }
             }
             let compression_level = memory::compression_level(&levels)?;
-            if let Some(p) = &b.created_by_process_id {
+            let created_by = summary_origin(&mut tx, caller, &b).await?;
+            if let Some(p) = &created_by {
                 if visible_process(&mut tx, caller, p).await?.is_none() {
                     return Err(Rule::invariant(
                         "SUM-1",
@@ -420,7 +421,8 @@ impl App {
                     .token_count
                     .unwrap_or_else(|| estimate_text_tokens(&b.content) as i64),
                 sources: b.sources.clone(),
-                created_by_process_id: b.created_by_process_id.clone(),
+                created_by_process_id: created_by,
+                run_id: b.run_id.clone(),
                 created_at: now(),
                 alternative_sources,
                 summary_sources,
@@ -441,5 +443,32 @@ impl App {
         ensure_own(caller, &row.owner_id)?;
         let items = conv::summaries(&self.graph, id).await?;
         Ok(json!({"items": items, "nextCursor": null}))
+    }
+}
+
+/// GRAPH-2: a Summary may name the run that made it; the run must be one the caller can see
+/// (OWN-2: another user's answers like an unknown id), and it decides `createdByProcessId`
+/// (a different one named beside it is refused).
+async fn summary_origin(tx: &mut Tx, caller: &Caller, b: &NewSummary) -> Result<Option<String>> {
+    let Some(run_id) = &b.run_id else {
+        return Ok(b.created_by_process_id.clone());
+    };
+    let head = runs::head_in(tx, run_id).await?;
+    let Some(head) = head.filter(|h| h.owner_id == caller.id.as_str() || caller.is_admin()) else {
+        return Err(Rule::invariant(
+            "SUM-1",
+            "/runId",
+            format!("`{run_id}` is not a run you can see"),
+        )
+        .into());
+    };
+    match (&b.created_by_process_id, head.process_id) {
+        (Some(named), Some(actual)) if *named != actual => Err(Rule::invariant(
+            "SUM-1",
+            "/createdByProcessId",
+            format!("run `{run_id}` is a run of `{actual}`, not `{named}`"),
+        )
+        .into()),
+        (named, actual) => Ok(actual.or_else(|| named.clone())),
     }
 }

@@ -3,6 +3,6 @@ RETURN s.id AS id, s.conversationId AS conversationId, s.content AS content,
        s.coversUpToTurnId AS coversUpToTurnId, s.compressionLevel AS compressionLevel,
        s.tokenCount AS tokenCount, s.sources AS sources,
        s.alternativeSources AS alternativeSources, s.summarySources AS summarySources,
-       s.createdByProcessId AS createdByProcessId, s.createdAt AS createdAt,
+       s.createdByProcessId AS createdByProcessId, s.runId AS runId, s.createdAt AS createdAt,
        s.episodeId AS episodeId, s.binding AS binding
 ORDER BY s.createdAt, s.id

@@ -13,8 +13,12 @@ UNWIND $steps AS s
 MATCH (sr:StepRun {id: s.id})
 SET sr += s.set
 FOREACH (wid IN s.workers | MERGE (w:Worker {id: wid}) CREATE (sr)-[:RAN_ON]->(w))
+// GRAPH-3: each audit record hangs off its step run; GRAPH-4: a worker that went silent
+// holding an attempt keeps a LOST_ON edge from that step run.
+FOREACH (l IN s.lost | MERGE (w:Worker {id: l.workerId})
+  CREATE (sr)-[:LOST_ON {attempt: l.attempt, at: l.at}]->(w))
 FOREACH (a IN s.audits |
-  CREATE (:ToolCallAudit {id: a.id, runId: a.runId, stepRunId: a.stepRunId, toolId: a.toolId,
+  CREATE (sr)-[:HAS_AUDIT]->(:ToolCallAudit {id: a.id, runId: a.runId, stepRunId: a.stepRunId, toolId: a.toolId,
                           actor: a.actor, inputHash: a.inputHash, status: a.status,
                           durationMs: a.durationMs, attempt: a.attempt, at: a.at}))
 WITH count(*) AS stepRows

@@ -26,6 +26,9 @@ SET c.currentTurnId = t.id, c.currentAlternativeId = a.id, c.updatedAt = $now
 WITH t, a
 OPTIONAL MATCH (pa:Alternative {id: coalesce($parentAlternativeId, '')})
 OPTIONAL MATCH (proc:Process {id: coalesce($processId, '')})
+OPTIONAL MATCH (run:Run {id: coalesce($runId, '')})
+// GRAPH-1: the run that generates an agent Alternative, as an edge beside the runId property.
+FOREACH (_ IN CASE WHEN run IS NULL THEN [] ELSE [1] END | CREATE (a)-[:GENERATED_BY]->(run))
 FOREACH (_ IN CASE WHEN pa IS NULL THEN [] ELSE [1] END | CREATE (a)-[:RESPONDS_TO]->(pa))
 FOREACH (_ IN CASE WHEN proc IS NULL THEN [] ELSE [1] END |
   CREATE (a)-[:EXECUTED_BY {createdAt: $now, version: $processVersion, versionId: $processVersionId}]->(proc))

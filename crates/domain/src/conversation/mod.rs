@@ -190,6 +190,9 @@ pub struct NewSummary {
     pub covers_up_to_turn_id: String,
     pub sources: Vec<String>,
     pub created_by_process_id: Option<String>,
+    /// The run that made it (a compression run); its Process is `createdByProcessId`.
+    #[serde(default)]
+    pub run_id: Option<String>,
     pub token_count: Option<i64>,
 }
 

@@ -1633,6 +1633,8 @@ fn duplicate_job(
         deadline_ms: chrono_now_ms() + 60_000,
         redispatch,
         traceparent: None,
+        literal_input: None,
+        agent_turn: false,
     }
 }
 

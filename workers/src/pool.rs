@@ -544,7 +544,12 @@ async fn execute(shared: &Shared, job: &Job) -> (Executed, Option<String>) {
         }
     };
     let vars = Value::Object(job.variables.clone());
-    let input = match render_tree(&Value::Object(job.inputs.clone()), &vars) {
+    // An agent call's input is used as is: model-written text is never a template.
+    let rendered = match &job.literal_input {
+        Some(literal) => Ok(literal.clone()),
+        None => render_tree(&Value::Object(job.inputs.clone()), &vars),
+    };
+    let input = match rendered {
         Ok(v) => v,
         Err(e) => {
             let err = ErrorInfo::new("INTERPOLATION_ERROR", e.to_string());
@@ -552,7 +557,13 @@ async fn execute(shared: &Shared, job: &Job) -> (Executed, Option<String>) {
         }
     };
     let hash = Some(input_hash(&input));
-    if let Some(problem) = resolved.input_validator.iter_errors(&input).next() {
+    // A model turn's input is the engine's `{messages, tools}`, not the model Tool's input.
+    let problem = if job.agent_turn {
+        None
+    } else {
+        resolved.input_validator.iter_errors(&input).next()
+    };
+    if let Some(problem) = problem {
         let err = ErrorInfo::new(
             "INPUT_INVALID",
             format!("input{}: {problem}", problem.instance_path),
@@ -571,6 +582,7 @@ async fn execute(shared: &Shared, job: &Job) -> (Executed, Option<String>) {
         secret_scope: tool.secret_scope.as_deref(),
         input: &input,
         timeout,
+        agent_turn: job.agent_turn,
     };
     let called = tokio::time::timeout(
         timeout + Duration::from_millis(250),
@@ -589,6 +601,7 @@ async fn execute(shared: &Shared, job: &Job) -> (Executed, Option<String>) {
                 .output_validator
                 .iter_errors(&out.value)
                 .next()
+                .filter(|_| !job.agent_turn)
                 .map(|p| format!("output{}: {p}", p.instance_path));
             match problem {
                 None => Ok((out.value, out.telemetry)),

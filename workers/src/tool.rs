@@ -27,6 +27,9 @@ pub struct Invocation<'a> {
     pub input: &'a Value,
     /// Per-call deadline (step `execution.timeout`, else the Tool's default).
     pub timeout: Duration,
+    /// A model turn of an agent loop (issue #11): `input` is `{messages, tools}`, and an
+    /// `llm_call` answers `{text, toolCalls}`.
+    pub agent_turn: bool,
 }
 
 impl Invocation<'_> {

@@ -92,6 +92,7 @@ impl Call {
             secret_scope: self.scope.as_deref(),
             input: &self.input,
             timeout: self.timeout,
+            agent_turn: false,
         };
         tool.call(&inv).await
     }

@@ -150,6 +150,7 @@ impl<'a> Call<'a> {
             secret_scope: None,
             input: &self.input,
             timeout: self.timeout,
+            agent_turn: false,
         };
         mcp.call(&inv).await
     }

@@ -76,6 +76,80 @@ pub struct Step {
     pub output: StepOutput,
     #[serde(default)]
     pub execution: Execution,
+    /// An agent step (issue #11): `tool` is the model (an `llm_call` Tool) and the step runs
+    /// the tool-call loop over `agent.tools`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentSpec>,
+}
+
+/// An agent step's tools, governed system prompt and caps (seed 000 §8.1 defaults). Its
+/// inputs: `message` (required: what to answer), `memory` (working memory, optional),
+/// `preferences` (optional).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentSpec {
+    #[serde(default)]
+    pub tools: Vec<Id>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    #[serde(default = "default_max_iterations")]
+    pub max_iterations: u32,
+    #[serde(default = "default_max_tool_calls")]
+    pub max_tool_calls: u32,
+    #[serde(default = "default_tool_call_timeout")]
+    pub tool_call_timeout_ms: u64,
+    #[serde(default = "default_total_timeout")]
+    pub total_timeout_ms: u64,
+}
+
+fn default_max_iterations() -> u32 {
+    5
+}
+fn default_max_tool_calls() -> u32 {
+    10
+}
+fn default_tool_call_timeout() -> u64 {
+    TOOL_DEFAULT_TIMEOUT_MS
+}
+fn default_total_timeout() -> u64 {
+    PROCESS_MAX_TIMEOUT_MS
+}
+
+impl AgentSpec {
+    pub fn caps(&self) -> crate::execution::agent::Caps {
+        crate::execution::agent::Caps {
+            max_iterations: self.max_iterations,
+            max_tool_calls: self.max_tool_calls,
+            tool_call_timeout_ms: self.tool_call_timeout_ms,
+            total_timeout_ms: self.total_timeout_ms,
+        }
+    }
+
+    /// AGT-3: the caps stay within bounds (400s).
+    fn check_bounds(&self, path: &str) -> Result<(), Error> {
+        let bad = |field: &str, range: &str| {
+            Err(Error::validation(
+                format!("{path}/agent/{field}"),
+                format!("must be {range}"),
+            ))
+        };
+        if !(1..=20).contains(&self.max_iterations) {
+            return bad("maxIterations", "1-20");
+        }
+        if self.max_tool_calls > 50 {
+            return bad("maxToolCalls", "0-50");
+        }
+        if !(1..=TOOL_MAX_TIMEOUT_MS).contains(&self.tool_call_timeout_ms) {
+            return bad("toolCallTimeoutMs", "1-60000");
+        }
+        if !(1..=600_000).contains(&self.total_timeout_ms) {
+            return bad("totalTimeoutMs", "1-600000");
+        }
+        if self.tools.len() > 64 {
+            return bad("tools", "at most 64 tools");
+        }
+        Ok(())
+    }
 }
 
 /// The versioned part of a Process: what runs. Any change makes a new version (PROC-9).
@@ -179,6 +253,8 @@ pub enum Target {
         owner_id: Id,
         shared: bool,
         input_schema: Value,
+        /// `llm_call`, `rest_api`, … (AGT-1: an agent step's model is an `llm_call` Tool).
+        operation_type: String,
     },
     /// `depth`: the length of the longest static CALLS_PROCESS chain starting at that Process
     /// (1 when it calls none); `None` when the chain reaches back to the Process being defined.
@@ -197,8 +273,18 @@ pub struct Targets {
 }
 
 impl Definition {
+    /// The Tools the steps call, agent steps' tools included.
     pub fn tool_ids(&self) -> BTreeSet<Id> {
-        self.steps.iter().filter_map(|s| s.tool.clone()).collect()
+        let agent_tools = self
+            .steps
+            .iter()
+            .filter_map(|s| s.agent.as_ref())
+            .flat_map(|a| a.tools.iter().cloned());
+        self.steps
+            .iter()
+            .filter_map(|s| s.tool.clone())
+            .chain(agent_tools)
+            .collect()
     }
 
     pub fn process_ids(&self) -> BTreeSet<Id> {
@@ -275,6 +361,9 @@ impl Definition {
                     format!("/steps/{i}/id"),
                     format!("step id '{}' is used twice", step.id),
                 );
+            }
+            if let Some(agent) = &step.agent {
+                agent.check_bounds(&format!("/steps/{i}"))?;
             }
             let max = if step.process.is_some() {
                 PROCESS_MAX_TIMEOUT_MS
@@ -361,7 +450,19 @@ impl Definition {
                     Target::Tool {
                         owner_id,
                         shared,
+                        operation_type,
+                        ..
+                    },
+                    _,
+                )) if visible(owner_id, *shared) && step.agent.is_some() => {
+                    check_agent(&path, step, operation_type, owner, targets, v);
+                }
+                Some((
+                    Target::Tool {
+                        owner_id,
+                        shared,
                         input_schema,
+                        ..
                     },
                     _,
                 )) if visible(owner_id, *shared) => {
@@ -678,3 +779,67 @@ pub fn decide_update(
 
 #[cfg(test)]
 mod tests;
+
+/// AGT-1 / AGT-2: an agent step's model is an `llm_call` Tool, it is given a `message`, and
+/// every tool it may call exists and is usable by the Process owner (the policy gate decides
+/// per run what the model is actually offered).
+fn check_agent(
+    path: &str,
+    step: &Step,
+    model_operation: &str,
+    owner: &Id,
+    targets: &Targets,
+    v: &mut Violations,
+) {
+    if model_operation != "llm_call" {
+        v.rule(
+            "AGT-1",
+            format!("{path}/tool"),
+            format!("an agent step's model must be an llm_call Tool, not {model_operation}"),
+        );
+    }
+    if step.process.is_some() {
+        v.rule(
+            "AGT-1",
+            format!("{path}/process"),
+            "an agent step calls a model Tool, not a Process",
+        );
+    }
+    if !step.inputs.contains_key("message") {
+        v.rule(
+            "AGT-1",
+            format!("{path}/inputs"),
+            "an agent step needs a `message` input",
+        );
+    }
+    if let Some(k) = step
+        .inputs
+        .keys()
+        .find(|k| !matches!(k.as_str(), "message" | "memory" | "preferences"))
+    {
+        v.rule(
+            "AGT-1",
+            format!("{path}/inputs/{k}"),
+            "an agent step takes `message`, `memory` and `preferences`",
+        );
+    }
+    let Some(agent) = &step.agent else { return };
+    let mut seen = BTreeSet::new();
+    for (k, id) in agent.tools.iter().enumerate() {
+        let tool_path = format!("{path}/agent/tools/{k}");
+        if !seen.insert(id) {
+            v.rule("AGT-2", tool_path, format!("`{id}` is listed twice"));
+            continue;
+        }
+        match targets.tools.get(id) {
+            Some(Target::Tool {
+                owner_id, shared, ..
+            }) if owner_id == owner || *shared => {}
+            _ => v.rule(
+                "AGT-2",
+                tool_path,
+                format!("no tool `{id}` that the Process owner can use"),
+            ),
+        }
+    }
+}

@@ -17,6 +17,8 @@ use serde_json::{json, Map, Value};
 use crate::plan;
 use crate::state::{step_run_id, RunState, RunStatus, StepState};
 
+mod agent;
+
 type Runs = HashMap<String, RunState>;
 
 /// A settled child run reporting to its parent step.
@@ -43,6 +45,8 @@ pub struct Pass<'a> {
     audits: BTreeMap<String, Vec<Value>>,
     /// Per step run: the attempts whose worker went silent (`LOST_ON`).
     lost: BTreeMap<String, Vec<Value>>,
+    /// Agent calls decided in this pass: new StepRun nodes (`run/create_calls.cypher`).
+    new_calls: Vec<Value>,
     pub new_runs: Vec<NewRun>,
     pub jobs: Vec<Job>,
     pub cancels: Vec<String>,
@@ -77,6 +81,7 @@ impl<'a> Pass<'a> {
             workers: BTreeMap::new(),
             audits: BTreeMap::new(),
             lost: BTreeMap::new(),
+            new_calls: Vec::new(),
             new_runs: Vec::new(),
             jobs: Vec::new(),
             cancels: Vec::new(),
@@ -391,6 +396,7 @@ impl<'a> Pass<'a> {
         let tool_id = match &run.plan.steps[i].target {
             Target::Tool { id, .. } => id.clone(),
             Target::Process { id } => id.clone(),
+            Target::Agent { model, .. } => model.clone(),
         };
         let owner = run.owner_id.clone();
         let latency = call
@@ -494,9 +500,10 @@ impl<'a> Pass<'a> {
             run_id,
             "step.completed",
             Some(&step_id),
-            json!({"attempt": call.attempt, "output": value, "telemetry": telemetry}),
+            json!({"attempt": call.attempt, "output": value.clone(), "telemetry": telemetry}),
         );
         self.to_advance.push_back(run_id.to_owned());
+        self.call_settled(run_id, i, Ok(value));
     }
 
     fn fail_step(
@@ -525,6 +532,8 @@ impl<'a> Pass<'a> {
             json!({"attempt": call.attempt, "error": error}),
         );
         self.to_advance.push_back(run_id.to_owned());
+        let error = serde_json::to_value(&error).unwrap_or_default();
+        self.call_settled(run_id, i, Err(error));
     }
 
     /// Applies queued advances and child results until nothing more can happen now.
@@ -679,6 +688,20 @@ impl<'a> Pass<'a> {
                 self.jobs.push(job);
             }
             Target::Process { id } => self.start_child(&run, i, id).await?,
+            Target::Agent { tools, .. } => {
+                // The gate decides on the tools as they are now (a tool disabled since the
+                // plan was cached is not offered), not as the plan captured them.
+                let ids: Vec<aiden_domain::Id> = tools
+                    .iter()
+                    .filter_map(|t| aiden_domain::Id::parse(&t.id).ok())
+                    .collect();
+                let fresh = match plan::agent_tools(self.tx().await?, &ids).await {
+                    Ok(t) => t,
+                    Err(plan::LoadError::Graph(e)) => return Err(e),
+                    Err(_) => tools.clone(),
+                };
+                self.start_agent(run_id, i, fresh)
+            }
         }
         Ok(())
     }
@@ -704,6 +727,8 @@ impl<'a> Pass<'a> {
             deadline_ms: self.now_ms + PROCESS_MAX_TIMEOUT_MS as i64,
             redispatch: false,
             traceparent: Some(traceparent(&run.id)),
+            literal_input: spec.literal.clone(),
+            agent_turn: spec.call_of.is_some() && spec.id.contains("#m"),
         })
     }
 
@@ -811,6 +836,7 @@ impl<'a> Pass<'a> {
             status: RunStatus::Queued,
             event_seq: 0,
             alternative_id: None,
+            loops: Default::default(),
         };
         self.new_runs.push(new_run);
         self.runs.insert(child_id.clone(), state);
@@ -945,6 +971,10 @@ impl<'a> Pass<'a> {
         for run in &new_runs {
             let now = self.now.clone();
             runs::create(self.tx().await?, run, &now).await?;
+        }
+        let calls = std::mem::take(&mut self.new_calls);
+        if !calls.is_empty() {
+            runs::create_calls(self.tx().await?, calls).await?;
         }
         let mut step_ids: Vec<String> = self.step_sets.keys().cloned().collect();
         step_ids.extend(self.workers.keys().cloned());

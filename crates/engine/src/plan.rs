@@ -1,9 +1,11 @@
 //! Resolving a Process's current version into a [`Plan`]: its definition plus what each step
 //! calls (operation type for the queue, the `CALLS_TOOL` timeout).
 
+use aiden_domain::execution::agent::{call_name, AgentTool};
 use aiden_domain::execution::schedule::{Plan, Target};
 use aiden_domain::process::{Definition, TOOL_DEFAULT_TIMEOUT_MS, TOOL_MAX_TIMEOUT_MS};
-use aiden_graph::{runs, Tx};
+use aiden_domain::tool::Tool;
+use aiden_graph::{resources, runs, Kind, Tx};
 use serde_json::Value;
 
 pub struct Loaded {
@@ -62,6 +64,18 @@ pub async fn load(tx: &mut Tx, process_id: &str) -> Result<Loaded, LoadError> {
             .find(|r| r.step_id == step.id)
             .ok_or_else(|| LoadError::Corrupt(format!("step `{}` has no node", step.id)))?;
         let target = match (&row.tool_id, &row.child_process_id) {
+            (Some(model), _) if step.agent.is_some() => {
+                let agent = step.agent.as_ref().expect("guarded");
+                Target::Agent {
+                    model: model.clone(),
+                    model_operation_type: operation_type(row.tool_doc.as_deref()).ok_or_else(
+                        || LoadError::Corrupt(format!("tool `{model}` has no operation")),
+                    )?,
+                    tools: agent_tools(tx, &agent.tools).await?,
+                    caps: agent.caps(),
+                    system_prompt: agent.system_prompt.clone(),
+                }
+            }
             (Some(tool), _) => Target::Tool {
                 id: tool.clone(),
                 operation_type: operation_type(row.tool_doc.as_deref())
@@ -100,4 +114,30 @@ pub async fn load(tx: &mut Tx, process_id: &str) -> Result<Loaded, LoadError> {
 fn operation_type(tool_doc: Option<&str>) -> Option<String> {
     let doc: Value = serde_json::from_str(tool_doc?).ok()?;
     doc.pointer("/operation/type")?.as_str().map(str::to_owned)
+}
+
+/// The facts the agent loop and its policy gate need about each declared tool, as of the
+/// run's start (a Tool deleted since is left out: it cannot be offered).
+pub(crate) async fn agent_tools(
+    tx: &mut Tx,
+    ids: &[aiden_domain::Id],
+) -> Result<Vec<AgentTool>, LoadError> {
+    let mut out: Vec<AgentTool> = Vec::with_capacity(ids.len());
+    for id in ids {
+        let Some(t) = resources::get::<Tool>(tx, Kind::Tool, id.as_str()).await? else {
+            continue;
+        };
+        let taken: Vec<String> = out.iter().map(|t| t.call_name.clone()).collect();
+        out.push(AgentTool {
+            id: t.id.as_str().to_owned(),
+            call_name: call_name(&t.name, &taken),
+            description: t.description.clone(),
+            input_schema: t.structure.input_schema.clone(),
+            operation_type: t.structure.operation.type_name().to_owned(),
+            owner_id: t.owner_id.as_str().to_owned(),
+            shared: t.shared,
+            enabled: t.enabled,
+        });
+    }
+    Ok(out)
 }

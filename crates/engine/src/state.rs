@@ -1,7 +1,8 @@
 //! A run as the engine holds it in memory: rebuilt from the graph whenever it is not cached,
 //! so a restart loses nothing.
 
-use aiden_domain::execution::schedule::{Plan, StepStatus};
+use aiden_domain::execution::agent::Loop;
+use aiden_domain::execution::schedule::{Plan, PlanStep, StepStatus};
 use aiden_graph::runs::RunRow;
 use serde_json::{Map, Value};
 
@@ -64,6 +65,8 @@ pub struct RunState {
     pub event_seq: i64,
     /// The agent Alternative the run generates, if any.
     pub alternative_id: Option<String>,
+    /// Agent steps' loops by step index (issue #11), as last written to their step runs.
+    pub loops: std::collections::BTreeMap<usize, Loop>,
 }
 
 impl RunState {
@@ -79,19 +82,26 @@ impl RunState {
         let r = &row.run;
         let text = |k: &str| r.get(k).and_then(Value::as_str).map(str::to_owned);
         let id = text("id").ok_or("run without id")?;
-        let plan: Plan = serde_json::from_str(&text("plan").ok_or("run without plan")?)
+        let mut plan: Plan = serde_json::from_str(&text("plan").ok_or("run without plan")?)
             .map_err(|e| format!("run {id}: plan: {e}"))?;
         let mut variables: Map<String, Value> = text("inputs")
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or_default();
         let mut steps = Vec::with_capacity(plan.steps.len());
-        for spec in &plan.steps {
+        let mut loops = std::collections::BTreeMap::new();
+        for (i, spec) in plan.steps.iter().enumerate() {
             let sr_id = step_run_id(&id, &spec.id);
             let row = row
                 .steps
                 .iter()
                 .find(|s| s.get("id").and_then(Value::as_str) == Some(sr_id.as_str()));
             let get = |k: &str| row.and_then(|s| s.get(k));
+            if let Some(l) = get("agent")
+                .and_then(Value::as_str)
+                .and_then(|t| serde_json::from_str::<Loop>(t).ok())
+            {
+                loops.insert(i, l);
+            }
             let status = get("status")
                 .and_then(Value::as_str)
                 .and_then(StepStatus::parse)
@@ -111,14 +121,26 @@ impl RunState {
                     _ => {}
                 }
             }
-            steps.push(StepState {
-                id: sr_id,
-                status,
-                attempts: get("attempts").and_then(Value::as_u64).unwrap_or(0) as u32,
-                worker_id: get("workerId").and_then(Value::as_str).map(str::to_owned),
-                started_at: get("startedAt").and_then(Value::as_str).map(str::to_owned),
-                child_run_id: get("childRunId").and_then(Value::as_str).map(str::to_owned),
-            });
+            steps.push(step_state(sr_id, status, row));
+        }
+        // An agent's calls (issue #11): step runs created by its loop, each carrying its spec.
+        let mut calls: Vec<(i64, PlanStep, &Value)> = row
+            .steps
+            .iter()
+            .filter_map(|s| {
+                let spec: PlanStep = serde_json::from_str(s.get("callSpec")?.as_str()?).ok()?;
+                Some((s.get("order").and_then(Value::as_i64).unwrap_or(0), spec, s))
+            })
+            .collect();
+        calls.sort_by_key(|c| c.0);
+        for (_, spec, s) in calls {
+            let status = s
+                .get("status")
+                .and_then(Value::as_str)
+                .and_then(StepStatus::parse)
+                .unwrap_or(StepStatus::Queued);
+            steps.push(step_state(step_run_id(&id, &spec.id), status, Some(s)));
+            plan.steps.push(spec);
         }
         Ok(Self {
             owner_id: text("ownerId").unwrap_or_default(),
@@ -128,11 +150,24 @@ impl RunState {
             status: RunStatus::parse(text("status").as_deref().unwrap_or("queued")),
             event_seq: r.get("eventSeq").and_then(Value::as_i64).unwrap_or(0),
             alternative_id: text("alternativeId"),
+            loops,
             plan,
             steps,
             variables,
             id,
         })
+    }
+}
+
+fn step_state(id: String, status: StepStatus, row: Option<&Value>) -> StepState {
+    let get = |k: &str| row.and_then(|s| s.get(k));
+    StepState {
+        id,
+        status,
+        attempts: get("attempts").and_then(Value::as_u64).unwrap_or(0) as u32,
+        worker_id: get("workerId").and_then(Value::as_str).map(str::to_owned),
+        started_at: get("startedAt").and_then(Value::as_str).map(str::to_owned),
+        child_run_id: get("childRunId").and_then(Value::as_str).map(str::to_owned),
     }
 }
 

@@ -390,3 +390,11 @@ pub async fn forget_tool(tx: &mut Tx, tool_id: &str) -> Result<(), Error> {
     tx.run(cypher(query_file!("run/forget_tool.cypher"), None).param("toolId", tool_id))
         .await
 }
+
+/// An agent loop's new call step runs (`run/create_calls.cypher`): `{id, runId, stepId,
+/// parentId, kind, toolId, order, at, spec}` each.
+pub async fn create_calls(tx: &mut Tx, calls: Vec<Value>) -> Result<(), Error> {
+    let q = cypher(query_file!("run/create_calls.cypher"), None)
+        .param("calls", bolt(Value::Array(calls))?);
+    tx.run(q).await
+}

@@ -35,6 +35,14 @@ pub struct Job {
     /// W3C trace context of the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<String>,
+    /// An agent call's input (issue #11), used as is instead of rendering `inputs`: a tool's
+    /// arguments as the model wrote them, or a model turn's `{messages, tools}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub literal_input: Option<Value>,
+    /// A model turn of an agent loop: the llm_call executor sends the conversation and the
+    /// tool definitions and answers `{text, toolCalls}`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub agent_turn: bool,
 }
 
 impl Job {

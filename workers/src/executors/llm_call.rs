@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use super::http_status::{
     class_of_status, redact, same_origin_redirects, status_failure, transport_failure,
 };
+use super::llm_agent;
 use crate::tool::{FailureClass, Invocation, Telemetry, TokenUsage, Tool, ToolFailure, ToolOutput};
 
 const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -100,8 +101,14 @@ impl LlmCall {
             render_string(t, inv.input)
                 .map_err(|e| fail(FailureClass::InvalidRequest, e.to_string(), &telemetry))
         };
-        let prompt = render(prompt_template)?;
-        let system = system_prompt.as_deref().map(render).transpose()?;
+        let (prompt, system) = if inv.agent_turn {
+            (String::new(), None)
+        } else {
+            (
+                render(prompt_template)?,
+                system_prompt.as_deref().map(render).transpose()?,
+            )
+        };
         let temperature = inv.connection.get("temperature").and_then(Value::as_f64);
         let max_tokens = inv.connection.get("maxTokens").and_then(Value::as_u64);
         let json_mode = *response_format == ResponseFormat::Json;
@@ -114,6 +121,13 @@ impl LlmCall {
                 }
                 messages.push(json!({"role": "user", "content": prompt}));
                 let mut body = json!({"model": model, "messages": messages});
+                if inv.agent_turn {
+                    let (messages, tools) = llm_agent::openai_request(inv.input);
+                    body["messages"] = json!(messages);
+                    if let Some(t) = tools {
+                        body["tools"] = json!(t);
+                    }
+                }
                 if let Some(t) = temperature {
                     body["temperature"] = json!(t);
                 }
@@ -136,6 +150,15 @@ impl LlmCall {
                 let mut body = json!({"model": model,
                     "max_tokens": max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
                     "messages": [{"role": "user", "content": prompt}]});
+                let mut system = system;
+                if inv.agent_turn {
+                    let (joined, messages, tools) = llm_agent::anthropic_request(inv.input);
+                    system = joined;
+                    body["messages"] = json!(messages);
+                    if let Some(t) = tools {
+                        body["tools"] = json!(t);
+                    }
+                }
                 if let Some(s) = &system {
                     body["system"] = json!(s);
                 }
@@ -231,6 +254,20 @@ impl LlmCall {
             telemetry.model = Some(m.to_owned());
         }
         telemetry.token_usage = usage;
+        if inv.agent_turn {
+            let turn = match api {
+                LlmApi::Openai => llm_agent::openai_answer(&answer),
+                LlmApi::Anthropic => llm_agent::anthropic_answer(&answer),
+            };
+            let value = turn.ok_or_else(|| {
+                fail(
+                    FailureClass::ToolError,
+                    "provider answer has neither text nor tool calls",
+                    &telemetry,
+                )
+            })?;
+            return Ok(ToolOutput { value, telemetry });
+        }
         let content = content.ok_or_else(|| {
             fail(
                 FailureClass::ToolError,

@@ -2,6 +2,7 @@
 
 pub mod graph_query;
 pub mod http_status;
+pub mod llm_agent;
 pub mod llm_call;
 pub mod mcp_call;
 pub mod rest_api;

@@ -1,6 +1,7 @@
 //! Pure pieces of process execution: interpolation of step inputs, the token estimate and
 //! budgets, the audit input hash, and the scheduler that decides what a run does next.
 
+pub mod agent;
 pub mod audit_hash;
 pub mod budget;
 pub mod interpolate;

@@ -59,8 +59,21 @@ impl StepStatus {
     rename_all_fields = "camelCase"
 )]
 pub enum Target {
-    Tool { id: String, operation_type: String },
-    Process { id: String },
+    Tool {
+        id: String,
+        operation_type: String,
+    },
+    Process {
+        id: String,
+    },
+    /// An agent step: `model` is the llm_call Tool the loop asks; `tools` what it may offer.
+    Agent {
+        model: String,
+        model_operation_type: String,
+        tools: Vec<super::agent::AgentTool>,
+        caps: super::agent::Caps,
+        system_prompt: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -74,6 +87,13 @@ pub struct PlanStep {
     pub output: StepOutput,
     pub timeout_ms: u64,
     pub target: Target,
+    /// Set on the model turns and tool calls of an agent step (issue #11): the agent step's
+    /// id. They are dispatched by the loop, never by the scheduler.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_of: Option<String>,
+    /// A call's input, used as is (never rendered: model-written text is not a template).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub literal: Option<Value>,
 }
 
 /// One Process version, ready to run.
@@ -112,6 +132,8 @@ impl Plan {
                 output: s.output.clone(),
                 timeout_ms,
                 target,
+                call_of: None,
+                literal: None,
             })
             .collect();
         Self {
@@ -157,7 +179,10 @@ pub fn advance(
     variables: &mut Map<String, Value>,
 ) -> Vec<Decision> {
     let mut decisions = Vec::new();
-    if let Some(i) = statuses.iter().position(|s| *s == StepStatus::Failed) {
+    // A failed agent call is the loop's to handle (the model reads the error), not the run's.
+    let failed = (0..statuses.len())
+        .find(|&i| statuses[i] == StepStatus::Failed && plan.steps[i].call_of.is_none());
+    if let Some(i) = failed {
         decisions.push(FailRun(Failure {
             code: "STEP_FAILED",
             message: format!("step `{}` failed", plan.steps[i].id),
@@ -167,7 +192,10 @@ pub fn advance(
     loop {
         let mut progressed = false;
         for i in 0..plan.steps.len() {
-            if statuses[i] != StepStatus::Pending || !is_ready(plan, statuses, i) {
+            if statuses[i] != StepStatus::Pending
+                || plan.steps[i].call_of.is_some()
+                || !is_ready(plan, statuses, i)
+            {
                 continue;
             }
             let step = &plan.steps[i];

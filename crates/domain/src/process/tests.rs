@@ -19,6 +19,7 @@ fn targets() -> Targets {
                 owner_id: owner,
                 shared: false,
                 input_schema: schema,
+                operation_type: "rest_api".into(),
             },
         )]
         .into(),

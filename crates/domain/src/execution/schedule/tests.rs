@@ -18,6 +18,8 @@ fn step(id: &str, mode: Mode, deps: &[&str], var: &str) -> PlanStep {
             id: "t".into(),
             operation_type: "rest_api".into(),
         },
+        call_of: None,
+        literal: None,
     }
 }
 
@@ -134,4 +136,19 @@ fn outputs_obey_required_and_budgets() {
     let err = accept_output(&p, 1, json!("abcdefgh"), &vars).unwrap_err();
     assert_eq!(err.code, "TOKEN_BUDGET_EXCEEDED");
     assert!(accept_output(&p, 1, json!("abc"), &vars).is_ok());
+}
+
+/// Issue #11: an agent's calls are dispatched by its loop, never by the scheduler, and a failed
+/// call (the model reads the error) does not fail the run.
+#[test]
+fn agent_calls_are_neither_scheduled_nor_fatal() {
+    let mut call = step("answer#t1", Mode::Parallel, &[], "unused");
+    call.output.variable = None;
+    call.call_of = Some("answer".into());
+    let p = plan(vec![step("answer", Mode::Sequential, &[], "a"), call]);
+    let mut statuses = vec![StepStatus::Running, StepStatus::Pending];
+    let mut vars = Map::new();
+    assert!(advance(&p, &mut statuses, &mut vars).is_empty());
+    let mut statuses = vec![StepStatus::Running, StepStatus::Failed];
+    assert!(advance(&p, &mut statuses, &mut vars).is_empty());
 }

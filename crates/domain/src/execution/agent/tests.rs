@@ -1,0 +1,322 @@
+use super::*;
+use serde_json::json;
+
+fn tool(id: &str, owner: &str, shared: bool, enabled: bool) -> AgentTool {
+    AgentTool {
+        id: id.into(),
+        call_name: id.replace('-', "_"),
+        description: Some(format!("the {id} tool")),
+        input_schema: json!({"type": "object", "required": ["q"],
+                              "properties": {"q": {"type": "string"}}}),
+        operation_type: "rest_api".into(),
+        owner_id: owner.into(),
+        shared,
+        enabled,
+    }
+}
+
+fn alice() -> Caller<'static> {
+    Caller {
+        id: "alice",
+        is_admin: false,
+    }
+}
+
+fn call(id: &str, name: &str, args: Value) -> ToolCall {
+    ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: args,
+    }
+}
+
+fn started(caps: Caps) -> Loop {
+    let decision = gate(
+        &alice(),
+        &[
+            tool("search", "alice", false, true),
+            tool("lookup", "bob", true, true),
+            tool("private", "bob", false, true),
+        ],
+    );
+    let (l, actions) = Loop::start("answer", vec![], decision, caps, 0);
+    assert!(matches!(&actions[..], [Action::CallModel { step_id, .. }] if step_id == "answer#m1"));
+    l
+}
+
+#[test]
+fn the_gate_allows_own_and_shared_enabled_tools_and_says_why_it_forbids_the_rest() {
+    let d = gate(
+        &alice(),
+        &[
+            tool("mine", "alice", false, true),
+            tool("shared", "bob", true, true),
+            tool("theirs", "bob", false, true),
+            tool("off", "alice", false, false),
+        ],
+    );
+    let ids: Vec<&str> = d.allowed.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["mine", "shared"]);
+    let why: Vec<(&str, &str)> = d
+        .forbidden
+        .iter()
+        .map(|f| (f.tool_id.as_str(), &f.reason[..6]))
+        .collect();
+    assert_eq!(why, [("theirs", "TOOL-3"), ("off", "PROC-8")]);
+    // An admin may use anything enabled; the decision depends on nothing else.
+    let admin = Caller {
+        id: "root",
+        is_admin: true,
+    };
+    let d = gate(&admin, &[tool("theirs", "bob", false, true)]);
+    assert_eq!(d.allowed.len(), 1);
+}
+
+#[test]
+fn call_names_are_function_safe_and_unique() {
+    assert_eq!(call_name("Web search!", &[]), "Web_search_");
+    assert_eq!(call_name("a", &["a".into()]), "a_2");
+    assert_eq!(call_name("", &[]), "tool");
+    assert_eq!(call_name(&"x".repeat(100), &[]).len(), 60);
+}
+
+#[test]
+fn the_prompt_keeps_the_five_layers_in_order_with_the_guardrail_last() {
+    let layers = Layers {
+        system_prompt: Some("You are Aiden.".into()),
+        preferences: Some("be brief".into()),
+        retrieved: vec!["Ada: a mathematician".into()],
+        history: vec![Message::User {
+            content: "earlier".into(),
+        }],
+        message: "now".into(),
+    };
+    let m = assemble(&layers, true);
+    let text = |i: usize| match &m[i] {
+        Message::System { content } | Message::User { content } => content.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(text(0), IMMUTABLE_CORE);
+    assert_eq!(text(1), "You are Aiden.");
+    assert!(text(2).contains("be brief"));
+    assert!(text(3).contains("Ada: a mathematician"));
+    assert_eq!(text(4), "earlier");
+    assert_eq!(text(5), "now");
+    assert_eq!(text(6), TOOL_GUARDRAIL);
+    assert_eq!(assemble(&Layers::default(), false).len(), 2);
+}
+
+#[test]
+fn working_memory_gives_context_and_history_without_the_message_itself() {
+    let wm = json!({"summaries": [{"content": "they met"}],
+        "activeEntities": [{"name": "Ada", "summary": "mathematician"}, {"name": "London"}],
+        "immediatePath": [{"speaker": "user", "content": "hi"}, {"speaker": "agent", "content": "hello"},
+                          {"speaker": "user", "content": "who is Ada?"}]});
+    let (retrieved, history) = layers_from_memory(&wm, "who is Ada?");
+    assert_eq!(
+        retrieved,
+        ["Summary: they met", "Ada: mathematician", "London"]
+    );
+    assert_eq!(history.len(), 2);
+    assert!(matches!(&history[1], Message::Assistant { content: Some(c), .. } if c == "hello"));
+}
+
+#[test]
+fn tools_run_then_the_model_sees_their_results() {
+    let mut l = started(Caps::default());
+    let actions = l.answered(
+        "answer",
+        ModelAnswer {
+            text: None,
+            tool_calls: vec![
+                call("c1", "search", json!({"q": "a"})),
+                call("c2", "lookup", json!({"q": "b"})),
+            ],
+        },
+        1,
+    );
+    let ids: Vec<String> = actions
+        .iter()
+        .map(|a| match a {
+            Action::CallTool { step_id, .. } => step_id.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(ids, ["answer#t2", "answer#t3"]);
+    assert!(l
+        .tool_settled("answer", "answer#t3", Ok(json!({"b": 1})), 2)
+        .is_empty());
+    // A duplicate result changes nothing.
+    assert!(l
+        .tool_settled("answer", "answer#t3", Ok(json!({"b": 2})), 2)
+        .is_empty());
+    let next = l.tool_settled("answer", "answer#t2", Err(json!({"code": "TIMEOUT"})), 3);
+    let Action::CallModel { step_id, request } = &next[0] else {
+        panic!("{next:?}")
+    };
+    assert_eq!(step_id, "answer#m4");
+    let msgs = request["messages"].as_array().unwrap();
+    let tail: Vec<(&str, &str)> = msgs[msgs.len() - 2..]
+        .iter()
+        .map(|m| {
+            (
+                m["toolCallId"].as_str().unwrap(),
+                m["content"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    // Results in the model's call order, an error as an error object.
+    assert_eq!(
+        tail,
+        [
+            ("c1", r#"{"error":{"code":"TIMEOUT"}}"#),
+            ("c2", r#"{"b":1}"#)
+        ]
+    );
+    assert_eq!(request["tools"][0]["name"], "search");
+    assert_eq!(
+        request["tools"].as_array().unwrap().len(),
+        2,
+        "the forbidden one is not offered"
+    );
+    let done = l.answered(
+        "answer",
+        ModelAnswer {
+            text: Some("done".into()),
+            tool_calls: vec![],
+        },
+        4,
+    );
+    let Action::Finish(out) = &done[0] else {
+        panic!()
+    };
+    assert_eq!(out["text"], "done");
+    assert_eq!(out["finishReason"], "complete");
+    assert_eq!(
+        (out["iterations"].as_u64(), out["toolCalls"].as_u64()),
+        (Some(2), Some(2))
+    );
+}
+
+#[test]
+fn forbidden_unknown_and_badly_argued_calls_are_refused_without_running() {
+    let mut l = started(Caps::default());
+    let actions = l.answered(
+        "answer",
+        ModelAnswer {
+            text: None,
+            tool_calls: vec![
+                call("c1", "private", json!({"q": "x"})),
+                call("c2", "search", json!({"query": "wrong field"})),
+            ],
+        },
+        1,
+    );
+    let codes: Vec<&str> = actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Refused(r) => Some(r.code.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(codes, ["TOOL_FORBIDDEN", "INPUT_INVALID"]);
+    assert!(!actions.iter().any(|a| matches!(a, Action::CallTool { .. })));
+    // Nothing ran, so the model is asked again, with the refusals to read.
+    let Some(Action::CallModel { request, .. }) = actions.last() else {
+        panic!("{actions:?}")
+    };
+    let last = request["messages"].as_array().unwrap().last().unwrap();
+    assert!(last["content"].as_str().unwrap().contains("INPUT_INVALID"));
+    assert_eq!(l.tool_calls, 0);
+}
+
+#[test]
+fn the_iteration_cap_ends_with_the_best_answer_so_far() {
+    let mut l = started(Caps {
+        max_iterations: 2,
+        ..Caps::default()
+    });
+    let a = l.answered(
+        "answer",
+        ModelAnswer {
+            text: Some("thinking: partial".into()),
+            tool_calls: vec![call("c1", "search", json!({"q": "a"}))],
+        },
+        1,
+    );
+    assert!(matches!(a[0], Action::CallTool { .. }));
+    l.tool_settled("answer", "answer#t2", Ok(json!({})), 2);
+    let end = l.answered(
+        "answer",
+        ModelAnswer {
+            text: None,
+            tool_calls: vec![call("c2", "search", json!({"q": "b"}))],
+        },
+        3,
+    );
+    let [Action::Finish(out)] = &end[..] else {
+        panic!("{end:?}")
+    };
+    assert_eq!(out["finishReason"], "iteration_limit");
+    assert_eq!(out["text"], "thinking: partial");
+}
+
+#[test]
+fn the_tool_call_cap_holds_across_iterations() {
+    let mut l = started(Caps {
+        max_tool_calls: 1,
+        ..Caps::default()
+    });
+    l.answered(
+        "answer",
+        ModelAnswer {
+            text: None,
+            tool_calls: vec![call("c1", "search", json!({"q": "a"}))],
+        },
+        1,
+    );
+    l.tool_settled("answer", "answer#t2", Ok(json!({})), 2);
+    let end = l.answered(
+        "answer",
+        ModelAnswer {
+            text: None,
+            tool_calls: vec![call("c2", "search", json!({"q": "b"}))],
+        },
+        3,
+    );
+    let [Action::Finish(out)] = &end[..] else {
+        panic!("{end:?}")
+    };
+    assert_eq!(out["finishReason"], "tool_call_limit");
+    assert_eq!(out["text"], NO_ANSWER);
+    assert_eq!(out["toolCalls"], 1);
+}
+
+#[test]
+fn the_total_timeout_ends_the_loop() {
+    let mut l = started(Caps {
+        total_timeout_ms: 10,
+        ..Caps::default()
+    });
+    l.answered(
+        "answer",
+        ModelAnswer {
+            text: Some("so far".into()),
+            tool_calls: vec![call("c1", "search", json!({"q": "a"}))],
+        },
+        5,
+    );
+    let end = l.tool_settled("answer", "answer#t2", Ok(json!({})), 50);
+    let [Action::Finish(out)] = &end[..] else {
+        panic!("{end:?}")
+    };
+    assert_eq!(out["finishReason"], "timeout");
+    assert_eq!(out["text"], "so far");
+}
+
+#[test]
+fn openai_arguments_arrive_as_a_json_string() {
+    assert_eq!(parse_arguments(&json!("{\"q\":\"x\"}")), json!({"q": "x"}));
+    assert_eq!(parse_arguments(&Value::Null), json!({}));
+    assert_eq!(parse_arguments(&json!({"q": 1})), json!({"q": 1}));
+}

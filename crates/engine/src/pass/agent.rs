@@ -1,0 +1,320 @@
+//! Agent steps (issue #11) inside an engine pass. The loop itself is pure
+//! (`aiden_domain::execution::agent`); here each of its actions becomes durable state: every
+//! model turn and tool call is a step run of its own (`<step>#m<n>`, `<step>#t<n>`), created
+//! in the pass that decides it, dispatched to its Tool's typed pool like any step (retries,
+//! audit records, exactly-once results), and the loop is written to the agent's step run
+//! after every transition. A restarted engine rebuilds both from the graph and resumes.
+
+use aiden_domain::execution::agent::{
+    assemble, gate, layers_from_memory, Action, AgentTool, Caller, Layers, Loop, ModelAnswer,
+};
+use aiden_domain::execution::interpolate::render_tree;
+use aiden_domain::execution::schedule::{PlanStep, StepStatus, Target};
+use aiden_domain::process::{Mode, StepOutput};
+use aiden_jobs::ErrorInfo;
+use serde_json::{json, Map, Value};
+
+use super::{Call, Pass};
+use crate::state::{step_run_id, StepState};
+
+/// The agent step's own inputs, rendered over the run's variables.
+struct AgentInputs {
+    message: String,
+    memory: Value,
+    preferences: Option<String>,
+}
+
+fn as_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+impl Pass<'_> {
+    /// Starts agent step `i`: the policy gate, the prompt's five layers, the first model turn.
+    pub(super) fn start_agent(&mut self, run_id: &str, i: usize, tools: Vec<AgentTool>) {
+        let run = self.run(run_id).clone();
+        let spec = &run.plan.steps[i];
+        let Target::Agent {
+            caps,
+            system_prompt,
+            ..
+        } = &spec.target
+        else {
+            return;
+        };
+        let inputs = match render_tree(
+            &Value::Object(spec.inputs.clone()),
+            &Value::Object(run.variables.clone()),
+        ) {
+            Ok(v) => AgentInputs {
+                message: as_text(&v["message"]),
+                memory: v["memory"].clone(),
+                preferences: v.get("preferences").map(as_text).filter(|p| !p.is_empty()),
+            },
+            Err(e) => {
+                let error = ErrorInfo::new("INTERPOLATION_ERROR", e.to_string());
+                let now = self.now.clone();
+                self.fail_step(run_id, i, error, Map::new(), &Call::internal(&now), &now);
+                return;
+            }
+        };
+        // The run's owner is the caller the gate decides for; like the worker's resolution of
+        // a Tool (TOOL-3), it allows the owner's own and shared tools, whatever the role.
+        let caller = Caller {
+            id: &run.owner_id,
+            is_admin: false,
+        };
+        let decision = gate(&caller, &tools);
+        let (retrieved, history) = layers_from_memory(&inputs.memory, &inputs.message);
+        let layers = Layers {
+            system_prompt: system_prompt.clone(),
+            preferences: inputs.preferences,
+            retrieved,
+            history,
+            message: inputs.message,
+        };
+        let messages = assemble(&layers, !decision.allowed.is_empty());
+        for f in &decision.forbidden {
+            self.event(
+                run_id,
+                "tool.refused",
+                Some(&spec.id),
+                json!({"toolId": f.tool_id, "code": "TOOL_FORBIDDEN", "reason": f.reason,
+                       "stage": "policy"}),
+            );
+        }
+        let (state, actions) = Loop::start(&spec.id, messages, decision, *caps, self.now_ms);
+        let sr = run.steps[i].id.clone();
+        self.run(run_id).steps[i].status = StepStatus::Running;
+        self.run(run_id).steps[i].attempts = 1;
+        self.run(run_id).steps[i].started_at = Some(self.now.clone());
+        self.set_step(
+            &sr,
+            json!({"status": "running", "attempts": 1, "startedAt": self.now}),
+        );
+        self.event(
+            run_id,
+            "step.started",
+            Some(&spec.id),
+            json!({"agent": true}),
+        );
+        self.run(run_id).loops.insert(i, state);
+        self.perform(run_id, i, actions);
+    }
+
+    /// A call of an agent settled (`result`: its output, or its error): the loop goes on.
+    pub(super) fn call_settled(&mut self, run_id: &str, call: usize, result: Result<Value, Value>) {
+        let run = self.run(run_id);
+        let Some(parent) = run.plan.steps[call].call_of.clone() else {
+            return;
+        };
+        let Some(agent) = run.plan.index_of(&parent) else {
+            return;
+        };
+        if run.steps[agent].status.is_settled() {
+            return;
+        }
+        let step_id = run.plan.steps[call].id.clone();
+        let now = self.now_ms;
+        let Some(state) = self.run(run_id).loops.get_mut(&agent) else {
+            return;
+        };
+        let actions = if step_id.contains("#m") {
+            match result {
+                Ok(v) => {
+                    let answer: ModelAnswer = serde_json::from_value(v).unwrap_or_default();
+                    state.answered(&parent, answer, now)
+                }
+                Err(e) => {
+                    // The model could not be reached after its retries: the step fails.
+                    let error = serde_json::from_value::<ErrorInfo>(e.clone())
+                        .unwrap_or_else(|_| ErrorInfo::new("MODEL_ERROR", e.to_string()));
+                    let error = ErrorInfo::new(
+                        "MODEL_ERROR",
+                        format!("model turn `{step_id}`: {}", error.message),
+                    );
+                    let stamp = self.now.clone();
+                    self.fail_step(
+                        run_id,
+                        agent,
+                        error,
+                        Map::new(),
+                        &Call::internal(&stamp),
+                        &stamp,
+                    );
+                    return;
+                }
+            }
+        } else {
+            state.tool_settled(&parent, &step_id, result, now)
+        };
+        self.perform(run_id, agent, actions);
+    }
+
+    /// Turns the loop's decisions into step runs, jobs and events, then records the loop.
+    fn perform(&mut self, run_id: &str, agent: usize, actions: Vec<Action>) {
+        let parent = self.run(run_id).plan.steps[agent].id.clone();
+        let mut finished = None;
+        for action in actions {
+            match action {
+                Action::CallModel { step_id, request } => {
+                    let Target::Agent {
+                        model,
+                        model_operation_type,
+                        caps,
+                        ..
+                    } = self.run(run_id).plan.steps[agent].target.clone()
+                    else {
+                        return;
+                    };
+                    let target = Target::Tool {
+                        id: model,
+                        operation_type: model_operation_type,
+                    };
+                    self.add_call(
+                        run_id,
+                        agent,
+                        &step_id,
+                        target,
+                        request,
+                        caps.tool_call_timeout_ms,
+                    );
+                }
+                Action::CallTool {
+                    step_id,
+                    tool_id,
+                    operation_type,
+                    name,
+                    arguments,
+                } => {
+                    self.event(
+                        run_id,
+                        "tool.requested",
+                        Some(&parent),
+                        json!({"callStepId": step_id, "tool": name, "toolId": tool_id}),
+                    );
+                    let timeout = match &self.run(run_id).plan.steps[agent].target {
+                        Target::Agent { caps, .. } => caps.tool_call_timeout_ms,
+                        _ => 30_000,
+                    };
+                    let target = Target::Tool {
+                        id: tool_id,
+                        operation_type,
+                    };
+                    self.add_call(run_id, agent, &step_id, target, arguments, timeout);
+                }
+                Action::Refused(r) => self.event(
+                    run_id,
+                    "tool.refused",
+                    Some(&parent),
+                    json!({"tool": r.name, "code": r.code, "reason": r.reason, "stage": "call"}),
+                ),
+                Action::Finish(output) => finished = Some(output),
+            }
+        }
+        let state = self.run(run_id).loops.get(&agent).cloned();
+        let sr = self.run(run_id).steps[agent].id.clone();
+        if let Some(state) = state {
+            let text = serde_json::to_string(&state).unwrap_or_default();
+            self.set_step(&sr, json!({"agent": text}));
+        }
+        if let Some(output) = finished {
+            self.finish_agent(run_id, agent, output);
+        }
+    }
+
+    /// The loop is over: the agent step completes with it (outstanding calls are canceled).
+    fn finish_agent(&mut self, run_id: &str, agent: usize, output: Value) {
+        let parent = self.run(run_id).plan.steps[agent].id.clone();
+        let outstanding: Vec<usize> = {
+            let run = self.run(run_id);
+            (0..run.steps.len())
+                .filter(|&j| {
+                    run.plan.steps[j].call_of.as_deref() == Some(parent.as_str())
+                        && !run.steps[j].status.is_settled()
+                })
+                .collect()
+        };
+        for j in outstanding {
+            let sr = self.run(run_id).steps[j].id.clone();
+            self.run(run_id).steps[j].status = StepStatus::Canceled;
+            self.set_step(&sr, json!({"status": "canceled", "finishedAt": self.now}));
+        }
+        let started = self.run(run_id).steps[agent]
+            .started_at
+            .clone()
+            .unwrap_or_else(|| self.now.clone());
+        let mut telemetry = Map::new();
+        telemetry.insert("finalState".into(), json!("completed"));
+        telemetry.insert("finishReason".into(), output["finishReason"].clone());
+        let call = Call::internal(&self.now);
+        self.complete_step(run_id, agent, output, telemetry, &call, &started);
+    }
+
+    /// A new call step run of agent step `agent`, recorded `queued` and dispatched.
+    fn add_call(
+        &mut self,
+        run_id: &str,
+        agent: usize,
+        step_id: &str,
+        target: Target,
+        literal: Value,
+        timeout_ms: u64,
+    ) {
+        let parent = self.run(run_id).plan.steps[agent].id.clone();
+        let spec = PlanStep {
+            id: step_id.to_owned(),
+            mode: Mode::Parallel,
+            depends_on: Vec::new(),
+            condition: None,
+            inputs: Map::new(),
+            output: StepOutput::default(),
+            timeout_ms,
+            target,
+            call_of: Some(parent.clone()),
+            literal: Some(literal),
+        };
+        let sr = step_run_id(run_id, step_id);
+        let tool_id = match &spec.target {
+            Target::Tool { id, .. } => id.clone(),
+            _ => String::new(),
+        };
+        let (order, parent_sr) = {
+            let run = self.run(run_id);
+            (
+                1000 * (agent as i64 + 1) + run.steps.len() as i64,
+                run.steps[agent].id.clone(),
+            )
+        };
+        self.new_calls.push(json!({
+            "id": sr, "runId": run_id, "stepId": step_id, "parentId": parent_sr,
+            "kind": if step_id.contains("#m") { "model" } else { "tool" },
+            "toolId": tool_id, "order": order, "at": self.now,
+            "spec": serde_json::to_string(&spec).unwrap_or_default(),
+        }));
+        let run = self.run(run_id);
+        run.plan.steps.push(spec);
+        run.steps.push(StepState {
+            id: sr,
+            status: StepStatus::Queued,
+            attempts: 0,
+            worker_id: None,
+            started_at: None,
+            child_run_id: None,
+        });
+        let i = run.steps.len() - 1;
+        let run = run.clone();
+        if let Some(job) = self.job_for(&run, i) {
+            self.event(
+                run_id,
+                "step.queued",
+                Some(step_id),
+                json!({"attempt": job.attempt, "parentStepId": parent}),
+            );
+            self.jobs.push(job);
+        }
+    }
+}

@@ -1,0 +1,648 @@
+//! Agents that use Tools (issue #11), end to end on the real Bolt server and RabbitMQ: an agent
+//! step's loop against a scripted model that speaks the OpenAI chat-completions and Anthropic
+//! Messages wire formats with tool calls, and REST tools on a local upstream that counts calls.
+//!
+//! The scripted model reads its script from the user message (`script:[…]`): entry k answers
+//! the k-th model turn of the loop (k = assistant messages so far): `{"calls": [{"name", "args"}]}`
+//! asks for tools, `{"answer": "x"}` answers `x | <every tool message so far, in order>`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use aiden_tests::{aiden_graph_query, fixtures, graph_rows, unique, user, Client};
+use axum::{
+    extract::{Query, State},
+    routing::{get, post},
+    Json, Router,
+};
+use reqwest::Method;
+use serde_json::{json, Value};
+
+#[derive(Clone, Default)]
+struct Model {
+    requests: Arc<Mutex<Vec<Value>>>,
+}
+
+/// The script entry for this turn and the tool results so far, from neutral messages
+/// `(role, content)`.
+fn scripted(messages: &[(String, String)]) -> Value {
+    let script = messages
+        .iter()
+        .rev()
+        .find(|(r, c)| r == "user" && c.starts_with("script:"))
+        .map(|(_, c)| c.trim_start_matches("script:").to_owned())
+        .unwrap_or_else(|| "[{\"answer\": \"no script\"}]".into());
+    let script: Vec<Value> = serde_json::from_str(&script).expect("script JSON");
+    let turn = messages.iter().filter(|(r, _)| r == "assistant").count();
+    let entry = script
+        .get(turn)
+        .cloned()
+        .unwrap_or(json!({"answer": "script over"}));
+    if let Some(prefix) = entry["answer"].as_str() {
+        let mut parts = vec![prefix.to_owned()];
+        parts.extend(
+            messages
+                .iter()
+                .filter(|(r, _)| r == "tool")
+                .map(|(_, c)| c.clone()),
+        );
+        return json!({"answer": parts.join(" | ")});
+    }
+    entry
+}
+
+async fn openai(State(m): State<Model>, Json(body): Json<Value>) -> Json<Value> {
+    m.requests.lock().unwrap().push(body.clone());
+    let neutral: Vec<(String, String)> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["role"].as_str().unwrap_or_default().to_owned(),
+                x["content"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    let turn = neutral.iter().filter(|(r, _)| r == "assistant").count();
+    let entry = scripted(&neutral);
+    let message = match entry["answer"].as_str() {
+        Some(a) => json!({"role": "assistant", "content": a}),
+        None => {
+            let calls: Vec<Value> = entry["calls"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .enumerate()
+                .map(|(j, c)| {
+                    json!({"id": format!("call_{turn}_{j}"), "type": "function",
+                    "function": {"name": c["name"], "arguments": c["args"].to_string()}})
+                })
+                .collect();
+            json!({"role": "assistant", "content": null, "tool_calls": calls})
+        }
+    };
+    Json(
+        json!({"id": "chatcmpl-s", "object": "chat.completion", "model": "scripted-gpt",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}),
+    )
+}
+
+async fn anthropic(State(m): State<Model>, Json(body): Json<Value>) -> Json<Value> {
+    m.requests.lock().unwrap().push(body.clone());
+    let mut neutral = Vec::new();
+    for x in body["messages"].as_array().unwrap() {
+        let role = x["role"].as_str().unwrap_or_default();
+        match &x["content"] {
+            Value::String(s) => neutral.push((role.to_owned(), s.clone())),
+            Value::Array(blocks) => {
+                for b in blocks {
+                    if b["type"] == "tool_result" {
+                        let text = b["content"].as_str().unwrap_or_default().to_owned();
+                        neutral.push(("tool".to_owned(), text));
+                    }
+                }
+                if role == "assistant" {
+                    neutral.push(("assistant".to_owned(), String::new()));
+                }
+            }
+            _ => {}
+        }
+    }
+    let turn = neutral.iter().filter(|(r, _)| r == "assistant").count();
+    let entry = scripted(&neutral);
+    let content = match entry["answer"].as_str() {
+        Some(a) => json!([{"type": "text", "text": a}]),
+        None => json!(entry["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+            .map(
+                |(j, c)| json!({"type": "tool_use", "id": format!("toolu_{turn}_{j}"),
+                                 "name": c["name"], "input": c["args"]})
+            )
+            .collect::<Vec<_>>()),
+    };
+    Json(
+        json!({"id": "msg_s", "type": "message", "role": "assistant", "model": "scripted-claude",
+        "content": content, "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 5}}),
+    )
+}
+
+#[derive(Clone, Default)]
+struct Upstream {
+    calls: Arc<Mutex<Vec<String>>>,
+}
+
+type Params = Query<HashMap<String, String>>;
+
+async fn search(State(u): State<Upstream>, Query(p): Params) -> Json<Value> {
+    let q = p.get("q").cloned().unwrap_or_default();
+    u.calls.lock().unwrap().push(format!("search:{q}"));
+    Json(json!({"result": format!("sunny in {q}")}))
+}
+
+async fn clock(State(u): State<Upstream>, Query(p): Params) -> Json<Value> {
+    let zone = p.get("zone").cloned().unwrap_or_default();
+    u.calls.lock().unwrap().push(format!("clock:{zone}"));
+    Json(json!({"time": format!("12:00 {zone}")}))
+}
+
+async fn serve(app: Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+/// One user's agent kit: the scripted model as an llm_call Tool (per API), two REST tools and
+/// a third that is disabled.
+struct Kit {
+    u: Client,
+    model: Model,
+    up: Upstream,
+    openai: String,
+    anthropic: String,
+    search: String,
+    clock: String,
+    disabled: String,
+}
+
+impl Kit {
+    fn calls(&self, prefix: &str) -> usize {
+        self.up
+            .calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|c| c.starts_with(prefix))
+            .count()
+    }
+
+    fn requests(&self) -> Vec<Value> {
+        self.model.requests.lock().unwrap().clone()
+    }
+}
+
+fn id(v: &Value) -> String {
+    v["id"].as_str().unwrap().to_owned()
+}
+
+async fn kit() -> Kit {
+    let u = user().await;
+    let model = Model::default();
+    let base = serve(
+        Router::new()
+            .route("/v1/chat/completions", post(openai))
+            .route("/v1/messages", post(anthropic))
+            .with_state(model.clone()),
+    )
+    .await;
+    let up = Upstream::default();
+    let tools_base = serve(
+        Router::new()
+            .route("/search", get(search))
+            .route("/clock", get(clock))
+            .with_state(up.clone()),
+    )
+    .await;
+    let secret = fixtures::secret(&u, "sk-agent-test").await;
+    let llm_svc = id(&fixtures::create(
+        &u,
+        "services",
+        json!({"id": unique("svc"), "name": "LLM",
+        "type": "llm_provider", "protocol": "http", "requiresSecret": true, "enabled": true,
+        "connectionSchema": {"type": "object", "required": ["endpoint", "model"], "properties": {
+            "endpoint": {"type": "string"}, "model": {"type": "string"}}}}),
+    )
+    .await);
+    let llm = |api: &str| {
+        json!({"id": unique("model"), "name": "model", "serviceId": llm_svc, "secretId": secret,
+               "connectionParams": {"endpoint": format!("{base}/v1"), "model": "scripted"},
+               "operation": {"type": "llm_call", "api": api, "promptTemplate": "{{message}}"},
+               "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
+               "outputSchema": {"type": "object"}})
+    };
+    let openai = id(&fixtures::create(&u, "tools", llm("openai")).await);
+    let anthropic = id(&fixtures::create(&u, "tools", llm("anthropic")).await);
+    let svc = fixtures::rest_service(&u, false).await;
+    let rest = |name: &str, path: &str, field: &str| {
+        json!({"id": unique("tool"), "name": name, "description": format!("the {name} tool"),
+               "serviceId": svc, "connectionParams": {"endpoint": tools_base},
+               "operation": {"type": "rest_api", "method": "GET", "path": path},
+               "inputSchema": {"type": "object", "required": [field], "additionalProperties": false,
+                               "properties": {field: {"type": "string"}}},
+               "outputSchema": {"type": "object"}})
+    };
+    let search = id(&fixtures::create(&u, "tools", rest("search", "/search?q={{q}}", "q")).await);
+    let clock =
+        id(&fixtures::create(&u, "tools", rest("clock", "/clock?zone={{zone}}", "zone")).await);
+    let disabled = id(&fixtures::create(
+        &u,
+        "tools",
+        rest("secret_search", "/search?q=secret-{{q}}", "q"),
+    )
+    .await);
+    Kit {
+        u,
+        model,
+        up,
+        openai,
+        anthropic,
+        search,
+        clock,
+        disabled,
+    }
+}
+
+/// An agent Process: one agent step over `tools`, answering `{{question}}`.
+async fn agent_process(k: &Kit, model: &str, tools: &[&str], caps: Value) -> String {
+    let mut agent = json!({"tools": tools, "systemPrompt": "You are the test agent."});
+    for (key, v) in caps.as_object().unwrap() {
+        agent[key] = v.clone();
+    }
+    id(&fixtures::create(
+        &k.u,
+        "processes",
+        json!({"id": unique("agent"), "name": "agent",
+        "initialContext": ["question"],
+        "steps": [{"id": "answer", "tool": model, "agent": agent,
+                   "inputs": {"message": "{{question}}"}, "output": {"variable": "a"}}],
+        "outputTemplate": "{{a.text}}"}),
+    )
+    .await)
+}
+
+async fn run(k: &Kit, process: &str, script: Value) -> Value {
+    let question = format!("script:{script}");
+    let run = k.u.start_run(process, json!({"question": question})).await;
+    k.u.settled_run(&run).await
+}
+
+async fn events(u: &Client, run: &str) -> Vec<Value> {
+    let text = u
+        .raw(Method::GET, &format!("/v1/runs/{run}/events"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+fn step<'a>(run: &'a Value, id: &str) -> &'a Value {
+    run["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["stepId"] == id)
+        .unwrap_or_else(|| panic!("no step {id} in {run}"))
+}
+
+/// AGT-4 / AGT-5: two tools over three model turns end with the right answer; each model turn
+/// and tool call is a step run of its own, on its Tool's pool, in the run graph.
+#[tokio::test]
+async fn agt_4_5_two_tools_over_three_iterations_answer_with_every_call_in_the_run_graph() {
+    let k = kit().await;
+    k.u.patch(
+        &format!("/v1/tools/{}", k.disabled),
+        json!({"enabled": false}),
+    )
+    .await
+    .ok(200);
+    let p = agent_process(
+        &k,
+        &k.openai,
+        &[&k.search, &k.clock, &k.disabled],
+        json!({}),
+    )
+    .await;
+    let script = json!([{"calls": [{"name": "search", "args": {"q": "kigali"}}]},
+                        {"calls": [{"name": "clock", "args": {"zone": "CAT"}}]},
+                        {"answer": "done"}]);
+    let r = run(&k, &p, script).await;
+    assert_eq!(r["status"], "completed", "{r}");
+    let text = r["output"].as_str().unwrap();
+    assert!(text.starts_with("done | "), "{text}");
+    assert!(
+        text.contains("sunny in kigali") && text.contains("12:00 CAT"),
+        "{text}"
+    );
+    assert_eq!((k.calls("search:"), k.calls("clock:")), (1, 1));
+    for (s, kind) in [
+        ("answer#m1", "m"),
+        ("answer#t2", "t"),
+        ("answer#m3", "m"),
+        ("answer#t4", "t"),
+        ("answer#m5", "m"),
+    ] {
+        assert_eq!(step(&r, s)["status"], "completed", "{s} ({kind}) in {r}");
+    }
+    let answer = step(&r, "answer");
+    assert_eq!(answer["output"]["finishReason"], "complete");
+    assert_eq!(answer["output"]["iterations"], 3);
+    assert_eq!(answer["output"]["toolCalls"], 2);
+    // The prompt: the immutable core first, the governed prompt next, the guardrail last; the
+    // disabled tool is never offered (AGT-3's gate).
+    let reqs = k.requests();
+    assert_eq!(reqs.len(), 3);
+    let first = &reqs[0];
+    let roles: Vec<&str> = first["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "system", "user", "system"]);
+    assert!(first["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("ABSOLUTE RULES"));
+    assert_eq!(first["messages"][1]["content"], "You are the test agent.");
+    let offered: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(offered, ["search", "clock"]);
+    assert_eq!(
+        first["tools"][0]["function"]["parameters"]["required"],
+        json!(["q"])
+    );
+    // The third turn reads both results, each answering its own call id.
+    let third = reqs[2]["messages"].as_array().unwrap();
+    let tool_ids: Vec<&str> = third
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["tool_call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(tool_ids, ["call_0_0", "call_1_0"]);
+    // The events name every request; the policy's refusal of the disabled tool is recorded.
+    let ev = events(&k.u, r["id"].as_str().unwrap()).await;
+    let requested: Vec<&str> = ev
+        .iter()
+        .filter(|e| e["kind"] == "tool.requested")
+        .map(|e| {
+            e["data"]["tool"]
+                .as_str()
+                .unwrap_or_else(|| e["tool"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(requested, ["search", "clock"], "{ev:?}");
+    assert!(ev.iter().any(|e| e["kind"] == "tool.refused"), "{ev:?}");
+    // The graph: the agent's step run HAS_CALL five step runs, each INVOKES_TOOL what it called.
+    let calls: Vec<Value> = graph_rows(
+        aiden_graph_query(
+            "MATCH (:StepRun {id: $sr})-[h:HAS_CALL]->(c:StepRun)-[:INVOKES_TOOL]->(t:Tool)
+             RETURN c.stepId AS step, c.kind AS kind, t.id AS tool, c.status AS status ORDER BY h.order",
+        )
+        .param("sr", format!("{}/answer", r["id"].as_str().unwrap())),
+    )
+    .await;
+    let want = vec![
+        json!({"step": "answer#m1", "kind": "model", "tool": k.openai, "status": "completed"}),
+        json!({"step": "answer#t2", "kind": "tool", "tool": k.search, "status": "completed"}),
+        json!({"step": "answer#m3", "kind": "model", "tool": k.openai, "status": "completed"}),
+        json!({"step": "answer#t4", "kind": "tool", "tool": k.clock, "status": "completed"}),
+        json!({"step": "answer#m5", "kind": "model", "tool": k.openai, "status": "completed"}),
+    ];
+    assert_eq!(calls, want);
+}
+
+/// AGT-3 / AGT-6: a forbidden tool the model asks for anyway, and arguments that do not match
+/// a tool's inputSchema, are refused without running and returned to the model as errors
+/// (here over the Anthropic wire format).
+#[tokio::test]
+async fn agt_3_6_forbidden_tools_and_bad_arguments_are_refused_and_never_run() {
+    let k = kit().await;
+    k.u.patch(
+        &format!("/v1/tools/{}", k.disabled),
+        json!({"enabled": false}),
+    )
+    .await
+    .ok(200);
+    let p = agent_process(&k, &k.anthropic, &[&k.search, &k.disabled], json!({})).await;
+    let script = json!([{"calls": [{"name": "secret_search", "args": {"q": "x"}},
+                                   {"name": "search", "args": {"query": "wrong field"}}]},
+                        {"answer": "gave up"}]);
+    let r = run(&k, &p, script).await;
+    assert_eq!(r["status"], "completed", "{r}");
+    assert_eq!(
+        k.calls(""),
+        0,
+        "nothing ran: {:?}",
+        k.up.calls.lock().unwrap()
+    );
+    let text = r["output"].as_str().unwrap();
+    assert!(
+        text.contains("TOOL_FORBIDDEN") && text.contains("INPUT_INVALID"),
+        "{text}"
+    );
+    let ev = events(&k.u, r["id"].as_str().unwrap()).await;
+    let refused: Vec<String> = ev
+        .iter()
+        .filter(|e| e["kind"] == "tool.refused")
+        .map(|e| {
+            e["data"]["code"]
+                .as_str()
+                .or(e["code"].as_str())
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        refused,
+        ["TOOL_FORBIDDEN", "TOOL_FORBIDDEN", "INPUT_INVALID"],
+        "{ev:?}"
+    );
+    // Anthropic got the refusals as tool_result blocks answering its tool_use ids.
+    let second = &k.requests()[1];
+    let results: Vec<String> = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| b["tool_use_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(results, ["toolu_0_0", "toolu_0_1"]);
+    assert!(second["system"]
+        .as_str()
+        .unwrap()
+        .starts_with("You are an AI assistant"));
+    assert_eq!(step(&r, "answer")["output"]["toolCalls"], 0);
+}
+
+/// AGT-7: the caps end the loop with the best answer so far and a recorded reason, never a
+/// hang: maxIterations across turns, maxToolCalls within one turn.
+#[tokio::test]
+async fn agt_7_iteration_and_tool_call_caps_hold() {
+    let k = kit().await;
+    let looping = json!([{"calls": [{"name": "search", "args": {"q": "a"}}]},
+                         {"calls": [{"name": "search", "args": {"q": "b"}}]},
+                         {"calls": [{"name": "search", "args": {"q": "c"}}]},
+                         {"answer": "never"}]);
+    let p = agent_process(&k, &k.openai, &[&k.search], json!({"maxIterations": 2})).await;
+    let r = run(&k, &p, looping).await;
+    assert_eq!(r["status"], "completed", "{r}");
+    assert_eq!(
+        step(&r, "answer")["output"]["finishReason"],
+        "iteration_limit"
+    );
+    assert_eq!(
+        k.calls("search:"),
+        1,
+        "the second turn's call is not run: no turn could read it"
+    );
+    let wide = json!([{"calls": [{"name": "search", "args": {"q": "x"}}, {"name": "search", "args": {"q": "y"}}]},
+                      {"answer": "never"}]);
+    let p = agent_process(&k, &k.openai, &[&k.search], json!({"maxToolCalls": 1})).await;
+    let r = run(&k, &p, wide).await;
+    assert_eq!(r["status"], "completed", "{r}");
+    let out = &step(&r, "answer")["output"];
+    assert_eq!(out["finishReason"], "tool_call_limit", "{r}");
+    assert_eq!(out["toolCalls"], 1);
+    assert_eq!(k.calls("search:x"), 1);
+    assert_eq!(k.calls("search:y"), 0);
+}
+
+/// AGT-1 / AGT-2: an agent step's model must be an llm_call Tool given a `message`, and its
+/// tools must exist and be usable by the owner; caps stay in bounds (400).
+#[tokio::test]
+async fn agt_1_2_agent_steps_are_checked_when_defined() {
+    let k = kit().await;
+    let other = user().await;
+    let mut private = fixtures::rest_tool_body(&fixtures::rest_service(&other, false).await);
+    private["shared"] = json!(false);
+    let foreign = id(&fixtures::create(&other, "tools", private).await);
+    let body = |model: &str, tools: Vec<&str>, inputs: Value, agent_extra: Value| {
+        let mut agent = json!({"tools": tools});
+        for (key, v) in agent_extra.as_object().unwrap() {
+            agent[key] = v.clone();
+        }
+        json!({"id": unique("agent"), "name": "a", "initialContext": ["question"],
+               "steps": [{"id": "answer", "tool": model, "agent": agent, "inputs": inputs}]})
+    };
+    let msg = json!({"message": "{{question}}"});
+    k.u.post(
+        "/v1/processes",
+        body(&k.search, vec![], msg.clone(), json!({})),
+    )
+    .await
+    .rejects(422, "AGT-1");
+    k.u.post(
+        "/v1/processes",
+        body(
+            &k.openai,
+            vec![],
+            json!({"text": "{{question}}"}),
+            json!({}),
+        ),
+    )
+    .await
+    .rejects(422, "AGT-1");
+    k.u.post(
+        "/v1/processes",
+        body(&k.openai, vec![&foreign], msg.clone(), json!({})),
+    )
+    .await
+    .rejects(422, "AGT-2");
+    k.u.post(
+        "/v1/processes",
+        body(
+            &k.openai,
+            vec![&k.search, &k.search],
+            msg.clone(),
+            json!({}),
+        ),
+    )
+    .await
+    .rejects(422, "AGT-2");
+    let r =
+        k.u.post(
+            "/v1/processes",
+            body(
+                &k.openai,
+                vec![&k.search],
+                msg.clone(),
+                json!({"maxIterations": 0}),
+            ),
+        )
+        .await;
+    assert_eq!(r.status.as_u16(), 400, "{:?}", r.body);
+    k.u.post(
+        "/v1/processes",
+        body(&k.openai, vec![&k.search], msg, json!({})),
+    )
+    .await
+    .ok(201);
+}
+
+/// AGT-8: an agent Process answers a conversation's agent turn: the Alternative is the loop's
+/// answer, and the model was given the path as history (layer 5).
+#[tokio::test]
+async fn agt_8_an_agent_process_answers_a_conversation_turn() {
+    let k = kit().await;
+    let p = id(&fixtures::create(&k.u, "processes", json!({"id": unique("agent"), "name": "chat agent",
+        "initialContext": ["conversationId", "turnId", "alternativeId", "userMessage", "workingMemory"],
+        "steps": [{"id": "answer", "tool": k.openai, "agent": {"tools": [k.search]},
+                   "inputs": {"message": "{{userMessage}}", "memory": "{{workingMemory}}"},
+                   "output": {"variable": "a"}}],
+        "outputTemplate": "{{a.text}}"})).await);
+    let c = id(k
+        .u
+        .post("/v1/conversations", json!({"title": "agent"}))
+        .await
+        .ok(201));
+    let t1 =
+        k.u.post(
+            &format!("/v1/conversations/{c}/turns"),
+            json!({"speaker": "user", "content": "hello there"}),
+        )
+        .await
+        .ok(201)
+        .clone();
+    let script =
+        json!([{"calls": [{"name": "search", "args": {"q": "news"}}]}, {"answer": "here"}]);
+    let t2 = k.u.post(&format!("/v1/conversations/{c}/turns"),
+        json!({"speaker": "user", "content": format!("script:{script}"), "parentTurnId": t1["id"]}))
+        .await.ok(201).clone();
+    let g =
+        k.u.post(
+            &format!("/v1/conversations/{c}/agent-turns"),
+            json!({"processId": p, "parentTurnId": t2["id"]}),
+        )
+        .await
+        .ok(202)
+        .clone();
+    let r = k.u.settled_run(g["runId"].as_str().unwrap()).await;
+    assert_eq!(r["status"], "completed", "{r}");
+    let turn =
+        k.u.get(&format!("/v1/turns/{}", g["turnId"].as_str().unwrap()))
+            .await
+            .ok(200)
+            .clone();
+    let content = turn["alternatives"][0]["content"].as_str().unwrap();
+    assert!(
+        content.starts_with("here | ") && content.contains("sunny in news"),
+        "{content}"
+    );
+    let first = &k.requests()[0];
+    let users: Vec<&str> = first["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(users[0], "hello there", "the path is the history");
+    assert!(users[1].starts_with("script:"));
+    assert_eq!(users.len(), 2, "the message is not repeated: {users:?}");
+}

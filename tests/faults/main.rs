@@ -324,6 +324,120 @@ async fn faults_a_run_survives_killed_workers_a_broker_restart_and_a_server_rest
     assert_eq!(content, json!({"tag": format!("{tag}-c"), "ok": true}));
     assert_check_clean(None);
 
+    // 5. An agent loop (issue #11, AGT-4): SIGKILL the tool's worker during the first tool call
+    //    (the unrecorded call runs again), then `aiden serve` during the second: the new engine
+    //    resumes the loop from the graph; no recorded model turn or tool result is asked again.
+    let mut llm_worker = spawn(
+        &["worker", "--type", "llm_call", "--concurrency", "2"],
+        port,
+    );
+    let tag = format!("loop-{}", &suffix[20..]);
+    let (model, model_url) = aiden_tests::scripted_model::start().await;
+    let agent_process = define_agent(&api, &upstream, &model_url, &tag).await;
+    let (t1, t2) = (format!("{tag}-t1"), format!("{tag}-t2"));
+    let script = json!([
+        {"calls": [{"name": "slow_call", "args": {"tag": t1, "ms": "1500"}}]},
+        {"calls": [{"name": "slow_call", "args": {"tag": t2, "ms": "1500"}}]},
+        {"answer": "done"}]);
+    let (s, b) = api
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/processes/{agent_process}/runs"),
+            Some(json!({"inputs": {"question": format!("script:{script}")}})),
+        )
+        .await;
+    assert_eq!(s, 202, "{b}");
+    let run = b["runId"].as_str().unwrap().to_owned();
+    wait_until("the first tool call", Duration::from_secs(30), || {
+        up.calls_for(&t1) == 1
+    })
+    .await;
+    sigkill(&mut worker);
+    worker = spawn(
+        &["worker", "--type", "rest_api", "--concurrency", "2"],
+        port,
+    );
+    wait_until("the second tool call", Duration::from_secs(60), || {
+        up.calls_for(&t2) == 1
+    })
+    .await;
+    sigkill(&mut serve);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    serve = spawn(&["serve"], port);
+    api.wait_ready().await;
+    let settled = api.wait_settled(&run, Duration::from_secs(60)).await;
+    assert_eq!(settled["status"], "completed", "{settled}");
+    let text = settled["output"].as_str().unwrap();
+    assert!(
+        text.starts_with("done | ") && text.contains(&t1) && text.contains(&t2),
+        "{text}"
+    );
+    assert_eq!(up.calls_for(&t1), 2, "the killed call and its redelivery");
+    assert_eq!(
+        up.calls_for(&t2),
+        1,
+        "a recorded tool result is never asked again"
+    );
+    assert_eq!(model.requests().len(), 3, "each model turn asked once");
+    let events = api.events(&run).await;
+    for call in [
+        "answer#m1",
+        "answer#t2",
+        "answer#m3",
+        "answer#t4",
+        "answer#m5",
+    ] {
+        let completions = events
+            .iter()
+            .filter(|e| e["kind"] == "step.completed" && e["stepId"] == call)
+            .count();
+        assert_eq!(
+            completions, 1,
+            "{call} recorded {completions} times: {events:?}"
+        );
+    }
+    assert_check_clean(None);
+
+    sigkill(&mut llm_worker);
     sigkill(&mut worker);
     sigkill(&mut serve);
+}
+
+/// An agent Process whose model is the scripted model and whose one tool is `define`'s slow
+/// call (shown to the model as `slow_call`).
+async fn define_agent(api: &Api, upstream: &str, model_url: &str, tag: &str) -> String {
+    let _ = define(api, upstream, tag, 0).await;
+    let post = |path: &'static str, body: Value| async move {
+        let (s, b) = api.call(reqwest::Method::POST, path, Some(body)).await;
+        assert_eq!(s, 201, "{path}: {b}");
+    };
+    post(
+        "/v1/services",
+        json!({"id": format!("svc-llm-{tag}"), "name": "scripted model",
+        "type": "llm_provider", "protocol": "http", "requiresSecret": false, "enabled": true,
+        "connectionSchema": {"type": "object", "required": ["endpoint", "model"],
+            "properties": {"endpoint": {"type": "string"}, "model": {"type": "string"}}}}),
+    )
+    .await;
+    post(
+        "/v1/tools",
+        json!({"id": format!("model-{tag}"), "name": "model",
+        "serviceId": format!("svc-llm-{tag}"),
+        "connectionParams": {"endpoint": model_url, "model": "scripted"},
+        "operation": {"type": "llm_call", "api": "openai", "promptTemplate": "{{message}}"},
+        "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
+        "outputSchema": {"type": "object"}, "enabled": true}),
+    )
+    .await;
+    let id = format!("agentproc-{tag}");
+    post(
+        "/v1/processes",
+        json!({"id": id, "name": "fault agent", "initialContext": ["question"],
+        "steps": [{"id": "answer", "tool": format!("model-{tag}"),
+                   "agent": {"tools": [format!("tool-{tag}")]},
+                   "inputs": {"message": "{{question}}"}, "output": {"variable": "a"}}],
+        "outputTemplate": "{{a.text}}"}),
+    )
+    .await;
+    id
 }

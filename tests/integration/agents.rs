@@ -2,134 +2,20 @@
 //! step's loop against a scripted model that speaks the OpenAI chat-completions and Anthropic
 //! Messages wire formats with tool calls, and REST tools on a local upstream that counts calls.
 //!
-//! The scripted model reads its script from the user message (`script:[…]`): entry k answers
-//! the k-th model turn of the loop (k = assistant messages so far): `{"calls": [{"name", "args"}]}`
-//! asks for tools, `{"answer": "x"}` answers `x | <every tool message so far, in order>`.
+//! The scripted model (`aiden_tests::scripted_model`) reads its script from the user message.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use aiden_tests::scripted_model::{self, Model};
 use aiden_tests::{aiden_graph_query, fixtures, graph_rows, unique, user, Client};
 use axum::{
     extract::{Query, State},
-    routing::{get, post},
+    routing::get,
     Json, Router,
 };
 use reqwest::Method;
 use serde_json::{json, Value};
-
-#[derive(Clone, Default)]
-struct Model {
-    requests: Arc<Mutex<Vec<Value>>>,
-}
-
-/// The script entry for this turn and the tool results so far, from neutral messages
-/// `(role, content)`.
-fn scripted(messages: &[(String, String)]) -> Value {
-    let script = messages
-        .iter()
-        .rev()
-        .find(|(r, c)| r == "user" && c.starts_with("script:"))
-        .map(|(_, c)| c.trim_start_matches("script:").to_owned())
-        .unwrap_or_else(|| "[{\"answer\": \"no script\"}]".into());
-    let script: Vec<Value> = serde_json::from_str(&script).expect("script JSON");
-    let turn = messages.iter().filter(|(r, _)| r == "assistant").count();
-    let entry = script
-        .get(turn)
-        .cloned()
-        .unwrap_or(json!({"answer": "script over"}));
-    if let Some(prefix) = entry["answer"].as_str() {
-        let mut parts = vec![prefix.to_owned()];
-        parts.extend(
-            messages
-                .iter()
-                .filter(|(r, _)| r == "tool")
-                .map(|(_, c)| c.clone()),
-        );
-        return json!({"answer": parts.join(" | ")});
-    }
-    entry
-}
-
-async fn openai(State(m): State<Model>, Json(body): Json<Value>) -> Json<Value> {
-    m.requests.lock().unwrap().push(body.clone());
-    let neutral: Vec<(String, String)> = body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| {
-            (
-                x["role"].as_str().unwrap_or_default().to_owned(),
-                x["content"].as_str().unwrap_or_default().to_owned(),
-            )
-        })
-        .collect();
-    let turn = neutral.iter().filter(|(r, _)| r == "assistant").count();
-    let entry = scripted(&neutral);
-    let message = match entry["answer"].as_str() {
-        Some(a) => json!({"role": "assistant", "content": a}),
-        None => {
-            let calls: Vec<Value> = entry["calls"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .enumerate()
-                .map(|(j, c)| {
-                    json!({"id": format!("call_{turn}_{j}"), "type": "function",
-                    "function": {"name": c["name"], "arguments": c["args"].to_string()}})
-                })
-                .collect();
-            json!({"role": "assistant", "content": null, "tool_calls": calls})
-        }
-    };
-    Json(
-        json!({"id": "chatcmpl-s", "object": "chat.completion", "model": "scripted-gpt",
-        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}),
-    )
-}
-
-async fn anthropic(State(m): State<Model>, Json(body): Json<Value>) -> Json<Value> {
-    m.requests.lock().unwrap().push(body.clone());
-    let mut neutral = Vec::new();
-    for x in body["messages"].as_array().unwrap() {
-        let role = x["role"].as_str().unwrap_or_default();
-        match &x["content"] {
-            Value::String(s) => neutral.push((role.to_owned(), s.clone())),
-            Value::Array(blocks) => {
-                for b in blocks {
-                    if b["type"] == "tool_result" {
-                        let text = b["content"].as_str().unwrap_or_default().to_owned();
-                        neutral.push(("tool".to_owned(), text));
-                    }
-                }
-                if role == "assistant" {
-                    neutral.push(("assistant".to_owned(), String::new()));
-                }
-            }
-            _ => {}
-        }
-    }
-    let turn = neutral.iter().filter(|(r, _)| r == "assistant").count();
-    let entry = scripted(&neutral);
-    let content = match entry["answer"].as_str() {
-        Some(a) => json!([{"type": "text", "text": a}]),
-        None => json!(entry["calls"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .enumerate()
-            .map(
-                |(j, c)| json!({"type": "tool_use", "id": format!("toolu_{turn}_{j}"),
-                                 "name": c["name"], "input": c["args"]})
-            )
-            .collect::<Vec<_>>()),
-    };
-    Json(
-        json!({"id": "msg_s", "type": "message", "role": "assistant", "model": "scripted-claude",
-        "content": content, "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 5}}),
-    )
-}
 
 #[derive(Clone, Default)]
 struct Upstream {
@@ -182,7 +68,7 @@ impl Kit {
     }
 
     fn requests(&self) -> Vec<Value> {
-        self.model.requests.lock().unwrap().clone()
+        self.model.requests()
     }
 }
 
@@ -192,14 +78,7 @@ fn id(v: &Value) -> String {
 
 async fn kit() -> Kit {
     let u = user().await;
-    let model = Model::default();
-    let base = serve(
-        Router::new()
-            .route("/v1/chat/completions", post(openai))
-            .route("/v1/messages", post(anthropic))
-            .with_state(model.clone()),
-    )
-    .await;
+    let (model, base) = scripted_model::start().await;
     let up = Upstream::default();
     let tools_base = serve(
         Router::new()
@@ -220,7 +99,7 @@ async fn kit() -> Kit {
     .await);
     let llm = |api: &str| {
         json!({"id": unique("model"), "name": "model", "serviceId": llm_svc, "secretId": secret,
-               "connectionParams": {"endpoint": format!("{base}/v1"), "model": "scripted"},
+               "connectionParams": {"endpoint": base, "model": "scripted"},
                "operation": {"type": "llm_call", "api": api, "promptTemplate": "{{message}}"},
                "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
                "outputSchema": {"type": "object"}})
@@ -645,4 +524,53 @@ async fn agt_8_an_agent_process_answers_a_conversation_turn() {
     assert_eq!(users[0], "hello there", "the path is the history");
     assert!(users[1].starts_with("script:"));
     assert_eq!(users.len(), 2, "the message is not repeated: {users:?}");
+}
+
+/// AGT-8: the seeded `process-agent`, as `seed/` defines it (its model and tools pointed at
+/// this test's), is a valid agent Process that answers a conversation turn with its tools.
+#[tokio::test]
+async fn agt_8_the_seeded_process_agent_answers_with_its_tools() {
+    use serde::Deserialize;
+    let k = kit().await;
+    let mut spec =
+        serde_yaml_ng::Deserializer::from_str(include_str!("../../seed/60-processes.yaml"))
+            .map(|d| Value::deserialize(d).expect("seed yaml"))
+            .find(|d| d["spec"]["id"] == "process-agent")
+            .expect("seed defines process-agent")["spec"]
+            .clone();
+    assert_eq!(
+        spec["steps"][0]["agent"]["tools"].as_array().unwrap().len(),
+        3
+    );
+    spec["id"] = json!(unique("agent"));
+    spec["steps"][0]["tool"] = json!(k.anthropic);
+    spec["steps"][0]["agent"]["tools"] = json!([k.search, k.clock]);
+    let p = id(&fixtures::create(&k.u, "processes", spec).await);
+    let c = id(k.u.post("/v1/conversations", json!({})).await.ok(201));
+    let script =
+        json!([{"calls": [{"name": "clock", "args": {"zone": "UTC"}}]}, {"answer": "it is"}]);
+    let t =
+        k.u.post(
+            &format!("/v1/conversations/{c}/turns"),
+            json!({"speaker": "user", "content": format!("script:{script}")}),
+        )
+        .await
+        .ok(201)
+        .clone();
+    let g =
+        k.u.post(
+            &format!("/v1/conversations/{c}/agent-turns"),
+            json!({"processId": p, "parentTurnId": t["id"]}),
+        )
+        .await
+        .ok(202)
+        .clone();
+    let r = k.u.settled_run(g["runId"].as_str().unwrap()).await;
+    assert_eq!(r["status"], "completed", "{r}");
+    assert!(r["output"].as_str().unwrap().contains("12:00 UTC"), "{r}");
+    let system = k.requests()[0]["system"].as_str().unwrap().to_owned();
+    assert!(
+        system.contains("You are Aiden"),
+        "the seed's governed prompt: {system}"
+    );
 }

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 
 pub mod fixtures;
 pub mod procs;
+pub mod scripted_model;
 
 pub use serde_json;
 

@@ -125,7 +125,7 @@ impl AgentSpec {
         }
     }
 
-    /// AGT-3: the caps stay within bounds (400s).
+    /// The caps stay within bounds (plain validation: 400s).
     fn check_bounds(&self, path: &str) -> Result<(), Error> {
         let bad = |field: &str, range: &str| {
             Err(Error::validation(

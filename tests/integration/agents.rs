@@ -574,3 +574,135 @@ async fn agt_8_the_seeded_process_agent_answers_with_its_tools() {
         "the seed's governed prompt: {system}"
     );
 }
+
+/// Polls the run until `pred` holds (20 s at most).
+async fn run_until(u: &Client, run: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let r = u.get(&format!("/v1/runs/{run}")).await.ok(200).clone();
+        if pred(&r) {
+            return r;
+        }
+        assert!(std::time::Instant::now() < deadline, "{what}: {r}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// AGT-9: a tool whose calls need the owner's approval pauses the run (`waiting_for_approval`,
+/// `step.waiting`) without running it; a grant runs it and the loop goes on; a denial returns
+/// `APPROVAL_DENIED` to the model, which answers without the tool. Decisions are checked.
+#[tokio::test]
+async fn agt_9_approvals_pause_the_loop_until_granted_or_denied() {
+    let k = kit().await;
+    let caps = json!({"approvals": {k.clock.clone(): "time.read"}});
+    let p = agent_process(&k, &k.openai, &[&k.search, &k.clock], caps).await;
+    let script = json!([{"calls": [{"name": "clock", "args": {"zone": "EAT"}},
+                                   {"name": "search", "args": {"q": "now"}}]},
+                        {"answer": "answered"}]);
+    let start = |script: Value| {
+        let u = k.u.clone();
+        let p = p.clone();
+        async move {
+            u.start_run(&p, json!({"question": format!("script:{script}")}))
+                .await
+        }
+    };
+    // Grant: the run waits, the clock does not run until the grant, then the loop completes.
+    let run = start(script.clone()).await;
+    let waiting = run_until(&k.u, &run, "waiting", |r| {
+        r["status"] == "waiting_for_approval"
+    })
+    .await;
+    assert_eq!(step(&waiting, "answer")["status"], "waiting_for_approval");
+    assert_eq!(k.calls("clock:"), 0);
+    let ev = events_so_far(&k.u, &run).await;
+    assert!(
+        ev.iter()
+            .any(|e| e["kind"] == "step.waiting" && e["data"]["capability"] == "time.read"),
+        "{ev:?}"
+    );
+    let path = format!("/v1/runs/{run}/approvals");
+    k.u.post(
+        &path,
+        json!({"capability": "email.send", "decision": "grant"}),
+    )
+    .await
+    .rejects(409, "AGT-9");
+    let stranger = user()
+        .await
+        .post(
+            &path,
+            json!({"capability": "time.read", "decision": "grant"}),
+        )
+        .await;
+    assert_eq!(stranger.status.as_u16(), 404, "OWN-2: {:?}", stranger.body);
+    let bad =
+        k.u.post(
+            &path,
+            json!({"capability": "time.read", "decision": "maybe"}),
+        )
+        .await;
+    assert_eq!(bad.status.as_u16(), 400, "{:?}", bad.body);
+    let g =
+        k.u.post(
+            &path,
+            json!({"capability": "time.read", "decision": "grant", "ttlSeconds": 60}),
+        )
+        .await
+        .ok(202)
+        .clone();
+    assert!(g["expiresAt"].is_string(), "{g}");
+    let done = k.u.settled_run(&run).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(
+        done["output"].as_str().unwrap().contains("12:00 EAT"),
+        "{done}"
+    );
+    assert_eq!(k.calls("clock:"), 1);
+    k.u.post(
+        &path,
+        json!({"capability": "time.read", "decision": "grant"}),
+    )
+    .await
+    .rejects(409, "AGT-9");
+    // Deny: the clock never runs; the model reads the refusal and answers.
+    let run = start(script).await;
+    run_until(&k.u, &run, "waiting", |r| {
+        r["status"] == "waiting_for_approval"
+    })
+    .await;
+    k.u.post(
+        &format!("/v1/runs/{run}/approvals"),
+        json!({"capability": "time.read", "decision": "deny"}),
+    )
+    .await
+    .ok(202);
+    let done = k.u.settled_run(&run).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let text = done["output"].as_str().unwrap();
+    assert!(
+        text.contains("APPROVAL_DENIED") && text.contains("sunny in now"),
+        "{text}"
+    );
+    assert_eq!(k.calls("clock:"), 1, "not run again");
+}
+
+/// The events logged so far (the stream of a run that has not ended is cut after 2 s).
+async fn events_so_far(u: &Client, run: &str) -> Vec<Value> {
+    let resp = u
+        .raw(Method::GET, &format!("/v1/runs/{run}/events"))
+        .send()
+        .await
+        .unwrap();
+    let mut body = Vec::new();
+    let mut stream = resp;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(2);
+    while let Ok(Ok(Some(chunk))) = tokio::time::timeout_at(deadline, stream.chunk()).await {
+        body.extend_from_slice(&chunk);
+    }
+    String::from_utf8_lossy(&body)
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str(d).ok())
+        .collect()
+}

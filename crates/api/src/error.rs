@@ -75,6 +75,14 @@ impl ApiError {
                     details,
                 }
             }
+            ApiError::Service(S::Unavailable(what)) => {
+                tracing::error!(what, "backing service unavailable");
+                plain(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "UNAVAILABLE",
+                    "a backing service is unavailable".into(),
+                )
+            }
             ApiError::Service(S::Graph(aiden_graph::Error::Unavailable(cause))) => {
                 tracing::error!(%cause, "graph unavailable");
                 plain(

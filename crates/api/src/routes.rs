@@ -359,6 +359,16 @@ pub fn router(app: App, amqp_uri: String, notifier: aiden_engine::Notifier) -> R
     );
     let t = route!(
         t,
+        POST,
+        "/v1/runs/{id}/approvals",
+        r::approve_run,
+        Op::read(
+            "Grant (for ttlSeconds, or the rest of the run) or deny a capability an agent step waits for",
+            202
+        )
+    );
+    let t = route!(
+        t,
         GET,
         "/v1/runs/{id}/events",
         r::run_events,

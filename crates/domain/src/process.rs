@@ -100,6 +100,10 @@ pub struct AgentSpec {
     pub tool_call_timeout_ms: u64,
     #[serde(default = "default_total_timeout")]
     pub total_timeout_ms: u64,
+    /// Tools whose calls need the run owner's approval, by tool id: the capability to approve
+    /// (AGT-9; `POST /v1/runs/{id}/approvals`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub approvals: std::collections::BTreeMap<Id, String>,
 }
 
 fn default_max_iterations() -> u32 {
@@ -147,6 +151,18 @@ impl AgentSpec {
         }
         if self.tools.len() > 64 {
             return bad("tools", "at most 64 tools");
+        }
+        for (tool, capability) in &self.approvals {
+            let ok = (1..=64).contains(&capability.len())
+                && capability
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._:-".contains(c));
+            if !ok {
+                return Err(Error::validation(
+                    format!("{path}/agent/approvals/{tool}"),
+                    "a capability is 1-64 letters, digits, '.', '_', ':' or '-'",
+                ));
+            }
         }
         Ok(())
     }
@@ -824,6 +840,15 @@ fn check_agent(
         );
     }
     let Some(agent) = &step.agent else { return };
+    for tool in agent.approvals.keys() {
+        if !agent.tools.contains(tool) {
+            v.rule(
+                "AGT-2",
+                format!("{path}/agent/approvals/{tool}"),
+                format!("`{tool}` is not one of the agent's tools"),
+            );
+        }
+    }
     let mut seen = BTreeSet::new();
     for (k, id) in agent.tools.iter().enumerate() {
         let tool_path = format!("{path}/agent/tools/{k}");

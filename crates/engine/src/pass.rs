@@ -213,6 +213,19 @@ impl<'a> Pass<'a> {
         match message {
             EngineMessage::RunStart { .. } => self.start(&run_id),
             EngineMessage::RunCancel { .. } => self.cancel(&run_id),
+            EngineMessage::RunApproval {
+                capability,
+                grant,
+                expires_ms,
+                ..
+            } => self.decide(
+                &run_id,
+                aiden_domain::execution::agent::Decision {
+                    capability,
+                    grant,
+                    expires_ms,
+                },
+            ),
             EngineMessage::StepStarted {
                 step_run_id,
                 attempt,
@@ -254,7 +267,7 @@ impl<'a> Pass<'a> {
         let run = self.run(run_id).clone();
         match run.status {
             RunStatus::Queued => self.start(run_id),
-            RunStatus::Running => {
+            RunStatus::Running | RunStatus::WaitingForApproval => {
                 for (i, step) in run.steps.iter().enumerate() {
                     if step.status == StepStatus::Queued {
                         if let Some(mut job) = self.job_for(&run, i) {
@@ -598,7 +611,7 @@ impl<'a> Pass<'a> {
     }
 
     async fn advance_run(&mut self, run_id: &str) -> Result<(), aiden_graph::Error> {
-        if self.run(run_id).status != RunStatus::Running {
+        if !self.run(run_id).status.is_active() {
             return Ok(());
         }
         let decisions = {
@@ -696,7 +709,14 @@ impl<'a> Pass<'a> {
                     .filter_map(|t| aiden_domain::Id::parse(&t.id).ok())
                     .collect();
                 let fresh = match plan::agent_tools(self.tx().await?, &ids).await {
-                    Ok(t) => t,
+                    Ok(fresh) => fresh
+                        .into_iter()
+                        .map(|mut f| {
+                            let planned = tools.iter().find(|t| t.id == f.id);
+                            f.capability = planned.and_then(|t| t.capability.clone());
+                            f
+                        })
+                        .collect(),
                     Err(plan::LoadError::Graph(e)) => return Err(e),
                     Err(_) => tools.clone(),
                 };

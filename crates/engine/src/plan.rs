@@ -71,7 +71,7 @@ pub async fn load(tx: &mut Tx, process_id: &str) -> Result<Loaded, LoadError> {
                     model_operation_type: operation_type(row.tool_doc.as_deref()).ok_or_else(
                         || LoadError::Corrupt(format!("tool `{model}` has no operation")),
                     )?,
-                    tools: agent_tools(tx, &agent.tools).await?,
+                    tools: with_approvals(agent_tools(tx, &agent.tools).await?, &agent.approvals),
                     caps: agent.caps(),
                     system_prompt: agent.system_prompt.clone(),
                 }
@@ -137,7 +137,22 @@ pub(crate) async fn agent_tools(
             owner_id: t.owner_id.as_str().to_owned(),
             shared: t.shared,
             enabled: t.enabled,
+            capability: None,
         });
     }
     Ok(out)
+}
+
+/// Marks the tools whose calls need a capability approved (AGT-9).
+pub(crate) fn with_approvals(
+    mut tools: Vec<AgentTool>,
+    approvals: &std::collections::BTreeMap<aiden_domain::Id, String>,
+) -> Vec<AgentTool> {
+    for t in &mut tools {
+        t.capability = approvals
+            .iter()
+            .find(|(id, _)| id.as_str() == t.id)
+            .map(|(_, c)| c.clone());
+    }
+    tools
 }

@@ -13,6 +13,8 @@ pub enum RunStatus {
     Completed,
     Failed,
     Canceled,
+    /// An agent step of the run waits for the owner's approval (AGT-9).
+    WaitingForApproval,
 }
 
 impl RunStatus {
@@ -23,6 +25,7 @@ impl RunStatus {
             Self::Completed => "completed",
             Self::Failed => "failed",
             Self::Canceled => "canceled",
+            Self::WaitingForApproval => "waiting_for_approval",
         }
     }
 
@@ -32,12 +35,18 @@ impl RunStatus {
             "completed" => Self::Completed,
             "failed" => Self::Failed,
             "canceled" => Self::Canceled,
+            "waiting_for_approval" => Self::WaitingForApproval,
             _ => Self::Queued,
         }
     }
 
     pub fn is_settled(self) -> bool {
         matches!(self, Self::Completed | Self::Failed | Self::Canceled)
+    }
+
+    /// Started and not settled: its steps may move.
+    pub fn is_active(self) -> bool {
+        matches!(self, Self::Running | Self::WaitingForApproval)
     }
 }
 

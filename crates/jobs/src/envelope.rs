@@ -116,6 +116,15 @@ pub enum EngineMessage {
     RunCancel {
         run_id: String,
     },
+    /// AGT-9: the run's owner granted (until `expiresMs`) or denied a capability its agent
+    /// loop waits for (`POST /v1/runs/{id}/approvals`).
+    RunApproval {
+        run_id: String,
+        capability: String,
+        grant: bool,
+        #[serde(default)]
+        expires_ms: Option<i64>,
+    },
     StepStarted {
         run_id: String,
         step_run_id: String,
@@ -144,6 +153,7 @@ impl EngineMessage {
         match self {
             Self::RunStart { run_id, .. }
             | Self::RunCancel { run_id }
+            | Self::RunApproval { run_id, .. }
             | Self::StepStarted { run_id, .. }
             | Self::StepFinished { run_id, .. } => run_id,
         }

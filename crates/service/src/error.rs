@@ -12,6 +12,9 @@ pub enum Error {
     /// The secret vault failed (never carries the secret).
     #[error("vault: {0}")]
     Vault(&'static str),
+    /// A backing service (the broker) could not take a message that must not be lost (503).
+    #[error("unavailable: {0}")]
+    Unavailable(&'static str),
 }
 
 impl From<aiden_graph::Error> for Error {

@@ -3,6 +3,7 @@
 //! engine; if that message is lost the engine's sweep finds the queued run within seconds.
 
 use aiden_domain::access::{ensure_readable, Owned, Sharing};
+use aiden_domain::execution::agent::{ApprovalDecision, ApprovalRequest, MAX_APPROVAL_TTL_SECONDS};
 use aiden_domain::user::Caller;
 use aiden_domain::Error as Domain;
 use aiden_engine::plan::{self, LoadError};
@@ -261,6 +262,77 @@ impl App {
             .await;
         }
         Ok(json!({"runId": run_id, "status": status, "cancelRequested": true}))
+    }
+
+    /// AGT-9, `POST /v1/runs/{id}/approvals`: the run's owner (or an admin) grants, for
+    /// `ttlSeconds` or the rest of the run, or denies a capability the run waits for. The
+    /// decision goes to the engine on its durable queue (confirmed) before the 202.
+    pub async fn approve_run(
+        &self,
+        caller: &Caller,
+        run_id: &str,
+        b: ApprovalRequest,
+    ) -> Result<Value> {
+        if b.ttl_seconds
+            .is_some_and(|t| t == 0 || t > MAX_APPROVAL_TTL_SECONDS)
+        {
+            return Err(Domain::validation(
+                "/ttlSeconds",
+                format!("must be 1-{MAX_APPROVAL_TTL_SECONDS}"),
+            )
+            .into());
+        }
+        let row = self.visible_run(caller, run_id).await?;
+        let waiting: Vec<String> = row
+            .run
+            .get("waitingFor")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let status = row.run.get("status").and_then(Value::as_str).unwrap_or("");
+        if status != "waiting_for_approval" || !waiting.contains(&b.capability) {
+            return Err(Domain::referenced(
+                "AGT-9",
+                format!(
+                    "run {run_id} is {status} and waits for no approval of `{}` (waiting for: {})",
+                    b.capability,
+                    if waiting.is_empty() {
+                        "nothing".to_owned()
+                    } else {
+                        waiting.join(", ")
+                    }
+                ),
+            )
+            .into());
+        }
+        let grant = b.decision == ApprovalDecision::Grant;
+        let expires_ms = b
+            .ttl_seconds
+            .filter(|_| grant)
+            .map(|t| chrono::Utc::now().timestamp_millis() + (t as i64) * 1000);
+        let message = EngineMessage::RunApproval {
+            run_id: run_id.to_owned(),
+            capability: b.capability.clone(),
+            grant,
+            expires_ms,
+        };
+        let Some(broker) = &self.broker else {
+            return Err(Error::Unavailable("broker"));
+        };
+        if let Err(e) = broker.publish_engine(&message, true).await {
+            tracing::warn!(error = %e, "approval not published");
+            return Err(Error::Unavailable("broker"));
+        }
+        let expires_at = expires_ms
+            .and_then(chrono::DateTime::from_timestamp_millis)
+            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+        Ok(json!({"runId": run_id, "capability": b.capability,
+                  "decision": if grant { "grant" } else { "deny" }, "expiresAt": expires_at}))
     }
 
     /// The head of a run the caller may see (404 otherwise), for its event stream.

@@ -69,6 +69,17 @@ pub async fn cancel_run(
     Ok((StatusCode::ACCEPTED, Json(answer)).into_response())
 }
 
+/// `POST /v1/runs/{id}/approvals` (AGT-9).
+pub async fn approve_run(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+    AppJson(b): AppJson<aiden_domain::execution::agent::ApprovalRequest>,
+) -> ApiResult<Response> {
+    let answer = st.app.approve_run(&c, &id, b).await?;
+    Ok((StatusCode::ACCEPTED, Json(answer)).into_response())
+}
+
 pub async fn list_workers(S(st): S<State>, Auth(c): Auth) -> ApiResult<Response> {
     Ok(ok(json!({"items": st.app.list_workers(&c).await?})))
 }

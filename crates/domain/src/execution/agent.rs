@@ -53,6 +53,9 @@ pub struct AgentTool {
     pub owner_id: String,
     pub shared: bool,
     pub enabled: bool,
+    /// A capability the run's owner must approve before a call runs (AGT-9), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capability: Option<String>,
 }
 
 /// The limits of one loop (seed 000 §8.1 defaults).
@@ -308,6 +311,48 @@ pub enum FinishReason {
     Timeout,
 }
 
+/// A call waiting for its capability to be approved (AGT-9).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Held {
+    pub call_id: String,
+    pub name: String,
+    pub tool_id: String,
+    pub operation_type: String,
+    pub arguments: Value,
+    pub capability: String,
+}
+
+/// An approval decision the loop holds: a grant until `expiresMs` (none: for the run).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Decision {
+    pub capability: String,
+    pub grant: bool,
+    #[serde(default)]
+    pub expires_ms: Option<i64>,
+}
+
+/// `POST /v1/runs/{id}/approvals` (contract "Agents").
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApprovalRequest {
+    pub capability: String,
+    pub decision: ApprovalDecision,
+    #[serde(default)]
+    pub ttl_seconds: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApprovalDecision {
+    Grant,
+    Deny,
+}
+
+/// The longest a grant may last (a day); without `ttlSeconds` it lasts for the run.
+pub const MAX_APPROVAL_TTL_SECONDS: u64 = 86_400;
+
 /// A call that never ran, and why (forbidden, unknown, or arguments not matching).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -333,6 +378,10 @@ pub struct Loop {
     /// Step ids given out so far (`#m<n>` for model turns, `#t<n>` for tool calls).
     pub seq: u32,
     pub pending: Vec<Pending>,
+    #[serde(default)]
+    pub held: Vec<Held>,
+    #[serde(default)]
+    pub decisions: Vec<Decision>,
     pub refusals: Vec<Refusal>,
     pub started_ms: i64,
     #[serde(default)]
@@ -354,6 +403,8 @@ pub enum Action {
     },
     /// A call refused without running (event `tool.refused`).
     Refused(Refusal),
+    /// A call waits for the owner to approve `capability` (the step pauses).
+    Wait { capability: String, name: String },
     /// The loop is over: the agent step's output.
     Finish(Value),
 }
@@ -376,6 +427,8 @@ impl Loop {
             tool_calls: 0,
             seq: 0,
             pending: Vec::new(),
+            held: Vec::new(),
+            decisions: Vec::new(),
             refusals: Vec::new(),
             started_ms: now_ms,
             finished: None,
@@ -498,32 +551,152 @@ impl Loop {
                 continue;
             }
             let tool = tool.expect("checked above");
-            if self.tool_calls >= self.caps.max_tool_calls {
-                let best = self.best_answer();
-                actions.push(self.finish(FinishReason::ToolCallLimit, best));
-                return actions;
-            }
-            self.tool_calls += 1;
-            let step_id = self.next_id(agent_step, 't');
-            self.pending.push(Pending {
+            let held = Held {
                 call_id: call.id,
-                step_id: step_id.clone(),
-                tool_id: tool.id.clone(),
-                name: call.name.clone(),
-                result: None,
-            });
-            actions.push(Action::CallTool {
-                step_id,
-                tool_id: tool.id,
-                operation_type: tool.operation_type,
                 name: call.name,
+                tool_id: tool.id.clone(),
+                operation_type: tool.operation_type.clone(),
                 arguments: call.arguments,
-            });
+                capability: tool.capability.clone().unwrap_or_default(),
+            };
+            match tool.capability.as_deref().map(|c| self.decided(c, now_ms)) {
+                Some(None) => {
+                    actions.push(Action::Wait {
+                        capability: held.capability.clone(),
+                        name: held.name.clone(),
+                    });
+                    self.held.push(held);
+                }
+                Some(Some(false)) => actions.push(self.deny(held)),
+                None | Some(Some(true)) => {
+                    if let Some(end) = self.dispatch(agent_step, held, &mut actions) {
+                        actions.push(end);
+                        return actions;
+                    }
+                }
+            }
         }
-        if self.pending.is_empty() {
+        if self.pending.is_empty() && self.held.is_empty() {
             actions.push(self.call_model(agent_step));
         }
         actions
+    }
+
+    /// The owner's standing decision on `capability`: granted (and not expired), denied, or
+    /// none yet.
+    fn decided(&self, capability: &str, now_ms: i64) -> Option<bool> {
+        self.decisions
+            .iter()
+            .rev()
+            .find(|d| d.capability == capability)
+            .and_then(|d| match (d.grant, d.expires_ms) {
+                (true, Some(t)) if t <= now_ms => None,
+                (grant, _) => Some(grant),
+            })
+    }
+
+    /// Runs a call (or, past `maxToolCalls`, ends the loop: the returned action).
+    fn dispatch(
+        &mut self,
+        agent_step: &str,
+        call: Held,
+        actions: &mut Vec<Action>,
+    ) -> Option<Action> {
+        if self.tool_calls >= self.caps.max_tool_calls {
+            self.held.clear();
+            let best = self.best_answer();
+            return Some(self.finish(FinishReason::ToolCallLimit, best));
+        }
+        self.tool_calls += 1;
+        let step_id = self.next_id(agent_step, 't');
+        self.pending.push(Pending {
+            call_id: call.call_id,
+            step_id: step_id.clone(),
+            tool_id: call.tool_id.clone(),
+            name: call.name.clone(),
+            result: None,
+        });
+        actions.push(Action::CallTool {
+            step_id,
+            tool_id: call.tool_id,
+            operation_type: call.operation_type,
+            name: call.name,
+            arguments: call.arguments,
+        });
+        None
+    }
+
+    /// A call whose capability the owner denied: refused, and the model told so.
+    fn deny(&mut self, call: Held) -> Action {
+        let r = Refusal {
+            call_id: call.call_id.clone(),
+            name: call.name.clone(),
+            code: "APPROVAL_DENIED".into(),
+            reason: format!("the user did not approve `{}`", call.capability),
+        };
+        self.refusals.push(r.clone());
+        self.messages.push(Message::Tool {
+            tool_call_id: call.call_id,
+            name: call.name,
+            content: json!({"error": {"code": r.code, "message": r.reason}}).to_string(),
+        });
+        Action::Refused(r)
+    }
+
+    /// The capabilities held calls wait for.
+    pub fn waiting_for(&self) -> Vec<String> {
+        let mut caps: Vec<String> = self.held.iter().map(|h| h.capability.clone()).collect();
+        caps.sort();
+        caps.dedup();
+        caps
+    }
+
+    /// AGT-9: the owner granted (until `expires_ms`) or denied `capability`: the calls held
+    /// for it run or are refused, and the loop goes on once the round is complete.
+    pub fn decide(&mut self, agent_step: &str, decision: Decision, now_ms: i64) -> Vec<Action> {
+        let capability = decision.capability.clone();
+        let grant = decision.grant;
+        self.decisions.push(decision);
+        let (these, rest): (Vec<Held>, Vec<Held>) = std::mem::take(&mut self.held)
+            .into_iter()
+            .partition(|h| h.capability == capability);
+        self.held = rest;
+        if these.is_empty() {
+            return Vec::new();
+        }
+        let mut actions = Vec::new();
+        for call in these {
+            if grant {
+                if let Some(end) = self.dispatch(agent_step, call, &mut actions) {
+                    actions.push(end);
+                    return actions;
+                }
+            } else {
+                actions.push(self.deny(call));
+            }
+        }
+        actions.extend(self.round_done(agent_step, now_ms));
+        actions
+    }
+
+    /// When every call of the round has its result and none waits: the results go to the
+    /// model, which is asked again (unless the total timeout passed).
+    fn round_done(&mut self, agent_step: &str, now_ms: i64) -> Vec<Action> {
+        if self.pending.iter().any(|p| p.result.is_none()) || !self.held.is_empty() {
+            return Vec::new();
+        }
+        for p in std::mem::take(&mut self.pending) {
+            self.messages.push(Message::Tool {
+                tool_call_id: p.call_id,
+                name: p.name,
+                content: p.result.unwrap_or_default(),
+            });
+        }
+        if self.timed_out(now_ms) {
+            let best = self.best_answer();
+            return vec![self.finish(FinishReason::Timeout, best)];
+        }
+        vec![self.call_model(agent_step)]
     }
 
     /// The tool call `step_id` settled with `result` (its output, or an error the model reads:
@@ -546,26 +719,13 @@ impl Loop {
             Ok(v) => v.to_string(),
             Err(e) => json!({"error": e}).to_string(),
         });
-        if self.pending.iter().any(|p| p.result.is_none()) {
-            return Vec::new();
-        }
-        for p in std::mem::take(&mut self.pending) {
-            self.messages.push(Message::Tool {
-                tool_call_id: p.call_id,
-                name: p.name,
-                content: p.result.unwrap_or_default(),
-            });
-        }
-        if self.timed_out(now_ms) {
-            let best = self.best_answer();
-            return vec![self.finish(FinishReason::Timeout, best)];
-        }
-        vec![self.call_model(agent_step)]
+        self.round_done(agent_step, now_ms)
     }
 
     /// The total timeout passed while calls were outstanding: ends with the best answer.
     pub fn expire(&mut self) -> Action {
         self.pending.clear();
+        self.held.clear();
         let best = self.best_answer();
         self.finish(FinishReason::Timeout, best)
     }

@@ -23,6 +23,9 @@ pub enum StepStatus {
     Failed,
     Skipped,
     Canceled,
+    /// An agent step whose loop waits for the owner to approve a capability (AGT-9).
+    #[serde(rename = "waiting_for_approval")]
+    WaitingForApproval,
 }
 
 impl StepStatus {
@@ -35,6 +38,7 @@ impl StepStatus {
             Self::Failed => "failed",
             Self::Skipped => "skipped",
             Self::Canceled => "canceled",
+            Self::WaitingForApproval => "waiting_for_approval",
         }
     }
 

@@ -6,7 +6,8 @@
 //! after every transition. A restarted engine rebuilds both from the graph and resumes.
 
 use aiden_domain::execution::agent::{
-    assemble, gate, layers_from_memory, Action, AgentTool, Caller, Layers, Loop, ModelAnswer,
+    assemble, gate, layers_from_memory, Action, AgentTool, Caller, Decision, Layers, Loop,
+    ModelAnswer,
 };
 use aiden_domain::execution::interpolate::render_tree;
 use aiden_domain::execution::schedule::{PlanStep, StepStatus, Target};
@@ -15,7 +16,7 @@ use aiden_jobs::ErrorInfo;
 use serde_json::{json, Map, Value};
 
 use super::{Call, Pass};
-use crate::state::{step_run_id, StepState};
+use crate::state::{step_run_id, RunStatus, StepState};
 
 /// The agent step's own inputs, rendered over the run's variables.
 struct AgentInputs {
@@ -212,6 +213,12 @@ impl Pass<'_> {
                     Some(&parent),
                     json!({"tool": r.name, "code": r.code, "reason": r.reason, "stage": "call"}),
                 ),
+                Action::Wait { capability, name } => self.event(
+                    run_id,
+                    "step.waiting",
+                    Some(&parent),
+                    json!({"capability": capability, "tool": name}),
+                ),
                 Action::Finish(output) => finished = Some(output),
             }
         }
@@ -220,9 +227,69 @@ impl Pass<'_> {
         if let Some(state) = state {
             let text = serde_json::to_string(&state).unwrap_or_default();
             self.set_step(&sr, json!({"agent": text}));
+            self.mark_waiting(run_id, agent, state.waiting_for());
         }
         if let Some(output) = finished {
             self.finish_agent(run_id, agent, output);
+        }
+    }
+
+    /// AGT-9: the step (and its run) is `waiting_for_approval` exactly while its loop holds a
+    /// call; `waitingFor` lists what the owner is asked to approve.
+    fn mark_waiting(&mut self, run_id: &str, agent: usize, waiting_for: Vec<String>) {
+        let sr = self.run(run_id).steps[agent].id.clone();
+        let was = self.run(run_id).steps[agent].status;
+        let waits = !waiting_for.is_empty();
+        let step_status = if waits {
+            StepStatus::WaitingForApproval
+        } else {
+            StepStatus::Running
+        };
+        if was != step_status {
+            self.run(run_id).steps[agent].status = step_status;
+            self.set_step(&sr, json!({"status": step_status.as_str()}));
+        }
+        let run = self.run(run_id);
+        let any_waiting = run
+            .steps
+            .iter()
+            .any(|s| s.status == StepStatus::WaitingForApproval);
+        let status = if any_waiting {
+            RunStatus::WaitingForApproval
+        } else {
+            RunStatus::Running
+        };
+        if run.status.is_active() && run.status != status {
+            run.status = status;
+            self.set_run(run_id, json!({"status": status.as_str()}));
+        }
+        if waits || was == StepStatus::WaitingForApproval {
+            self.set_run(run_id, json!({"waitingFor": waiting_for}));
+        }
+    }
+
+    /// AGT-9: the owner decided on `capability`: every loop of the run holding a call for it
+    /// goes on (the decision is kept for the loop's later calls too).
+    pub(super) fn decide(&mut self, run_id: &str, decision: Decision) {
+        let agents: Vec<usize> = self.run(run_id).loops.keys().copied().collect();
+        for agent in agents {
+            if self.run(run_id).steps[agent].status.is_settled() {
+                continue;
+            }
+            let step = self.run(run_id).plan.steps[agent].id.clone();
+            let now = self.now_ms;
+            let Some(state) = self.run(run_id).loops.get_mut(&agent) else {
+                continue;
+            };
+            let actions = state.decide(&step, decision.clone(), now);
+            self.event(
+                run_id,
+                "step.approval",
+                Some(&step),
+                json!({"capability": decision.capability, "grant": decision.grant,
+                       "expiresMs": decision.expires_ms}),
+            );
+            self.perform(run_id, agent, actions);
         }
     }
 

@@ -12,6 +12,7 @@ fn tool(id: &str, owner: &str, shared: bool, enabled: bool) -> AgentTool {
         owner_id: owner.into(),
         shared,
         enabled,
+        capability: None,
     }
 }
 
@@ -319,4 +320,91 @@ fn openai_arguments_arrive_as_a_json_string() {
     assert_eq!(parse_arguments(&json!("{\"q\":\"x\"}")), json!({"q": "x"}));
     assert_eq!(parse_arguments(&Value::Null), json!({}));
     assert_eq!(parse_arguments(&json!({"q": 1})), json!({"q": 1}));
+}
+
+#[test]
+fn a_call_needing_approval_waits_then_runs_when_granted_or_is_refused_when_denied() {
+    let mut mail = tool("mail", "alice", false, true);
+    mail.capability = Some("email.send".into());
+    let decision = gate(&alice(), &[tool("search", "alice", false, true), mail]);
+    let (mut l, _) = Loop::start("answer", vec![], decision.clone(), Caps::default(), 0);
+    let calls = vec![
+        call("c1", "mail", json!({"q": "hi"})),
+        call("c2", "search", json!({"q": "x"})),
+    ];
+    let a = l.answered(
+        "answer",
+        ModelAnswer {
+            text: None,
+            tool_calls: calls.clone(),
+        },
+        1,
+    );
+    assert!(matches!(&a[0], Action::Wait { capability, .. } if capability == "email.send"));
+    assert!(matches!(&a[1], Action::CallTool { name, .. } if name == "search"));
+    assert_eq!(l.waiting_for(), ["email.send"]);
+    // The search result alone does not complete the round: the mail call still waits.
+    assert!(l
+        .tool_settled("answer", "answer#t2", Ok(json!({})), 2)
+        .is_empty());
+    let granted = l.decide(
+        "answer",
+        Decision {
+            capability: "email.send".into(),
+            grant: true,
+            expires_ms: Some(100),
+        },
+        3,
+    );
+    assert!(
+        matches!(&granted[..], [Action::CallTool { name, .. }] if name == "mail"),
+        "{granted:?}"
+    );
+    let next = l.tool_settled("answer", "answer#t3", Ok(json!({"sent": true})), 4);
+    assert!(matches!(&next[..], [Action::CallModel { .. }]), "{next:?}");
+    // Within the grant's time a later call runs at once; after it, it waits again.
+    let again = l.answered(
+        "answer",
+        ModelAnswer {
+            text: None,
+            tool_calls: vec![call("c3", "mail", json!({"q": "2"}))],
+        },
+        50,
+    );
+    assert!(matches!(&again[..], [Action::CallTool { .. }]), "{again:?}");
+    l.tool_settled("answer", "answer#t5", Ok(json!({})), 60);
+    let later = l.answered(
+        "answer",
+        ModelAnswer {
+            text: None,
+            tool_calls: vec![call("c4", "mail", json!({"q": "3"}))],
+        },
+        200,
+    );
+    assert!(matches!(&later[..], [Action::Wait { .. }]), "{later:?}");
+
+    let (mut d, _) = Loop::start("answer", vec![], decision, Caps::default(), 0);
+    d.answered(
+        "answer",
+        ModelAnswer {
+            text: None,
+            tool_calls: vec![calls[0].clone()],
+        },
+        1,
+    );
+    let denied = d.decide(
+        "answer",
+        Decision {
+            capability: "email.send".into(),
+            grant: false,
+            expires_ms: None,
+        },
+        2,
+    );
+    assert!(matches!(&denied[0], Action::Refused(r) if r.code == "APPROVAL_DENIED"));
+    assert!(
+        matches!(&denied[1], Action::CallModel { .. }),
+        "the model answers without it"
+    );
+    assert_eq!(d.tool_calls, 0);
 }

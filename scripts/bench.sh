@@ -4,6 +4,9 @@
 # Prints one JSON line per scenario (chain3_seq, chain3, fanout4), after 1,000 unmeasured
 # chain3 runs (--warmup N).
 #   scripts/bench.sh [--scale 0.1] [--scenarios chain3_seq,chain3] [--warmup N]
+#   scripts/bench.sh --scenarios agent_loop --warmup 100
+#       an agent step (model turn, echo tool call, model turn) against a scripted model, one
+#       run at a time: the loop's overhead per tool call (issue #11's report)
 #   scripts/bench.sh --scenarios chain3_history [--history-runs 50000]
 #       chain3 on a new, empty database, then again once it holds 50,000 completed runs
 #       (about 3-4 minutes here); the local ArcadeDB creates the database.
@@ -45,6 +48,13 @@ pids+=($!)
 "$BIN/aiden" worker --type rest_api --concurrency "${AIDEN_BENCH_WORKER_CONCURRENCY:-32}" \
   >.stack/bench-worker.log 2>&1 &
 pids+=($!)
+case " $* " in
+  *agent_loop*)
+    # The agent scenario's model turns (issue #11) run on the llm_call pool.
+    "$BIN/aiden" worker --type llm_call --concurrency 8 >.stack/bench-worker-llm.log 2>&1 &
+    pids+=($!)
+    ;;
+esac
 for _ in $(seq 1 60); do
   curl -fsS "http://$AIDEN_HTTP_ADDR/readyz" >/dev/null 2>&1 && break
   sleep 0.5

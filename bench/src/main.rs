@@ -2,6 +2,9 @@
 //! nginx echo endpoint (scripts/bench.sh starts everything). Prints one JSON line per scenario:
 //! `{scenario, workflows, steps_per_workflow, wall_s, workflows_per_s, steps_per_s, p50_ms, p99_ms}`.
 //! A run's latency is from `POST /v1/processes/{id}/runs` to its `run.completed` SSE event.
+//! `agent_loop` (issue #11) runs an agent step against a scripted model (`agent_loop.rs`).
+
+mod agent_loop;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -68,8 +71,8 @@ impl Api {
         Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 
-    /// Starts a run and waits for its terminal event; returns the latency.
-    async fn run_once(&self, process: &str) -> anyhow::Result<Duration> {
+    /// Starts a run and waits for its terminal event; returns the latency and the run's id.
+    async fn run_once(&self, process: &str) -> anyhow::Result<(Duration, String)> {
         let t0 = Instant::now();
         let started = self
             .send(
@@ -90,7 +93,7 @@ impl Api {
         while let Some(chunk) = stream.next().await {
             seen.push_str(&String::from_utf8_lossy(&chunk?));
             if seen.contains("event: run.completed") {
-                return Ok(t0.elapsed());
+                return Ok((t0.elapsed(), run_id));
             }
             if seen.contains("event: run.failed") || seen.contains("event: run.canceled") {
                 bail!("run {run_id} did not complete: {seen}");
@@ -115,6 +118,17 @@ async fn drive(
     runs: usize,
     in_flight: usize,
 ) -> anyhow::Result<(Vec<Duration>, f64)> {
+    let (done, wall) = drive_runs(api, process, runs, in_flight).await?;
+    Ok((done.into_iter().map(|(d, _)| d).collect(), wall))
+}
+
+/// [`drive`], with each run's id beside its latency.
+async fn drive_runs(
+    api: &Arc<Api>,
+    process: &str,
+    runs: usize,
+    in_flight: usize,
+) -> anyhow::Result<(Vec<(Duration, String)>, f64)> {
     let next = Arc::new(AtomicUsize::new(0));
     let t0 = Instant::now();
     let tasks: Vec<_> = (0..in_flight)
@@ -300,6 +314,17 @@ async fn main() -> anyhow::Result<()> {
             "chain3_seq" => scenario(api.clone(), name, &ids.chain3, scaled(100), 1, 3).await,
             "chain3" => scenario(api.clone(), name, &ids.chain3, scaled(500), 32, 3).await,
             "fanout4" => scenario(api.clone(), name, &ids.fanout4, scaled(200), 32, 5).await,
+            "agent_loop" => {
+                let tag = ids.tool.trim_start_matches("bench-echo-").to_owned();
+                match agent_loop::setup(&api, &tag, &ids.tool).await {
+                    Ok(agent) => {
+                        let line = agent_loop::scenario(api.clone(), &agent, scaled(200), 1).await;
+                        agent_loop::cleanup(&api, &agent).await;
+                        line
+                    }
+                    Err(e) => Err(e),
+                }
+            }
             other => Err(anyhow::anyhow!("unknown scenario `{other}`")),
         };
         match line {

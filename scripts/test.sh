@@ -26,6 +26,19 @@ echo "test: cargo fmt --check, clippy -D warnings"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
+# Cypher stays Neo4j 5 (issue #12): Neo4j's own parser and semantic analysis over every
+# statement, since ArcadeDB accepts things Neo4j rejects. The tool ships beside the repository.
+LINT=${AIDEN_CYPHER_LINT:-}
+for candidate in "$ROOT/../shared/tools/cypher-lint/cypher-lint" /work/shared/tools/cypher-lint/cypher-lint; do
+  [ -z "$LINT" ] && [ -x "$candidate" ] && LINT=$candidate
+done
+if [ -n "$LINT" ]; then
+  echo "test: cypher-lint cypher/ (Neo4j 5 parser and semantic analysis)"
+  "$LINT" cypher/
+else
+  echo "test: WARNING: cypher-lint not found (set AIDEN_CYPHER_LINT); Neo4j 5 syntax not checked" >&2
+fi
+
 echo "test: cargo test (unit + integration against the local stack)"
 cargo test --workspace --quiet
 

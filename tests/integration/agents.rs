@@ -30,6 +30,12 @@ async fn search(State(u): State<Upstream>, Query(p): Params) -> Json<Value> {
     Json(json!({"result": format!("sunny in {q}")}))
 }
 
+async fn slow(Query(p): Params) -> Json<Value> {
+    let ms = p.get("ms").and_then(|m| m.parse().ok()).unwrap_or(0);
+    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    Json(json!({"slept": ms}))
+}
+
 async fn clock(State(u): State<Upstream>, Query(p): Params) -> Json<Value> {
     let zone = p.get("zone").cloned().unwrap_or_default();
     u.calls.lock().unwrap().push(format!("clock:{zone}"));
@@ -54,6 +60,8 @@ struct Kit {
     search: String,
     clock: String,
     disabled: String,
+    /// `/slow?ms=`: sleeps.
+    sleeper: String,
 }
 
 impl Kit {
@@ -84,6 +92,7 @@ async fn kit() -> Kit {
         Router::new()
             .route("/search", get(search))
             .route("/clock", get(clock))
+            .route("/slow", get(slow))
             .with_state(up.clone()),
     )
     .await;
@@ -124,6 +133,7 @@ async fn kit() -> Kit {
         rest("secret_search", "/search?q=secret-{{q}}", "q"),
     )
     .await);
+    let sleeper = id(&fixtures::create(&u, "tools", rest("sleep", "/slow?ms={{ms}}", "ms")).await);
     Kit {
         u,
         model,
@@ -133,6 +143,7 @@ async fn kit() -> Kit {
         search,
         clock,
         disabled,
+        sleeper,
     }
 }
 
@@ -705,4 +716,71 @@ async fn events_so_far(u: &Client, run: &str) -> Vec<Value> {
         .filter_map(|l| l.strip_prefix("data: "))
         .filter_map(|d| serde_json::from_str(d).ok())
         .collect()
+}
+
+/// AGT-10: a Process's quota is counted in the graph, in the start's own transaction: past
+/// `maxInvocationsPerHour` a start is refused (429 QUOTA_EXCEEDED, `Retry-After`) before
+/// anything is written, also when the starts race; `maxConcurrent` refuses while that many runs
+/// are unsettled.
+#[tokio::test]
+async fn agt_10_quotas_refuse_starts_before_anything_is_written() {
+    use chrono::Timelike;
+    let k = kit().await;
+    // The hourly window is a clock hour: keep the racing starts inside one.
+    let now = chrono::Utc::now();
+    if now.minute() == 59 && now.second() > 40 {
+        tokio::time::sleep(std::time::Duration::from_secs(u64::from(62 - now.second()))).await;
+    }
+    let step = |ms: &str| json!([{"id": "s", "tool": k.sleeper, "inputs": {"ms": ms}}]);
+    let hourly = id(&fixtures::create(
+        &k.u,
+        "processes",
+        json!({"id": unique("quota"), "name": "q",
+        "steps": step("0"), "quota": {"maxInvocationsPerHour": 3}}),
+    )
+    .await);
+    let starts = (0..6).map(|_| {
+        let u = k.u.clone();
+        let path = format!("/v1/processes/{hourly}/runs");
+        async move { u.post(&path, json!({"inputs": {}})).await }
+    });
+    let replies = futures::future::join_all(starts).await;
+    let accepted = replies.iter().filter(|r| r.status.as_u16() == 202).count();
+    assert_eq!(
+        accepted,
+        3,
+        "{:?}",
+        replies.iter().map(|r| r.status).collect::<Vec<_>>()
+    );
+    for r in replies.iter().filter(|r| r.status.as_u16() != 202) {
+        r.rejects(429, "AGT-10");
+        assert_eq!(r.body["error"]["code"], "QUOTA_EXCEEDED");
+        let after: u64 = r.headers["retry-after"].to_str().unwrap().parse().unwrap();
+        assert!((1..=3600).contains(&after), "Retry-After {after}");
+    }
+    let stored: Vec<Value> = graph_rows(
+        aiden_graph_query("MATCH (r:Run {processId: $p}) RETURN count(r) AS n")
+            .param("p", hourly.as_str()),
+    )
+    .await;
+    assert_eq!(stored[0]["n"], 3, "a refused start writes nothing");
+
+    let single = id(&fixtures::create(
+        &k.u,
+        "processes",
+        json!({"id": unique("quota"), "name": "q",
+        "steps": step("1500"), "quota": {"maxConcurrent": 1}}),
+    )
+    .await);
+    let first = k.u.start_run(&single, json!({})).await;
+    let busy =
+        k.u.post(
+            &format!("/v1/processes/{single}/runs"),
+            json!({"inputs": {}}),
+        )
+        .await;
+    busy.rejects(429, "AGT-10");
+    assert_eq!(busy.headers["retry-after"], "1");
+    assert_eq!(k.u.settled_run(&first).await["status"], "completed");
+    k.u.start_run(&single, json!({})).await;
 }

@@ -33,6 +33,8 @@ struct Body {
     code: &'static str,
     message: String,
     details: Vec<Violation>,
+    /// Seconds, for 429 and 503 (`Retry-After`).
+    retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -43,6 +45,7 @@ impl ApiError {
             code,
             message,
             details: Vec::new(),
+            retry_after: (status == StatusCode::SERVICE_UNAVAILABLE).then_some(1),
         };
         match self {
             ApiError::Unauthenticated => plain(
@@ -67,12 +70,20 @@ impl ApiError {
                     Rule::Forbidden(_) => (StatusCode::FORBIDDEN, "FORBIDDEN"),
                     Rule::Conflict { .. } => (StatusCode::CONFLICT, "CONFLICT"),
                     Rule::NotAllowed { .. } => (StatusCode::METHOD_NOT_ALLOWED, "NOT_ALLOWED"),
+                    Rule::Quota { .. } => (StatusCode::TOO_MANY_REQUESTS, "QUOTA_EXCEEDED"),
+                };
+                let retry_after = match &rule {
+                    Rule::Quota {
+                        retry_after_secs, ..
+                    } => Some((*retry_after_secs).max(1)),
+                    _ => None,
                 };
                 Body {
                     status,
                     code,
                     message: rule.to_string(),
                     details,
+                    retry_after,
                 }
             }
             ApiError::Service(S::Unavailable(what)) => {
@@ -107,7 +118,13 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let b = self.body();
         let body = json!({"error": {"code": b.code, "message": b.message, "requestId": crate::request_id::current(), "details": b.details}});
-        (b.status, Json(body)).into_response()
+        let mut response = (b.status, Json(body)).into_response();
+        if let Some(secs) = b.retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+        response
     }
 }
 

@@ -59,6 +59,13 @@ pub enum Error {
         message: String,
         details: Vec<Violation>,
     },
+    /// A quota is spent (429 `QUOTA_EXCEEDED` with `Retry-After`).
+    #[error("quota exceeded: {message}")]
+    Quota {
+        message: String,
+        retry_after_secs: u64,
+        details: Vec<Violation>,
+    },
 }
 
 impl Error {
@@ -105,7 +112,8 @@ impl Error {
             Self::Validation(v)
             | Self::Invariant(v)
             | Self::Conflict { details: v, .. }
-            | Self::NotAllowed { details: v, .. } => v,
+            | Self::NotAllowed { details: v, .. }
+            | Self::Quota { details: v, .. } => v,
             Self::NotFound | Self::Forbidden(_) => &[],
         }
     }

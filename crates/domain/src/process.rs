@@ -181,6 +181,22 @@ pub struct Definition {
     pub token_budget: Option<u64>,
     #[serde(default = "default_depth")]
     pub max_recursion_depth: u32,
+    /// Seed 000 §5.5 (AGT-10): how often and how many at once the Process may be started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota: Option<Quota>,
+}
+
+/// A Process's quota, enforced when a run is started through the API (a run, an agent turn),
+/// counted in the graph so every API instance sees the same counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Quota {
+    /// Starts per clock hour (UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_invocations_per_hour: Option<u32>,
+    /// Runs queued, running or waiting at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent: Option<u32>,
 }
 
 fn default_depth() -> u32 {
@@ -221,6 +237,8 @@ pub struct NewProcess {
     pub token_budget: Option<u64>,
     #[serde(default = "default_depth")]
     pub max_recursion_depth: u32,
+    #[serde(default)]
+    pub quota: Option<Quota>,
     #[serde(default = "yes")]
     pub enabled: bool,
     #[serde(default)]
@@ -236,6 +254,7 @@ impl NewProcess {
             output_template: self.output_template.clone(),
             token_budget: self.token_budget,
             max_recursion_depth: self.max_recursion_depth,
+            quota: self.quota,
         }
     }
 }
@@ -258,6 +277,8 @@ pub struct ProcessPatch {
     #[serde(default, with = "crate::nullable")]
     pub token_budget: Option<Option<u64>>,
     pub max_recursion_depth: Option<u32>,
+    #[serde(default, with = "crate::nullable")]
+    pub quota: Option<Option<Quota>>,
     pub enabled: Option<bool>,
     pub shared: Option<bool>,
 }
@@ -362,6 +383,19 @@ impl Definition {
         }
         if !(1..=32).contains(&self.max_recursion_depth) {
             return Err(Error::validation("/maxRecursionDepth", "must be 1-32"));
+        }
+        if let Some(q) = &self.quota {
+            for (field, v) in [
+                ("maxInvocationsPerHour", q.max_invocations_per_hour),
+                ("maxConcurrent", q.max_concurrent),
+            ] {
+                if v.is_some_and(|v| !(1..=1_000_000).contains(&v)) {
+                    return Err(Error::validation(
+                        format!("/quota/{field}"),
+                        "must be 1-1000000",
+                    ));
+                }
+            }
         }
         let mut seen = BTreeSet::new();
         for (i, step) in self.steps.iter().enumerate() {
@@ -748,6 +782,7 @@ pub fn merge_patch(current: &Process, patch: ProcessPatch) -> Result<NewProcess,
             .unwrap_or_else(|| d.output_template.clone()),
         token_budget: patch.token_budget.unwrap_or(d.token_budget),
         max_recursion_depth: patch.max_recursion_depth.unwrap_or(d.max_recursion_depth),
+        quota: patch.quota.unwrap_or(d.quota),
         enabled: patch.enabled.unwrap_or(current.enabled),
         shared: patch.shared.unwrap_or(current.shared),
     })

@@ -49,6 +49,7 @@ pub async fn load(tx: &mut Tx, process_id: &str) -> Result<Loaded, LoadError> {
                             | "outputTemplate"
                             | "tokenBudget"
                             | "maxRecursionDepth"
+                            | "quota"
                     )
                 });
                 serde_json::from_value(Value::Object(m))

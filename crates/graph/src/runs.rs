@@ -398,3 +398,30 @@ pub async fn create_calls(tx: &mut Tx, calls: Vec<Value>) -> Result<(), Error> {
         .param("calls", bolt(Value::Array(calls))?);
     tx.run(q).await
 }
+
+#[derive(Deserialize)]
+struct Count {
+    n: i64,
+}
+
+/// AGT-10: counts one more start of `process_id` in the window `key`; the window's count.
+pub async fn quota_window(
+    tx: &mut Tx,
+    key: &str,
+    process_id: &str,
+    window_start: &str,
+    now: &str,
+) -> Result<i64, Error> {
+    let q = cypher(query_file!("run/quota_window.cypher"), None)
+        .param("key", key)
+        .param("processId", process_id)
+        .param("windowStart", window_start)
+        .param("now", now);
+    Ok(tx.one::<Count>(q).await?.map_or(0, |c| c.n))
+}
+
+/// AGT-10: the Process's top-level runs not settled yet.
+pub async fn active_runs(tx: &mut Tx, process_id: &str) -> Result<i64, Error> {
+    let q = cypher(query_file!("run/active_runs.cypher"), None).param("processId", process_id);
+    Ok(tx.one::<Count>(q).await?.map_or(0, |c| c.n))
+}

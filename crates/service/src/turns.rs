@@ -121,6 +121,7 @@ impl App {
         at: &Attachment,
     ) -> Result<AgentRun> {
         let loaded = load_runnable(tx, caller, process_id).await?;
+        crate::runs::spend_quota(tx, process_id, loaded.plan.quota.as_ref()).await?;
         if let Some(name) = loaded
             .initial_context
             .iter()

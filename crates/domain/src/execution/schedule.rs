@@ -110,6 +110,9 @@ pub struct Plan {
     pub output_template: Option<String>,
     pub token_budget: Option<u64>,
     pub max_recursion_depth: u32,
+    /// Checked when a run is started (AGT-10), not by the engine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota: Option<crate::process::Quota>,
 }
 
 impl Plan {
@@ -147,6 +150,7 @@ impl Plan {
             output_template: definition.output_template.clone(),
             token_budget: definition.token_budget,
             max_recursion_depth: definition.max_recursion_depth,
+            quota: definition.quota,
         }
     }
 

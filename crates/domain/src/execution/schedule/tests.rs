@@ -31,6 +31,7 @@ fn plan(steps: Vec<PlanStep>) -> Plan {
         output_template: None,
         token_budget: None,
         max_recursion_depth: 3,
+        quota: None,
     }
 }
 

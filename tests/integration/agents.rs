@@ -784,3 +784,28 @@ async fn agt_10_quotas_refuse_starts_before_anything_is_written() {
     assert_eq!(k.u.settled_run(&first).await["status"], "completed");
     k.u.start_run(&single, json!({})).await;
 }
+
+/// AGT-11: a loop's token budget is checked before each model turn: a budget that cannot pay
+/// for the first turn fails the step with BUDGET_EXCEEDED before the model is asked at all.
+#[tokio::test]
+async fn agt_11_a_token_budget_refuses_before_any_spend() {
+    let k = kit().await;
+    let p = agent_process(&k, &k.openai, &[&k.search], json!({"tokenBudget": 100})).await;
+    let r = run(&k, &p, json!([{"answer": "never"}])).await;
+    assert_eq!(r["status"], "failed", "{r}");
+    assert_eq!(
+        step(&r, "answer")["error"]["code"],
+        "BUDGET_EXCEEDED",
+        "{r}"
+    );
+    assert!(k.requests().is_empty(), "the model was never called");
+    let bad =
+        k.u.post(
+            "/v1/processes",
+            json!({"id": unique("agent"), "name": "a", "initialContext": ["question"],
+            "steps": [{"id": "answer", "tool": k.openai, "agent": {"tools": [], "tokenBudget": 0},
+                       "inputs": {"message": "{{question}}"}}]}),
+        )
+        .await;
+    assert_eq!(bad.status.as_u16(), 400, "{:?}", bad.body);
+}

@@ -100,6 +100,9 @@ pub struct AgentSpec {
     pub tool_call_timeout_ms: u64,
     #[serde(default = "default_total_timeout")]
     pub total_timeout_ms: u64,
+    /// AGT-11: tokens the loop may spend in all (estimated before each model turn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_budget: Option<u64>,
     /// Tools whose calls need the run owner's approval, by tool id: the capability to approve
     /// (AGT-9; `POST /v1/runs/{id}/approvals`).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
@@ -126,6 +129,7 @@ impl AgentSpec {
             max_tool_calls: self.max_tool_calls,
             tool_call_timeout_ms: self.tool_call_timeout_ms,
             total_timeout_ms: self.total_timeout_ms,
+            token_budget: self.token_budget,
         }
     }
 
@@ -151,6 +155,12 @@ impl AgentSpec {
         }
         if self.tools.len() > 64 {
             return bad("tools", "at most 64 tools");
+        }
+        if self
+            .token_budget
+            .is_some_and(|b| !(1..=100_000_000).contains(&b))
+        {
+            return bad("tokenBudget", "1-100000000");
         }
         for (tool, capability) in &self.approvals {
             let ok = (1..=64).contains(&capability.len())

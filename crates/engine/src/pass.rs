@@ -516,7 +516,12 @@ impl<'a> Pass<'a> {
             json!({"attempt": call.attempt, "output": value.clone(), "telemetry": telemetry}),
         );
         self.to_advance.push_back(run_id.to_owned());
-        self.call_settled(run_id, i, Ok(value));
+        let tokens = telemetry
+            .get("tokenUsage")
+            .and_then(|u| u.get("totalTokens"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        self.call_settled(run_id, i, Ok(value), tokens);
     }
 
     fn fail_step(
@@ -546,7 +551,7 @@ impl<'a> Pass<'a> {
         );
         self.to_advance.push_back(run_id.to_owned());
         let error = serde_json::to_value(&error).unwrap_or_default();
-        self.call_settled(run_id, i, Err(error));
+        self.call_settled(run_id, i, Err(error), 0);
     }
 
     /// Applies queued advances and child results until nothing more can happen now.

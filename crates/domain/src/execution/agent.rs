@@ -66,7 +66,13 @@ pub struct Caps {
     pub max_tool_calls: u32,
     pub tool_call_timeout_ms: u64,
     pub total_timeout_ms: u64,
+    /// AGT-11: tokens the whole loop may spend (model input + output), if limited.
+    #[serde(default)]
+    pub token_budget: Option<u64>,
 }
+
+/// What a model turn's answer is assumed to cost at most, for the pre-flight estimate.
+pub const TURN_OUTPUT_TOKENS: u64 = 1024;
 
 impl Default for Caps {
     fn default() -> Self {
@@ -75,6 +81,7 @@ impl Default for Caps {
             max_tool_calls: 10,
             tool_call_timeout_ms: 30_000,
             total_timeout_ms: 120_000,
+            token_budget: None,
         }
     }
 }
@@ -309,6 +316,7 @@ pub enum FinishReason {
     IterationLimit,
     ToolCallLimit,
     Timeout,
+    BudgetExceeded,
 }
 
 /// A call waiting for its capability to be approved (AGT-9).
@@ -383,6 +391,9 @@ pub struct Loop {
     #[serde(default)]
     pub decisions: Vec<Decision>,
     pub refusals: Vec<Refusal>,
+    /// Tokens the model turns used so far (their reported usage).
+    #[serde(default)]
+    pub spent_tokens: u64,
     pub started_ms: i64,
     #[serde(default)]
     pub finished: Option<FinishReason>,
@@ -407,6 +418,8 @@ pub enum Action {
     Wait { capability: String, name: String },
     /// The loop is over: the agent step's output.
     Finish(Value),
+    /// The loop cannot even start its first turn (AGT-11): the step fails.
+    Fail { code: String, message: String },
 }
 
 impl Loop {
@@ -430,6 +443,7 @@ impl Loop {
             held: Vec::new(),
             decisions: Vec::new(),
             refusals: Vec::new(),
+            spent_tokens: 0,
             started_ms: now_ms,
             finished: None,
         };
@@ -451,10 +465,35 @@ impl Loop {
                        "parameters": t.input_schema})
             })
             .collect();
+        let request = json!({"messages": self.messages, "tools": tools});
+        if let Some(budget) = self.caps.token_budget {
+            // AGT-11: the turn's cost is estimated before it is asked for, never after.
+            let estimate = super::budget::estimate_tokens(&request) + TURN_OUTPUT_TOKENS;
+            if self.spent_tokens + estimate > budget {
+                let message = format!(
+                    "the next model turn needs about {estimate} tokens; {} of the budget of {budget} are left",
+                    budget.saturating_sub(self.spent_tokens)
+                );
+                if self.iterations == 0 {
+                    self.finished = Some(FinishReason::BudgetExceeded);
+                    return Action::Fail {
+                        code: "BUDGET_EXCEEDED".into(),
+                        message,
+                    };
+                }
+                let best = self.best_answer();
+                return self.finish(FinishReason::BudgetExceeded, best);
+            }
+        }
         Action::CallModel {
             step_id: self.next_id(agent_step, 'm'),
-            request: json!({"messages": self.messages, "tools": tools}),
+            request,
         }
+    }
+
+    /// A model turn reported using `tokens` (counted before its answer is read).
+    pub fn spend(&mut self, tokens: u64) {
+        self.spent_tokens += tokens;
     }
 
     /// The last answer text the model gave, or the graceful fallback.
@@ -479,6 +518,7 @@ impl Loop {
             "iterations": self.iterations,
             "toolCalls": self.tool_calls,
             "refused": self.refusals.len(),
+            "tokens": self.spent_tokens,
         }))
     }
 

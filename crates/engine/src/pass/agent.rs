@@ -107,7 +107,13 @@ impl Pass<'_> {
     }
 
     /// A call of an agent settled (`result`: its output, or its error): the loop goes on.
-    pub(super) fn call_settled(&mut self, run_id: &str, call: usize, result: Result<Value, Value>) {
+    pub(super) fn call_settled(
+        &mut self,
+        run_id: &str,
+        call: usize,
+        result: Result<Value, Value>,
+        tokens: u64,
+    ) {
         let run = self.run(run_id);
         let Some(parent) = run.plan.steps[call].call_of.clone() else {
             return;
@@ -127,6 +133,7 @@ impl Pass<'_> {
             match result {
                 Ok(v) => {
                     let answer: ModelAnswer = serde_json::from_value(v).unwrap_or_default();
+                    state.spend(tokens);
                     state.answered(&parent, answer, now)
                 }
                 Err(e) => {
@@ -220,6 +227,19 @@ impl Pass<'_> {
                     json!({"capability": capability, "tool": name}),
                 ),
                 Action::Finish(output) => finished = Some(output),
+                Action::Fail { code, message } => {
+                    let stamp = self.now.clone();
+                    let error = ErrorInfo::new(&code, message);
+                    self.fail_step(
+                        run_id,
+                        agent,
+                        error,
+                        Map::new(),
+                        &Call::internal(&stamp),
+                        &stamp,
+                    );
+                    return;
+                }
             }
         }
         let state = self.run(run_id).loops.get(&agent).cloned();

@@ -408,3 +408,44 @@ fn a_call_needing_approval_waits_then_runs_when_granted_or_is_refused_when_denie
     );
     assert_eq!(d.tool_calls, 0);
 }
+
+#[test]
+fn the_token_budget_is_checked_before_each_model_turn() {
+    let decision = gate(&alice(), &[tool("search", "alice", false, true)]);
+    let tight = Caps {
+        token_budget: Some(100),
+        ..Caps::default()
+    };
+    let (l, first) = Loop::start("answer", vec![], decision.clone(), tight, 0);
+    assert!(
+        matches!(&first[..], [Action::Fail { code, .. }] if code == "BUDGET_EXCEEDED"),
+        "nothing is spent before the refusal: {first:?}"
+    );
+    assert_eq!(l.finished, Some(FinishReason::BudgetExceeded));
+    // Room for one turn: the second is refused once the first reported its usage.
+    let one_turn = Caps {
+        token_budget: Some(TURN_OUTPUT_TOKENS + 200),
+        ..Caps::default()
+    };
+    let (mut l, first) = Loop::start("answer", vec![], decision, one_turn, 0);
+    assert!(
+        matches!(&first[..], [Action::CallModel { .. }]),
+        "{first:?}"
+    );
+    l.spend(150);
+    l.answered(
+        "answer",
+        ModelAnswer {
+            text: Some("partial".into()),
+            tool_calls: vec![call("c1", "search", json!({"q": "a"}))],
+        },
+        1,
+    );
+    let end = l.tool_settled("answer", "answer#t2", Ok(json!({})), 2);
+    let [Action::Finish(out)] = &end[..] else {
+        panic!("{end:?}")
+    };
+    assert_eq!(out["finishReason"], "budget_exceeded");
+    assert_eq!(out["text"], "partial");
+    assert_eq!(out["tokens"], 150);
+}

@@ -4,7 +4,7 @@
 # Prints one JSON line per scenario (chain3_seq, chain3, fanout4), after 1,000 unmeasured
 # chain3 runs (--warmup N).
 #   scripts/bench.sh [--scale 0.1] [--scenarios chain3_seq,chain3] [--warmup N]
-#   scripts/bench.sh --scenarios agent_loop --warmup 100
+#   scripts/bench.sh --scenarios agent_loop
 #       an agent step (model turn, echo tool call, model turn) against a scripted model, one
 #       run at a time: the loop's overhead per tool call (issue #11's report)
 #   scripts/bench.sh --scenarios chain3_history [--history-runs 50000]

@@ -809,3 +809,109 @@ async fn agt_11_a_token_budget_refuses_before_any_spend() {
         .await;
     assert_eq!(bad.status.as_u16(), 400, "{:?}", bad.body);
 }
+
+/// One SSE frame: its `event:`, whether it had an `id:`, and its data.
+fn frames(text: &str) -> Vec<(String, bool, Value)> {
+    text.split("\n\n")
+        .filter_map(|f| {
+            let event = f
+                .lines()
+                .find_map(|l| l.strip_prefix("event: "))?
+                .to_owned();
+            let has_id = f.lines().any(|l| l.starts_with("id:"));
+            let data = f.lines().find_map(|l| l.strip_prefix("data: "))?;
+            Some((event, has_id, serde_json::from_str(data).ok()?))
+        })
+        .collect()
+}
+
+/// AGT-12: a model turn's text streams to the run's SSE stream as `step.delta` events (in
+/// order, without ids) while it is generated, over both wire formats; the durable log keeps the
+/// final text only, so a stream read after the run (or resumed with Last-Event-ID) has no
+/// deltas and its ids stay gapless.
+#[tokio::test]
+async fn agt_12_model_text_streams_as_deltas_that_are_never_stored() {
+    let k = kit().await;
+    for model in [&k.openai, &k.anthropic] {
+        let p = agent_process(&k, model, &[&k.sleeper], json!({})).await;
+        let script = json!([{"calls": [{"name": "sleep", "args": {"ms": "300"}}]},
+                            {"answer": "the final answer is here"}]);
+        let run =
+            k.u.start_run(&p, json!({"question": format!("script:{script}")}))
+                .await;
+        let live = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+            k.u.raw(Method::GET, &format!("/v1/runs/{run}/events"))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        })
+        .await
+        .expect("the stream ends after the run");
+        let live = frames(&live);
+        let deltas: Vec<&Value> = live
+            .iter()
+            .filter(|(e, _, _)| e == "step.delta")
+            .map(|(_, has_id, d)| {
+                assert!(!has_id, "a delta has no id: {d}");
+                d
+            })
+            .collect();
+        let last_turn: Vec<&&Value> = deltas
+            .iter()
+            .filter(|d| d["stepId"] == "answer#m3")
+            .collect();
+        let indices: Vec<u64> = last_turn
+            .iter()
+            .map(|d| d["index"].as_u64().unwrap())
+            .collect();
+        assert_eq!(
+            indices,
+            (0..indices.len() as u64).collect::<Vec<_>>(),
+            "in order"
+        );
+        let streamed: String = last_turn
+            .iter()
+            .map(|d| d["text"].as_str().unwrap())
+            .collect();
+        let done = k.u.settled_run(&run).await;
+        let answer = done["output"].as_str().unwrap();
+        assert!(
+            answer.starts_with("the final answer is here | "),
+            "{answer}"
+        );
+        assert_eq!(streamed, answer, "the deltas add up to the recorded text");
+        let seqs: Vec<i64> = live
+            .iter()
+            .filter(|(e, _, _)| e != "step.delta")
+            .map(|(_, has_id, d)| {
+                assert!(has_id);
+                d["seq"].as_i64().unwrap()
+            })
+            .collect();
+        assert_eq!(
+            seqs,
+            (1..=seqs.len() as i64).collect::<Vec<_>>(),
+            "durable ids stay gapless"
+        );
+        assert!(k.requests().last().unwrap()["stream"] == true);
+        // Read again, and resumed: the durable events only.
+        let again = events(&k.u, &run).await;
+        assert!(again.iter().all(|e| e["kind"] != "step.delta"));
+        assert_eq!(again.len(), seqs.len());
+        let resumed =
+            k.u.raw(Method::GET, &format!("/v1/runs/{run}/events"))
+                .header("Last-Event-ID", "3")
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+        let resumed = frames(&resumed);
+        assert_eq!(resumed.len(), seqs.len() - 3);
+        assert_eq!(resumed[0].2["seq"], 4);
+    }
+}

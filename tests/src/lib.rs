@@ -166,6 +166,7 @@ pub fn server() -> &'static Server {
                 let notifier = aiden_engine::Notifier::default();
                 let engine =
                     aiden_engine::Engine::new(graph.clone(), amqp.clone(), notifier.clone());
+                tokio::spawn(aiden_engine::relay_deltas(amqp.clone(), notifier.clone()));
                 tokio::spawn(engine.run());
                 for ty in aiden_jobs::OPERATION_TYPES {
                     let config = aiden_workers::pool::PoolConfig {

@@ -3,12 +3,120 @@
 //! conversation's user message (`script:[…]`): entry k answers the loop's k-th model turn
 //! (k = assistant messages so far): `{"calls": [{"name", "args"}]}` asks for tools,
 //! `{"answer": "x"}` answers `x | <every tool message so far, in order>`. Call ids are
-//! `call_<k>_<j>` (OpenAI) and `toolu_<k>_<j>` (Anthropic).
+//! `call_<k>_<j>` (OpenAI) and `toolu_<k>_<j>` (Anthropic). With `"stream": true` it answers
+//! in each API's streaming format (server-sent events: the text word by word, tool arguments in
+//! two fragments), 15 ms apart.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use axum::{extract::State, routing::post, Json, Router};
+use axum::{
+    body::{Body, Bytes},
+    extract::State,
+    response::{IntoResponse, Response},
+    routing::post,
+    Json, Router,
+};
+use futures::StreamExt;
 use serde_json::{json, Value};
+
+/// The text in pieces as a model streams it: word by word, each with its trailing space.
+pub fn pieces(text: &str) -> Vec<String> {
+    text.split_inclusive(' ').map(str::to_owned).collect()
+}
+
+fn sse(frames: Vec<String>) -> Response {
+    let body = futures::stream::iter(frames).then(|f| async move {
+        tokio::time::sleep(Duration::from_millis(15)).await;
+        Ok::<_, std::convert::Infallible>(Bytes::from(f))
+    });
+    (
+        [("content-type", "text/event-stream")],
+        Body::from_stream(body),
+    )
+        .into_response()
+}
+
+fn halves(s: &str) -> (String, String) {
+    let mid = s.len() / 2;
+    let mid = (0..=mid)
+        .rev()
+        .find(|&i| s.is_char_boundary(i))
+        .unwrap_or(0);
+    (s[..mid].to_owned(), s[mid..].to_owned())
+}
+
+/// An OpenAI chat-completion `message` as chat.completion.chunk frames.
+fn openai_stream(message: &Value) -> Response {
+    let chunk = |delta: Value| {
+        let c = json!({"id": "chatcmpl-s", "object": "chat.completion.chunk", "model": "scripted-gpt",
+                       "choices": [{"index": 0, "delta": delta}]});
+        format!("data: {c}\n\n")
+    };
+    let mut frames = vec![chunk(json!({"role": "assistant"}))];
+    if let Some(text) = message["content"].as_str() {
+        frames.extend(
+            pieces(text)
+                .into_iter()
+                .map(|p| chunk(json!({"content": p}))),
+        );
+    }
+    for (j, c) in message["tool_calls"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let (a, b) = halves(c["function"]["arguments"].as_str().unwrap_or_default());
+        frames.push(chunk(
+            json!({"tool_calls": [{"index": j, "id": c["id"], "type": "function",
+            "function": {"name": c["function"]["name"], "arguments": a}}]}),
+        ));
+        frames.push(chunk(
+            json!({"tool_calls": [{"index": j, "function": {"arguments": b}}]}),
+        ));
+    }
+    let usage = json!({"id": "chatcmpl-s", "object": "chat.completion.chunk", "choices": [],
+                       "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}});
+    frames.push(format!("data: {usage}\n\n"));
+    frames.push("data: [DONE]\n\n".into());
+    sse(frames)
+}
+
+/// Anthropic `content` blocks as Messages stream events.
+fn anthropic_stream(content: &Value) -> Response {
+    let event = |v: Value| format!("event: {}\ndata: {v}\n\n", v["type"].as_str().unwrap());
+    let mut frames = vec![event(
+        json!({"type": "message_start", "message": {"id": "msg_s",
+        "type": "message", "role": "assistant", "model": "scripted-claude", "content": [],
+        "usage": {"input_tokens": 10, "output_tokens": 0}}}),
+    )];
+    for (i, block) in content.as_array().into_iter().flatten().enumerate() {
+        if let Some(text) = block["text"].as_str() {
+            frames.push(event(json!({"type": "content_block_start", "index": i,
+                "content_block": {"type": "text", "text": ""}})));
+            frames.extend(pieces(text).into_iter().map(|p| {
+                event(json!({"type": "content_block_delta",
+                "index": i, "delta": {"type": "text_delta", "text": p}}))
+            }));
+        } else {
+            frames.push(event(json!({"type": "content_block_start", "index": i,
+                "content_block": {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}})));
+            let (a, b) = halves(&block["input"].to_string());
+            for part in [a, b] {
+                frames.push(event(json!({"type": "content_block_delta", "index": i,
+                    "delta": {"type": "input_json_delta", "partial_json": part}})));
+            }
+        }
+        frames.push(event(json!({"type": "content_block_stop", "index": i})));
+    }
+    frames.push(event(
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+        "usage": {"output_tokens": 5}}),
+    ));
+    frames.push(event(json!({"type": "message_stop"})));
+    sse(frames)
+}
 
 #[derive(Clone, Default)]
 pub struct Model {
@@ -63,7 +171,7 @@ fn scripted(messages: &[(String, String)]) -> Value {
     entry
 }
 
-async fn openai(State(m): State<Model>, Json(body): Json<Value>) -> Json<Value> {
+async fn openai(State(m): State<Model>, Json(body): Json<Value>) -> Response {
     m.requests.lock().unwrap().push(body.clone());
     let neutral: Vec<(String, String)> = body["messages"]
         .as_array()
@@ -94,14 +202,18 @@ async fn openai(State(m): State<Model>, Json(body): Json<Value>) -> Json<Value> 
             json!({"role": "assistant", "content": null, "tool_calls": calls})
         }
     };
+    if body["stream"] == true {
+        return openai_stream(&message);
+    }
     Json(
         json!({"id": "chatcmpl-s", "object": "chat.completion", "model": "scripted-gpt",
         "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}),
     )
+    .into_response()
 }
 
-async fn anthropic(State(m): State<Model>, Json(body): Json<Value>) -> Json<Value> {
+async fn anthropic(State(m): State<Model>, Json(body): Json<Value>) -> Response {
     m.requests.lock().unwrap().push(body.clone());
     let mut neutral = Vec::new();
     for x in body["messages"].as_array().unwrap() {
@@ -137,8 +249,12 @@ async fn anthropic(State(m): State<Model>, Json(body): Json<Value>) -> Json<Valu
             )
             .collect::<Vec<_>>()),
     };
+    if body["stream"] == true {
+        return anthropic_stream(&content);
+    }
     Json(
         json!({"id": "msg_s", "type": "message", "role": "assistant", "model": "scripted-claude",
         "content": content, "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 5}}),
     )
+    .into_response()
 }

@@ -377,7 +377,29 @@ async fn handle(shared: &Shared, broker: &Broker, slot: usize, delivery: Deliver
     tokio::pin!(canceled);
     // A step that finishes quickly is reported once, with its start time, in its result; a
     // slower one is also announced as started, so `running` shows while it works.
-    let work = execute(shared, &job);
+    // A model turn's streamed text goes to the deltas fanout as it arrives (issue #11), in
+    // order, from one forwarding task; it ends when the call drops its sender.
+    let deltas = job.agent_turn.then(|| {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let (broker, run_id, step_id) = (broker.clone(), job.run_id.clone(), job.step_id.clone());
+        tokio::spawn(async move {
+            let mut index = 0;
+            while let Some(text) = rx.recv().await {
+                let delta = aiden_jobs::StepDelta {
+                    run_id: run_id.clone(),
+                    step_id: step_id.clone(),
+                    index,
+                    text,
+                };
+                if let Err(e) = broker.publish_delta(&delta).await {
+                    tracing::debug!(error = %e, "a streamed delta was not published");
+                }
+                index += 1;
+            }
+        });
+        tx
+    });
+    let work = execute(shared, &job, deltas);
     tokio::pin!(work);
     let announce = tokio::time::sleep(STARTED_NOTICE_AFTER);
     tokio::pin!(announce);
@@ -524,7 +546,11 @@ async fn already_settled(shared: &Shared, job: &Job) -> bool {
 type Telemetry = crate::tool::Telemetry;
 type Executed = Result<(Value, Telemetry), (ErrorInfo, Telemetry)>;
 
-async fn execute(shared: &Shared, job: &Job) -> (Executed, Option<String>) {
+async fn execute(
+    shared: &Shared,
+    job: &Job,
+    deltas: Option<tokio::sync::mpsc::UnboundedSender<String>>,
+) -> (Executed, Option<String>) {
     if chrono::Utc::now().timestamp_millis() > job.deadline_ms {
         let e = ErrorInfo::new("TIMEOUT", "the job's deadline passed before it could start");
         return (Err((e, Telemetry::default())), None);
@@ -583,6 +609,7 @@ async fn execute(shared: &Shared, job: &Job) -> (Executed, Option<String>) {
         input: &input,
         timeout,
         agent_turn: job.agent_turn,
+        deltas: deltas.as_ref(),
     };
     let called = tokio::time::timeout(
         timeout + Duration::from_millis(250),

@@ -30,6 +30,8 @@ pub struct Invocation<'a> {
     /// A model turn of an agent loop (issue #11): `input` is `{messages, tools}`, and an
     /// `llm_call` answers `{text, toolCalls}`.
     pub agent_turn: bool,
+    /// Where a streaming executor sends text as it arrives (`step.delta`), when wanted.
+    pub deltas: Option<&'a tokio::sync::mpsc::UnboundedSender<String>>,
 }
 
 impl Invocation<'_> {

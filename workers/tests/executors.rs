@@ -93,6 +93,7 @@ impl Call {
             input: &self.input,
             timeout: self.timeout,
             agent_turn: false,
+            deltas: None,
         };
         tool.call(&inv).await
     }

@@ -151,6 +151,7 @@ impl<'a> Call<'a> {
             input: &self.input,
             timeout: self.timeout,
             agent_turn: false,
+            deltas: None,
         };
         mcp.call(&inv).await
     }

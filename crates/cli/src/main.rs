@@ -69,6 +69,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let notifier = aiden_engine::Notifier::default();
     let engine = aiden_engine::Engine::new(graph.clone(), args.amqp_uri.clone(), notifier.clone());
     tokio::spawn(engine.run());
+    // Streamed model text for this instance's live SSE streams (issue #11).
+    tokio::spawn(aiden_engine::relay_deltas(
+        args.amqp_uri.clone(),
+        notifier.clone(),
+    ));
     let app = aiden_service::App::new(graph.clone(), vault).with_broker(&args.amqp_uri);
     tokio::spawn(watch_queues(args.amqp_uri.clone()));
     // The outbox relay: content to ingest reaches RabbitMQ (issue #9).

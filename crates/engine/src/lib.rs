@@ -4,6 +4,7 @@
 //! the jobs that became ready and acks the batch. In-memory run state is a cache of the graph:
 //! on start, on reconnect and on a failed commit it is rebuilt from the graph.
 
+mod deltas;
 mod notify;
 mod pass;
 pub mod plan;
@@ -14,7 +15,9 @@ use std::time::Duration;
 
 use aiden_graph::Graph;
 use aiden_jobs::topology::ENGINE_QUEUE;
+pub use aiden_jobs::StepDelta;
 use aiden_jobs::{Broker, EngineMessage, RetryPolicy};
+pub use deltas::relay_deltas;
 use futures::{FutureExt, StreamExt};
 use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicNackOptions, BasicQosOptions};
 use lapin::types::FieldTable;

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aiden_graph::runs::EventRow;
+use aiden_jobs::StepDelta;
 use tokio::sync::broadcast;
 
 /// Events of one run committed by one pass, in sequence order.
@@ -19,6 +20,8 @@ pub type EventBatch = Arc<[EventRow]>;
 
 /// Batches a slow stream may fall behind by before it catches up from the graph instead.
 const BACKLOG: usize = 256;
+/// Deltas a slow stream may fall behind by (older ones are skipped: they are not replayed).
+const DELTA_BACKLOG: usize = 1024;
 /// Runs whose log is kept in memory at most; beyond it, settled and idle ones go first.
 const MAX_LOGS: usize = 10_000;
 /// How long a settled run's log stays (a client that opens its stream late still finds it).
@@ -36,6 +39,8 @@ struct RunEntry {
     settled: bool,
     touched: Option<Instant>,
     live: Option<broadcast::Sender<EventBatch>>,
+    /// Streamed model text for the live streams (issue #11); never kept.
+    deltas: Option<broadcast::Sender<Arc<StepDelta>>>,
 }
 
 impl RunEntry {
@@ -64,6 +69,7 @@ pub struct Subscription {
     run_id: String,
     notifier: Notifier,
     pub events: broadcast::Receiver<EventBatch>,
+    pub deltas: broadcast::Receiver<Arc<StepDelta>>,
 }
 
 /// One run's events from one committed pass.
@@ -86,10 +92,23 @@ impl Notifier {
             .live
             .get_or_insert_with(|| broadcast::channel(BACKLOG).0)
             .subscribe();
+        let deltas = entry
+            .deltas
+            .get_or_insert_with(|| broadcast::channel(DELTA_BACKLOG).0)
+            .subscribe();
         Subscription {
             run_id: run_id.to_owned(),
             notifier: self.clone(),
             events,
+            deltas,
+        }
+    }
+
+    /// A streamed piece of a model turn: to the run's live streams, if it has any here.
+    pub fn delta(&self, delta: StepDelta) {
+        let runs = self.lock();
+        if let Some(tx) = runs.get(&delta.run_id).and_then(|e| e.deltas.as_ref()) {
+            let _ = tx.send(Arc::new(delta));
         }
     }
 
@@ -189,6 +208,7 @@ impl Drop for Subscription {
             .is_some_and(|tx| tx.receiver_count() <= 1)
         {
             entry.live = None;
+            entry.deltas = None;
             if entry.owner_id.is_none() {
                 runs.remove(&self.run_id);
             }

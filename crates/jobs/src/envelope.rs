@@ -74,6 +74,19 @@ impl ErrorInfo {
     }
 }
 
+/// A piece of a model turn's answer as it streams (issue #11, `step.delta`): published by the
+/// worker to the deltas fanout, relayed by every `aiden serve` to the run's live SSE streams,
+/// never stored (the durable log keeps the final text).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepDelta {
+    pub run_id: String,
+    pub step_id: String,
+    /// 0-based, per model turn, in the order the provider sent them.
+    pub index: u64,
+    pub text: String,
+}
+
 /// How an attempt ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(

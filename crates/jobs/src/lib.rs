@@ -6,7 +6,7 @@ pub mod episodes;
 pub mod shared;
 pub mod topology;
 
-pub use envelope::{EngineMessage, ErrorInfo, Job, StepOutcome, JOB_VERSION};
+pub use envelope::{EngineMessage, ErrorInfo, Job, StepDelta, StepOutcome, JOB_VERSION};
 pub use episodes::IngestMessage;
 pub use shared::SharedBroker;
-pub use topology::{Broker, BrokerError, RetryPolicy, OPERATION_TYPES};
+pub use topology::{Broker, BrokerError, RetryPolicy, DELTAS_EXCHANGE, OPERATION_TYPES};

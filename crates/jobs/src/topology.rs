@@ -24,7 +24,7 @@ use crate::episodes::{
     episode_dead_letter_queue, episode_queue, shard_of, IngestMessage, EPISODE_DEAD_LETTER_KEY,
     EPISODE_EXCHANGE, SHARDS,
 };
-use crate::{EngineMessage, Job};
+use crate::{EngineMessage, Job, StepDelta};
 
 pub const OPERATION_TYPES: [&str; 4] = ["graph_query", "llm_call", "rest_api", "mcp_call"];
 pub const JOBS_EXCHANGE: &str = "aiden.jobs";
@@ -32,6 +32,8 @@ pub const DEAD_LETTER_EXCHANGE: &str = "aiden.dlx";
 pub const RETRY_EXCHANGE: &str = "aiden.retry";
 pub const CONTROL_EXCHANGE: &str = "aiden.control";
 pub const ENGINE_QUEUE: &str = "aiden.engine";
+/// Streamed model text (`StepDelta`): a fanout every `aiden serve` binds a private queue to.
+pub const DELTAS_EXCHANGE: &str = "aiden.deltas";
 /// AMQP headers that let a worker attribute a message whose body it cannot decode.
 pub const RUN_HEADER: &str = "x-aiden-run-id";
 pub const STEP_RUN_HEADER: &str = "x-aiden-step-run-id";
@@ -152,6 +154,7 @@ impl Broker {
             (RETRY_EXCHANGE, ExchangeKind::Direct),
             (CONTROL_EXCHANGE, ExchangeKind::Fanout),
             (EPISODE_EXCHANGE, ExchangeKind::Direct),
+            (DELTAS_EXCHANGE, ExchangeKind::Fanout),
         ] {
             ch.exchange_declare(name, kind, durable, FieldTable::default())
                 .await?;
@@ -371,6 +374,23 @@ impl Broker {
                 tracing::warn!("broker did not confirm an engine message; the sweep repairs it");
             }
         });
+        Ok(())
+    }
+
+    /// A streamed piece of a model turn (best effort: transient, unconfirmed; a lost delta only
+    /// thins the live view, the final text is recorded with the step).
+    pub async fn publish_delta(&self, delta: &StepDelta) -> Result<(), BrokerError> {
+        let bytes = serde_json::to_vec(delta)?;
+        let _unconfirmed = self
+            .publisher
+            .basic_publish(
+                DELTAS_EXCHANGE,
+                "",
+                BasicPublishOptions::default(),
+                &bytes,
+                BasicProperties::default().with_content_type("application/json".into()),
+            )
+            .await?;
         Ok(())
     }
 

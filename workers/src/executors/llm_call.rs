@@ -110,6 +110,10 @@ impl LlmCall {
             )
         };
         let temperature = inv.connection.get("temperature").and_then(Value::as_f64);
+        // An agent's model turns stream (`step.delta`) unless the Tool says its server cannot.
+        let stream = inv.agent_turn
+            && inv.deltas.is_some()
+            && inv.connection.get("stream").and_then(Value::as_bool) != Some(false);
         let max_tokens = inv.connection.get("maxTokens").and_then(Value::as_u64);
         let json_mode = *response_format == ResponseFormat::Json;
 
@@ -127,6 +131,10 @@ impl LlmCall {
                     if let Some(t) = tools {
                         body["tools"] = json!(t);
                     }
+                }
+                if stream {
+                    body["stream"] = json!(true);
+                    body["stream_options"] = json!({"include_usage": true});
                 }
                 if let Some(t) = temperature {
                     body["temperature"] = json!(t);
@@ -158,6 +166,9 @@ impl LlmCall {
                     if let Some(t) = tools {
                         body["tools"] = json!(t);
                     }
+                }
+                if stream {
+                    body["stream"] = json!(true);
                 }
                 if let Some(s) = &system {
                     body["system"] = json!(s);
@@ -195,6 +206,15 @@ impl LlmCall {
             f
         })?;
         let status = resp.status().as_u16();
+        // A server that ignores `stream` answers with one JSON body: read that instead.
+        let streaming = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if stream && streaming && (200..300).contains(&status) {
+            return self.read_stream(api, resp, inv, telemetry).await;
+        }
         let text = resp.text().await.map_err(|e| {
             let mut f = transport_failure(e);
             f.telemetry = telemetry.clone();
@@ -287,6 +307,52 @@ impl LlmCall {
             json!({"text": content})
         };
         Ok(ToolOutput { value, telemetry })
+    }
+}
+
+impl LlmCall {
+    /// A streamed agent turn: text goes to the deltas sink as it arrives; the answer is the
+    /// same `{text, toolCalls}` a non-streamed turn gives.
+    async fn read_stream(
+        &self,
+        api: &LlmApi,
+        resp: reqwest::Response,
+        inv: &Invocation<'_>,
+        mut telemetry: Telemetry,
+    ) -> Result<ToolOutput, ToolFailure> {
+        use futures::StreamExt;
+        let mut body = resp.bytes_stream();
+        let mut buffer = String::new();
+        let mut answer = llm_agent::Streamed::default();
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(|e| {
+                let mut f = transport_failure(e);
+                f.telemetry = telemetry.clone();
+                f
+            })?;
+            buffer.push_str(&String::from_utf8_lossy(&chunk));
+            for data in llm_agent::sse_payloads(&mut buffer) {
+                let text = match api {
+                    LlmApi::Openai => answer.openai(&data),
+                    LlmApi::Anthropic => answer.anthropic(&data),
+                };
+                if let (Some(text), Some(sink)) = (text, inv.deltas) {
+                    let _ = sink.send(text);
+                }
+            }
+        }
+        if let Some(m) = answer.model.clone() {
+            telemetry.model = Some(m);
+        }
+        telemetry.token_usage = answer.usage.map(|(i, o)| TokenUsage {
+            prompt_tokens: i,
+            completion_tokens: o,
+            total_tokens: i + o,
+        });
+        Ok(ToolOutput {
+            value: answer.answer(),
+            telemetry,
+        })
     }
 }
 

@@ -129,6 +129,7 @@ pub async fn run_events(
         run_id: id,
         after,
         buffer,
+        deltas: VecDeque::new(),
         live,
         catch_up,
         head,
@@ -147,6 +148,8 @@ struct Tail {
     /// The last sequence number sent.
     after: i64,
     buffer: VecDeque<EventRow>,
+    /// Streamed model text received live (issue #11): sent as `step.delta`, without an id.
+    deltas: VecDeque<std::sync::Arc<aiden_engine::StepDelta>>,
     live: aiden_engine::Subscription,
     /// Read the graph before waiting for live events (start, gap, lag, timeout).
     catch_up: bool,
@@ -158,6 +161,11 @@ struct Tail {
 impl Tail {
     async fn next(&mut self) -> Option<Event> {
         loop {
+            if let Some(d) = self.deltas.pop_front() {
+                if !self.done {
+                    return Some(delta_event(&d));
+                }
+            }
             if let Some(row) = self.buffer.pop_front() {
                 if row.seq <= self.after {
                     continue;
@@ -226,7 +234,24 @@ impl Tail {
     /// Takes live events that continue the log; a gap, a lag or a quiet spell means the
     /// next round reads the graph.
     async fn wait_live(&mut self) {
-        match tokio::time::timeout(POLL_EVERY, self.live.events.recv()).await {
+        let live = &mut self.live;
+        let next = async {
+            tokio::select! {
+                batch = live.events.recv() => Ok(batch),
+                delta = live.deltas.recv() => Err(delta),
+            }
+        };
+        let batch = match tokio::time::timeout(POLL_EVERY, next).await {
+            Ok(Ok(batch)) => Ok(batch),
+            Ok(Err(Ok(delta))) => {
+                self.deltas.push_back(delta);
+                return;
+            }
+            // Deltas are not replayed: a stream that lagged behind them just skips some.
+            Ok(Err(Err(_))) => return,
+            Err(elapsed) => Err(elapsed),
+        };
+        match batch {
             Ok(Ok(batch)) => {
                 let mut next = self.buffer.back().map_or(self.after, |r| r.seq) + 1;
                 for row in batch.iter() {
@@ -255,6 +280,13 @@ enum Read {
     Ended,
     /// The run settled but its last events are not readable yet.
     Settling,
+}
+
+/// `step.delta`: streamed model text, without an `id:` (a resumed stream is positioned by the
+/// durable events alone).
+fn delta_event(d: &aiden_engine::StepDelta) -> Event {
+    let body = json!({"kind": "step.delta", "stepId": d.step_id, "index": d.index, "text": d.text});
+    Event::default().event("step.delta").data(body.to_string())
 }
 
 fn to_event(row: EventRow) -> Event {

@@ -915,3 +915,90 @@ async fn agt_12_model_text_streams_as_deltas_that_are_never_stored() {
         assert_eq!(resumed[0].2["seq"], 4);
     }
 }
+
+/// AGT-13, the post-hook: what an answer proposes to remember (seed 000 §10's structured
+/// `memory_suggestions`) becomes a proposed Entity of the run's owner — never a sensitive one,
+/// never memory until confirmed: it cannot be made active, confirm makes it the owner's,
+/// reject removes it, nobody else can decide it.
+#[tokio::test]
+async fn agt_13_memory_suggestions_are_proposed_then_confirmed_or_rejected() {
+    let k = kit().await;
+    let p = agent_process(&k, &k.openai, &[&k.search], json!({})).await;
+    let propose = |tag: &str| {
+        let answer = json!({"content": format!("Noted ({tag})."),
+            "memory_suggestions": [format!("Likes green tea {tag}"), "My password is hunter2"]});
+        json!([{"answer": answer.to_string()}])
+    };
+    let proposals_of = |run: String| {
+        let u = k.u.clone();
+        async move {
+            let list = u.get("/v1/entities").await.ok(200).clone();
+            list["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| {
+                    e["sources"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|s| s["runId"] == json!(run))
+                })
+                .cloned()
+                .collect::<Vec<Value>>()
+        }
+    };
+    let r = run(&k, &p, propose("one")).await;
+    assert_eq!(r["status"], "completed", "{r}");
+    assert_eq!(
+        r["output"], "Noted (one).",
+        "the structured answer's content is the text"
+    );
+    let out = &step(&r, "answer")["output"];
+    assert_eq!(out["memorySuggestions"], json!(["Likes green tea one"]));
+    assert_eq!(out["droppedSensitive"], 1);
+    let found = proposals_of(r["id"].as_str().unwrap().to_owned()).await;
+    assert_eq!(
+        found.len(),
+        1,
+        "the sensitive one is never proposed: {found:?}"
+    );
+    let e = &found[0];
+    assert_eq!(
+        (&e["name"], &e["status"]),
+        (&json!("Likes green tea one"), &json!("proposed"))
+    );
+    let uuid = e["uuid"].as_str().unwrap().to_owned();
+    let c = id(k.u.post("/v1/conversations", json!({})).await.ok(201));
+    let activate = format!("/v1/conversations/{c}/entities/{uuid}");
+    k.u.put(&activate, json!({})).await.rejects(409, "AGT-13");
+    let stranger = user()
+        .await
+        .post(&format!("/v1/entities/{uuid}/confirm"), json!({}))
+        .await;
+    assert_eq!(stranger.status.as_u16(), 404);
+    let confirmed =
+        k.u.post(&format!("/v1/entities/{uuid}/confirm"), json!({}))
+            .await
+            .ok(200)
+            .clone();
+    assert_eq!(confirmed["status"], "confirmed");
+    k.u.post(&format!("/v1/entities/{uuid}/confirm"), json!({}))
+        .await
+        .rejects(409, "AGT-13");
+    k.u.put(&activate, json!({})).await.ok(200);
+    // Rejected: gone.
+    let r = run(&k, &p, propose("two")).await;
+    let found = proposals_of(r["id"].as_str().unwrap().to_owned()).await;
+    let uuid = found[0]["uuid"].as_str().unwrap().to_owned();
+    k.u.post(&format!("/v1/entities/{uuid}/reject"), json!({}))
+        .await
+        .ok(200);
+    assert_eq!(
+        k.u.get(&format!("/v1/entities/{uuid}"))
+            .await
+            .status
+            .as_u16(),
+        404
+    );
+}

@@ -578,6 +578,26 @@ fn knowledge_routes(t: Table) -> Table {
     );
     let t = route!(
         t,
+        POST,
+        "/v1/entities/{id}/confirm",
+        k::confirm_entity,
+        Op::read(
+            "Confirm an Entity an agent proposed to remember (it becomes yours)",
+            200
+        )
+    );
+    let t = route!(
+        t,
+        POST,
+        "/v1/entities/{id}/reject",
+        k::reject_entity,
+        Op::read(
+            "Reject (remove) an Entity an agent proposed to remember",
+            200
+        )
+    );
+    let t = route!(
+        t,
         GET,
         "/v1/conversations/{id}/entities",
         k::conversation_entities,

@@ -47,6 +47,8 @@ pub struct Pass<'a> {
     lost: BTreeMap<String, Vec<Value>>,
     /// Agent calls decided in this pass: new StepRun nodes (`run/create_calls.cypher`).
     new_calls: Vec<Value>,
+    /// Memory an agent's answer proposed (AGT-13): proposed Entities.
+    proposals: Vec<Value>,
     pub new_runs: Vec<NewRun>,
     pub jobs: Vec<Job>,
     pub cancels: Vec<String>,
@@ -82,6 +84,7 @@ impl<'a> Pass<'a> {
             audits: BTreeMap::new(),
             lost: BTreeMap::new(),
             new_calls: Vec::new(),
+            proposals: Vec::new(),
             new_runs: Vec::new(),
             jobs: Vec::new(),
             cancels: Vec::new(),
@@ -1000,6 +1003,10 @@ impl<'a> Pass<'a> {
         let calls = std::mem::take(&mut self.new_calls);
         if !calls.is_empty() {
             runs::create_calls(self.tx().await?, calls).await?;
+        }
+        let proposals = std::mem::take(&mut self.proposals);
+        if !proposals.is_empty() {
+            aiden_graph::knowledge::propose_entities(self.tx().await?, proposals).await?;
         }
         let mut step_ids: Vec<String> = self.step_sets.keys().cloned().collect();
         step_ids.extend(self.workers.keys().cloned());

@@ -293,6 +293,11 @@ pub struct EntityRow {
     pub created_by: Option<String>,
     pub created_at: Option<String>,
     pub group_id: Option<String>,
+    /// `proposed` / `confirmed` for an agent's suggestion (AGT-13); none otherwise.
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub run_id: Option<String>,
     #[serde(default)]
     pub mentions: Vec<Mention>,
     /// Owners of the conversations it was extracted in or is mentioned by.
@@ -442,4 +447,33 @@ pub async fn mentioned_entities(
             mentioned_at: r.mentioned_at.unwrap_or_default(),
         })
         .collect())
+}
+
+/// AGT-13: proposed Entities from agents' answers (`entity/propose.cypher`): `{uuid, name,
+/// summary, ownerId, runId, at}` each.
+pub async fn propose_entities(tx: &mut Tx, items: Vec<serde_json::Value>) -> Result<(), Error> {
+    let items = neo4rs::BoltType::try_from(serde_json::Value::Array(items))
+        .map_err(|e| Error::Decode(e.to_string()))?;
+    let q = cypher(query_file!("entity/propose.cypher"), None).param("items", items);
+    tx.run(q).await
+}
+
+/// AGT-13: confirms or rejects the caller's proposal; whether there was one.
+pub async fn decide_proposal(
+    tx: &mut Tx,
+    uuid: &str,
+    caller: &str,
+    confirm: bool,
+    now: &str,
+) -> Result<bool, Error> {
+    #[derive(serde::Deserialize)]
+    struct N {
+        n: i64,
+    }
+    let q = cypher(query_file!("entity/decide_proposal.cypher"), None)
+        .param("uuid", uuid)
+        .param("caller", caller)
+        .param("confirm", confirm)
+        .param("now", now);
+    Ok(tx.one::<N>(q).await?.is_some_and(|r| r.n > 0))
 }

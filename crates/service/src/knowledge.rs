@@ -22,6 +22,10 @@ fn visible_to(row: &EntityRow, caller: &Caller) -> bool {
 /// user who created it, and one `graphiti` entry per Episode that mentions it.
 pub fn entity_view(row: &EntityRow) -> Value {
     let mut sources = Vec::new();
+    if row.source.as_deref() == Some("suggestion") {
+        sources.push(json!({"type": "suggestion", "createdAt": row.created_at,
+                            "createdBy": row.created_by, "runId": row.run_id}));
+    }
     if row.source.as_deref() == Some("user") {
         sources.push(
             json!({"type": "user", "createdAt": row.created_at, "createdBy": row.created_by}),
@@ -45,6 +49,7 @@ pub fn entity_view(row: &EntityRow) -> Value {
     json!({
         "uuid": row.uuid, "name": row.name, "summary": row.summary, "category": category,
         "facets": facets, "sources": sources, "createdAt": row.created_at,
+        "status": row.status.as_deref().unwrap_or("confirmed"),
     })
 }
 
@@ -114,6 +119,39 @@ impl App {
         Ok(json!({"items": items, "nextCursor": null}))
     }
 
+    /// AGT-13: `POST /v1/entities/{uuid}/confirm` (it becomes the caller's like one they
+    /// created) or `/reject` (it is removed). Only the owner's proposals (404 otherwise, 409
+    /// once decided).
+    pub async fn decide_proposal(
+        &self,
+        caller: &Caller,
+        uuid: &str,
+        confirm: bool,
+    ) -> Result<Value> {
+        let row = kg::get_entity_autocommit(&self.graph, uuid)
+            .await?
+            .filter(|r| r.created_by.as_deref() == Some(caller.id.as_str()))
+            .ok_or(Rule::NotFound)?;
+        let decided = write_tx!(self, |tx| {
+            Ok(kg::decide_proposal(&mut tx, uuid, caller.id.as_str(), confirm, &now()).await?)
+        })?;
+        if !decided {
+            return Err(Rule::referenced(
+                "AGT-13",
+                format!(
+                    "entity {uuid} is not a proposal (it is {})",
+                    row.status.as_deref().unwrap_or("confirmed")
+                ),
+            )
+            .into());
+        }
+        if confirm {
+            self.get_entity(caller, uuid).await
+        } else {
+            Ok(json!({"uuid": uuid, "status": "rejected"}))
+        }
+    }
+
     /// `PUT /v1/conversations/{id}/entities/{uuid}`: adds (or re-flags) an active entity.
     pub async fn activate_entity(
         &self,
@@ -126,10 +164,17 @@ impl App {
         write_tx!(self, |tx| {
             let c = conv::get(&mut tx, id).await?.ok_or(Rule::NotFound)?;
             ensure_own(caller, &c.owner_id)?;
-            kg::get_entity(&mut tx, uuid)
+            let entity = kg::get_entity(&mut tx, uuid)
                 .await?
                 .filter(|row| visible_to(row, caller))
                 .ok_or(Rule::NotFound)?;
+            if entity.status.as_deref() == Some("proposed") {
+                return Err(Rule::referenced(
+                    "AGT-13",
+                    format!("entity {uuid} is a proposal: confirm it before it becomes memory"),
+                )
+                .into());
+            }
             let a = kg::Activation {
                 conversation_id: id,
                 uuid,

@@ -31,6 +31,24 @@ pub async fn get_entity(
     Ok(ok(st.app.get_entity(&c, &uuid).await?))
 }
 
+/// `POST /v1/entities/{uuid}/confirm` (AGT-13).
+pub async fn confirm_entity(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(uuid): Path<String>,
+) -> ApiResult<Response> {
+    Ok(ok(st.app.decide_proposal(&c, &uuid, true).await?))
+}
+
+/// `POST /v1/entities/{uuid}/reject` (AGT-13).
+pub async fn reject_entity(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(uuid): Path<String>,
+) -> ApiResult<Response> {
+    Ok(ok(st.app.decide_proposal(&c, &uuid, false).await?))
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EntityQuery {

@@ -337,6 +337,18 @@ impl Pass<'_> {
         let mut telemetry = Map::new();
         telemetry.insert("finalState".into(), json!("completed"));
         telemetry.insert("finishReason".into(), output["finishReason"].clone());
+        // AGT-13, the post-hook: what the answer proposed to remember becomes proposed
+        // Entities of the run's owner, in this pass's transaction; none is memory until
+        // confirmed.
+        let owner = self.run(run_id).owner_id.clone();
+        for s in output["memorySuggestions"].as_array().into_iter().flatten() {
+            let Some(text) = s.as_str() else { continue };
+            let name: String = text.chars().take(60).collect();
+            self.proposals.push(json!({
+                "uuid": uuid::Uuid::now_v7().to_string(), "name": name, "summary": text,
+                "ownerId": owner, "runId": run_id, "at": self.now,
+            }));
+        }
         let call = Call::internal(&self.now);
         self.complete_step(run_id, agent, output, telemetry, &call, &started);
     }

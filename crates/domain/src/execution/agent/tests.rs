@@ -449,3 +449,25 @@ fn the_token_budget_is_checked_before_each_model_turn() {
     assert_eq!(out["text"], "partial");
     assert_eq!(out["tokens"], 150);
 }
+
+#[test]
+fn answers_propose_memories_structured_or_tagged_never_sensitive_ones() {
+    let structured = r#"{"content": "Noted.", "memory_suggestions": ["Likes green tea",
+        "My password is hunter2", "x", "  ", "a", "b", "c", "d"]}"#;
+    let (text, kept, dropped) = memory_suggestions(structured);
+    assert_eq!(text, "Noted.");
+    assert_eq!(
+        kept,
+        ["Likes green tea", "x", "a", "b", "c"],
+        "at most five"
+    );
+    assert_eq!(dropped, 1);
+    let tagged = "Sure. [REMEMBER: Works in Kigali] Anything else? [REMEMBER: token sk-1]";
+    let (text, kept, dropped) = memory_suggestions(tagged);
+    assert_eq!(text, "Sure.  Anything else?");
+    assert_eq!(kept, ["Works in Kigali"]);
+    assert_eq!(dropped, 1);
+    let opaque = format!("[REMEMBER: key {}]", "a1".repeat(20));
+    assert_eq!(memory_suggestions(&opaque).2, 1);
+    assert_eq!(memory_suggestions("plain").0, "plain");
+}

@@ -12,6 +12,9 @@ use anyhow::{bail, Context};
 use clap::Parser;
 use serde_json::{json, Value};
 
+mod api;
+use api::Api;
+
 #[derive(Parser)]
 struct Args {
     #[arg(long, env = "AIDEN_SERVER", default_value = "http://127.0.0.1:8080")]
@@ -68,28 +71,6 @@ const PLACES: [&str; 6] = [
     "Cambridge",
 ];
 
-async fn call(
-    http: &reqwest::Client,
-    a: &Args,
-    method: reqwest::Method,
-    path: &str,
-    body: Option<Value>,
-) -> anyhow::Result<Value> {
-    let mut req = http
-        .request(method, format!("{}{path}", a.server))
-        .bearer_auth(&a.token);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let resp = req.send().await?;
-    let status = resp.status();
-    let text = resp.text().await?;
-    if !status.is_success() {
-        bail!("{path}: {status}: {text}");
-    }
-    Ok(serde_json::from_str(&text)?)
-}
-
 fn millis_between(from: &str, to: &str) -> Option<f64> {
     let f = chrono::DateTime::parse_from_rfc3339(from).ok()?;
     let t = chrono::DateTime::parse_from_rfc3339(to).ok()?;
@@ -99,18 +80,21 @@ fn millis_between(from: &str, to: &str) -> Option<f64> {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let a = Args::parse();
-    let http = reqwest::Client::new();
+    let api = Api {
+        http: reqwest::Client::new(),
+        base: a.server.clone(),
+        token: a.token.clone(),
+    };
     let post = reqwest::Method::POST;
     let mut convs = Vec::with_capacity(a.conversations);
     for i in 0..a.conversations.max(1) {
-        let c = call(
-            &http,
-            &a,
-            post.clone(),
-            "/v1/conversations",
-            Some(json!({"title": format!("ingestion bench {i}")})),
-        )
-        .await?;
+        let c = api
+            .send(
+                post.clone(),
+                "/v1/conversations",
+                Some(json!({"title": format!("ingestion bench {i}")})),
+            )
+            .await?;
         convs.push((c["id"].as_str().context("id")?.to_owned(), None::<String>));
     }
     let mut appends = Vec::with_capacity(a.turns);
@@ -135,14 +119,13 @@ async fn main() -> anyhow::Result<()> {
             body["parentTurnId"] = json!(p);
         }
         let t0 = Instant::now();
-        let turn = call(
-            &http,
-            &a,
-            post.clone(),
-            &format!("/v1/conversations/{conv}/turns"),
-            Some(body),
-        )
-        .await?;
+        let turn = api
+            .send(
+                post.clone(),
+                &format!("/v1/conversations/{conv}/turns"),
+                Some(body),
+            )
+            .await?;
         appends.push(ms(t0.elapsed()));
         let turn_id = turn["id"].as_str().context("turn id")?.to_owned();
         convs[slot].1 = Some(turn_id.clone());
@@ -166,14 +149,9 @@ async fn main() -> anyhow::Result<()> {
         }
         let mut still = Vec::new();
         for t in pending {
-            let turn = call(
-                &http,
-                &a,
-                reqwest::Method::GET,
-                &format!("/v1/turns/{t}"),
-                None,
-            )
-            .await?;
+            let turn = api
+                .send(reqwest::Method::GET, &format!("/v1/turns/{t}"), None)
+                .await?;
             let alt = &turn["alternatives"][0];
             match alt["binding"].as_str() {
                 Some("extracted") | Some("skipped") | Some("failed") => {

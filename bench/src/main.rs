@@ -5,6 +5,7 @@
 //! `agent_loop` (issue #11) runs an agent step against a scripted model (`agent_loop.rs`).
 
 mod agent_loop;
+mod api;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -14,6 +15,8 @@ use anyhow::{bail, Context};
 use clap::Parser;
 use futures::StreamExt;
 use serde_json::{json, Value};
+
+use api::Api;
 
 #[derive(Parser)]
 struct Args {
@@ -42,35 +45,7 @@ struct Args {
     history_runs: usize,
 }
 
-struct Api {
-    http: reqwest::Client,
-    base: String,
-    token: String,
-}
-
 impl Api {
-    async fn send(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> anyhow::Result<Value> {
-        let mut req = self
-            .http
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth(&self.token);
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let resp = req.send().await?;
-        let status = resp.status();
-        let text = resp.text().await?;
-        if !status.is_success() {
-            bail!("{path}: {status}: {text}");
-        }
-        Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
-    }
-
     /// Starts a run and waits for its terminal event; returns the latency and the run's id.
     async fn run_once(&self, process: &str) -> anyhow::Result<(Duration, String)> {
         let t0 = Instant::now();

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use aiden_tests::scripted_model::{self, Model};
-use aiden_tests::{aiden_graph_query, fixtures, graph_rows, unique, user, Client};
+use aiden_tests::{aiden_graph_query, fixtures, graph_rows, step_of as step, unique, user, Client};
 use axum::{
     extract::{Query, State},
     routing::get,
@@ -184,15 +184,6 @@ async fn events(u: &Client, run: &str) -> Vec<Value> {
         .filter_map(|l| l.strip_prefix("data: "))
         .map(|d| serde_json::from_str(d).unwrap())
         .collect()
-}
-
-fn step<'a>(run: &'a Value, id: &str) -> &'a Value {
-    run["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["stepId"] == id)
-        .unwrap_or_else(|| panic!("no step {id} in {run}"))
 }
 
 /// AGT-4 / AGT-5: two tools over three model turns end with the right answer; each model turn
@@ -504,15 +495,7 @@ async fn agt_8_an_agent_process_answers_a_conversation_turn() {
     let t2 = k.u.post(&format!("/v1/conversations/{c}/turns"),
         json!({"speaker": "user", "content": format!("script:{script}"), "parentTurnId": t1["id"]}))
         .await.ok(201).clone();
-    let g =
-        k.u.post(
-            &format!("/v1/conversations/{c}/agent-turns"),
-            json!({"processId": p, "parentTurnId": t2["id"]}),
-        )
-        .await
-        .ok(202)
-        .clone();
-    let r = k.u.settled_run(g["runId"].as_str().unwrap()).await;
+    let (g, r) = agent_turn(&k.u, &c, &p, &t2["id"]).await;
     assert_eq!(r["status"], "completed", "{r}");
     let turn =
         k.u.get(&format!("/v1/turns/{}", g["turnId"].as_str().unwrap()))
@@ -568,15 +551,7 @@ async fn agt_8_the_seeded_process_agent_answers_with_its_tools() {
         .await
         .ok(201)
         .clone();
-    let g =
-        k.u.post(
-            &format!("/v1/conversations/{c}/agent-turns"),
-            json!({"processId": p, "parentTurnId": t["id"]}),
-        )
-        .await
-        .ok(202)
-        .clone();
-    let r = k.u.settled_run(g["runId"].as_str().unwrap()).await;
+    let (_, r) = agent_turn(&k.u, &c, &p, &t["id"]).await;
     assert_eq!(r["status"], "completed", "{r}");
     assert!(r["output"].as_str().unwrap().contains("12:00 UTC"), "{r}");
     let system = k.requests()[0]["system"].as_str().unwrap().to_owned();
@@ -1001,4 +976,18 @@ async fn agt_13_memory_suggestions_are_proposed_then_confirmed_or_rejected() {
             .as_u16(),
         404
     );
+}
+
+/// Starts an agent turn answering `parent` with Process `p`; the 202 body and the settled run.
+async fn agent_turn(u: &Client, c: &str, p: &str, parent: &Value) -> (Value, Value) {
+    let g = u
+        .post(
+            &format!("/v1/conversations/{c}/agent-turns"),
+            json!({"processId": p, "parentTurnId": parent}),
+        )
+        .await
+        .ok(202)
+        .clone();
+    let r = u.settled_run(g["runId"].as_str().unwrap()).await;
+    (g, r)
 }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aiden_jobs::topology::{header, text, REASON_HEADER, RUN_HEADER, STEP_RUN_HEADER};
-use aiden_tests::{admin, fixtures, server, unique, user, Client};
+use aiden_tests::{admin, fixtures, server, step_of, unique, user, Client};
 use axum::{
     body::Bytes,
     extract::{Query, State},
@@ -355,15 +355,6 @@ async fn wait_run(client: &Client, id: &str) -> Value {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-}
-
-fn step_of<'a>(run: &'a Value, id: &str) -> &'a Value {
-    run["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["stepId"] == id)
-        .unwrap_or_else(|| panic!("no step {id} in {run}"))
 }
 
 /// The SSE stream read to its end: (the `id:` of each event, its JSON data).

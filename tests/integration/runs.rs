@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use aiden_tests::{admin, fixtures, server, unique, user, Client};
+use aiden_tests::{admin, fixtures, server, step_of, unique, user, Client};
 use axum::{
     extract::{Query, State},
     http::StatusCode,
@@ -224,15 +224,6 @@ fn kinds(events: &[Value]) -> Vec<String> {
             None => e["kind"].as_str().unwrap().to_owned(),
         })
         .collect()
-}
-
-fn step_of<'a>(run: &'a Value, id: &str) -> &'a Value {
-    run["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["stepId"] == id)
-        .unwrap()
 }
 
 #[tokio::test]

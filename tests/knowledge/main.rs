@@ -201,6 +201,14 @@ impl World {
         rows.into_iter().map(|r| r.row).collect()
     }
 
+    /// A user Turn in `c` with `body`: its id and its first Alternative's.
+    async fn user_turn(&self, c: &str, body: Value) -> (String, String) {
+        let path = format!("/v1/conversations/{c}/turns");
+        let t = self.ok(Method::POST, &path, Some(body), 201).await;
+        let id = |v: &Value| v.as_str().unwrap().to_owned();
+        (id(&t["id"]), id(&t["alternatives"][0]["id"]))
+    }
+
     async fn turn(&self, turn_id: &str) -> Value {
         self.ok(Method::GET, &format!("/v1/turns/{turn_id}"), None, 200)
             .await
@@ -630,18 +638,12 @@ async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_
         .await
         .unwrap();
     // Something after it in the same conversation, so we know the duplicates were consumed.
-    let t4 = w
-        .ok(
-            Method::POST,
-            &format!("/v1/conversations/{c}/turns"),
-            Some(json!({"speaker": "user", "content": "And Ada Lovelace?", "parentTurnId": t3_id})),
-            201,
+    let (t4_id, u4) = w
+        .user_turn(
+            &c,
+            json!({"speaker": "user", "content": "And Ada Lovelace?", "parentTurnId": t3_id}),
         )
         .await;
-    let (t4_id, u4) = (
-        t4["id"].as_str().unwrap().to_owned(),
-        t4["alternatives"][0]["id"].as_str().unwrap().to_owned(),
-    );
     w.wait_binding(&t4_id, &u4, &["extracted"], long).await;
     one_node(u1.clone()).await;
     assert_eq!(
@@ -921,18 +923,12 @@ async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_
         "{b}"
     );
     let huge = "Ada Lovelace wrote the first program. ".repeat(5_000);
-    let t6 = w
-        .ok(
-            Method::POST,
-            &format!("/v1/conversations/{c}/turns"),
-            Some(json!({"speaker": "user", "content": huge, "parentTurnId": t5_id})),
-            201,
+    let (t6_id, u6) = w
+        .user_turn(
+            &c,
+            json!({"speaker": "user", "content": huge, "parentTurnId": t5_id}),
         )
         .await;
-    let (t6_id, u6) = (
-        t6["id"].as_str().unwrap().to_owned(),
-        t6["alternatives"][0]["id"].as_str().unwrap().to_owned(),
-    );
     w.wait_binding(&t6_id, &u6, &["extracted"], long).await;
     let cut = w
         .rows(
@@ -1016,18 +1012,12 @@ async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_
     sigkill(&mut service);
     service = graphiti(graphiti_port, None);
     wait_http(&format!("{graphiti_url}/healthz"), Duration::from_secs(60)).await;
-    let t7 = w
-        .ok(
-            Method::POST,
-            &format!("/v1/conversations/{c}/turns"),
-            Some(json!({"speaker": "user", "content": "No model here", "parentTurnId": t6_id})),
-            201,
+    let (t7_id, u7) = w
+        .user_turn(
+            &c,
+            json!({"speaker": "user", "content": "No model here", "parentTurnId": t6_id}),
         )
         .await;
-    let (t7_id, u7) = (
-        t7["id"].as_str().unwrap().to_owned(),
-        t7["alternatives"][0]["id"].as_str().unwrap().to_owned(),
-    );
     let a7 = w.wait_binding(&t7_id, &u7, &["skipped"], long).await;
     assert_eq!(a7["episodeId"], episode_uuid(&u7).as_str());
     assert_check_clean(Some(&db));

@@ -440,6 +440,16 @@ pub async fn fingerprint(owner_id: &str) -> Vec<String> {
         .collect()
 }
 
+/// The step `id` of a run as `GET /v1/runs/{id}` shows it (panics naming the run if absent).
+pub fn step_of<'a>(run: &'a Value, id: &str) -> &'a Value {
+    run["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .find(|s| s["stepId"] == id)
+        .unwrap_or_else(|| panic!("no step {id} in {run}"))
+}
+
 /// A raw query for test assertions (tests may read the graph directly).
 pub fn aiden_graph_query(text: &str) -> neo4rs::Query {
     neo4rs::query(text)

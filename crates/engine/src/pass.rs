@@ -557,6 +557,12 @@ impl<'a> Pass<'a> {
         self.call_settled(run_id, i, Err(error), 0);
     }
 
+    /// Fails step `i` for a reason the engine found itself (no worker attempt behind it).
+    fn fail_step_now(&mut self, run_id: &str, i: usize, error: ErrorInfo) {
+        let now = self.now.clone();
+        self.fail_step(run_id, i, error, Map::new(), &Call::internal(&now), &now);
+    }
+
     /// Applies queued advances and child results until nothing more can happen now.
     async fn drain(&mut self) -> Result<(), aiden_graph::Error> {
         loop {
@@ -716,15 +722,12 @@ impl<'a> Pass<'a> {
                     .iter()
                     .filter_map(|t| aiden_domain::Id::parse(&t.id).ok())
                     .collect();
-                let fresh = match plan::agent_tools(self.tx().await?, &ids).await {
-                    Ok(fresh) => fresh
-                        .into_iter()
-                        .map(|mut f| {
-                            let planned = tools.iter().find(|t| t.id == f.id);
-                            f.capability = planned.and_then(|t| t.capability.clone());
-                            f
-                        })
-                        .collect(),
+                let planned = |id: &aiden_domain::Id| {
+                    let t = tools.iter().find(|t| t.id == id.as_str());
+                    t.and_then(|t| t.capability.clone())
+                };
+                let fresh = match plan::agent_tools(self.tx().await?, &ids, &planned).await {
+                    Ok(fresh) => fresh,
                     Err(plan::LoadError::Graph(e)) => return Err(e),
                     Err(_) => tools.clone(),
                 };
@@ -803,9 +806,7 @@ impl<'a> Pass<'a> {
         let (loaded, inputs) = match child {
             Ok(ok) => ok,
             Err(error) => {
-                let call = Call::internal(&self.now);
-                let now = self.now.clone();
-                self.fail_step(&run.id, i, error, Map::new(), &call, &now);
+                self.fail_step_now(&run.id, i, error);
                 return Ok(());
             }
         };

@@ -72,7 +72,8 @@ pub async fn load(tx: &mut Tx, process_id: &str) -> Result<Loaded, LoadError> {
                     model_operation_type: operation_type(row.tool_doc.as_deref()).ok_or_else(
                         || LoadError::Corrupt(format!("tool `{model}` has no operation")),
                     )?,
-                    tools: with_approvals(agent_tools(tx, &agent.tools).await?, &agent.approvals),
+                    tools: agent_tools(tx, &agent.tools, &|id| agent.approvals.get(id).cloned())
+                        .await?,
                     caps: agent.caps(),
                     system_prompt: agent.system_prompt.clone(),
                 }
@@ -117,11 +118,13 @@ fn operation_type(tool_doc: Option<&str>) -> Option<String> {
     doc.pointer("/operation/type")?.as_str().map(str::to_owned)
 }
 
-/// The facts the agent loop and its policy gate need about each declared tool, as of the
-/// run's start (a Tool deleted since is left out: it cannot be offered).
+/// The facts the agent loop and its policy gate need about each declared tool, as of now (a
+/// Tool deleted since is left out: it cannot be offered), with the capability a call to it
+/// needs approved (AGT-9).
 pub(crate) async fn agent_tools(
     tx: &mut Tx,
     ids: &[aiden_domain::Id],
+    capability_of: &(dyn Fn(&aiden_domain::Id) -> Option<String> + Sync),
 ) -> Result<Vec<AgentTool>, LoadError> {
     let mut out: Vec<AgentTool> = Vec::with_capacity(ids.len());
     for id in ids {
@@ -138,22 +141,8 @@ pub(crate) async fn agent_tools(
             owner_id: t.owner_id.as_str().to_owned(),
             shared: t.shared,
             enabled: t.enabled,
-            capability: None,
+            capability: capability_of(id),
         });
     }
     Ok(out)
-}
-
-/// Marks the tools whose calls need a capability approved (AGT-9).
-pub(crate) fn with_approvals(
-    mut tools: Vec<AgentTool>,
-    approvals: &std::collections::BTreeMap<aiden_domain::Id, String>,
-) -> Vec<AgentTool> {
-    for t in &mut tools {
-        t.capability = approvals
-            .iter()
-            .find(|(id, _)| id.as_str() == t.id)
-            .map(|(_, c)| c.clone());
-    }
-    tools
 }

@@ -78,49 +78,6 @@ pub async fn event_gaps(tx: &mut Tx) -> Result<Vec<IdRow>, Error> {
         .await
 }
 
-/// The conversation audits (TURN-1, 2, 3, 5, 6, 7): `(invariant, offending ids, what is wrong)`.
-pub async fn conversation_findings(
-    tx: &mut Tx,
-) -> Result<Vec<(&'static str, Vec<IdRow>, &'static str)>, Error> {
-    let checks: [(&'static str, &'static str, &'static str); 6] = [
-        (
-            "TURN-1",
-            query_file!("audit/turn_sequence.cypher"),
-            "Turn without exactly one HAS_TURN from its Conversation, or sequence is not its depth",
-        ),
-        (
-            "TURN-2",
-            query_file!("audit/turn_active.cypher"),
-            "Turn without Alternatives, or without exactly one active Alternative",
-        ),
-        (
-            "TURN-3",
-            query_file!("audit/turn_structure.cypher"),
-            "CHILD_OF / RESPONDS_TO do not point into the parent Turn of the same Conversation",
-        ),
-        (
-            "TURN-5",
-            query_file!("audit/alternative_executed_by.cypher"),
-            "agent Alternative without exactly one EXECUTED_BY, or a non-agent one with it",
-        ),
-        (
-            "TURN-6",
-            query_file!("audit/alternative_generation.cypher"),
-            "Alternative still generating although its run has settled (or has no run)",
-        ),
-        (
-            "TURN-7",
-            query_file!("audit/alternative_content.cypher"),
-            "Alternative with more than one HAS_CONTENT, or one disagreeing with its episodeId",
-        ),
-    ];
-    let mut out = Vec::with_capacity(checks.len());
-    for (id, text, message) in checks {
-        out.push((id, tx.rows(cypher(text, None)).await?, message));
-    }
-    Ok(out)
-}
-
 /// One bound Alternative or Summary with its Episode's name and group (EPI-1).
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -138,64 +95,111 @@ pub async fn episode_identities(tx: &mut Tx) -> Result<Vec<EpisodeIdentity>, Err
         .await
 }
 
-/// The knowledge-layer audits (EPI-3, ENT-2, ENT-3): `(invariant, offending ids, what is wrong)`.
-pub async fn knowledge_findings(
-    tx: &mut Tx,
-) -> Result<Vec<(&'static str, Vec<IdRow>, &'static str)>, Error> {
-    let checks: [(&'static str, &'static str, &'static str); 4] = [
-        (
-            "EPI-3",
-            query_file!("audit/binding_state.cypher"),
-            "binding state disagrees with its HAS_CONTENT edge / episodeId (or is unknown)",
-        ),
-        (
-            "EPI-3",
-            query_file!("audit/binding_outbox.cypher"),
-            "content not recorded for ingestion: no binding, or a pending binding without its outbox item",
-        ),
-        (
-            "ENT-2",
-            query_file!("audit/active_entities.cypher"),
-            "active entity not visible to the conversation's owner",
-        ),
-        (
-            "ENT-3",
-            query_file!("audit/orphan_entities.cypher"),
-            "entity mirrored from Graphiti without a MENTIONS from an Episode",
-        ),
-    ];
-    let mut out = Vec::with_capacity(checks.len());
-    for (id, text, message) in checks {
-        out.push((id, tx.rows(cypher(text, None)).await?, message));
-    }
-    Ok(out)
+/// One audit whose statement returns the offending ids: its rule, its statement (run for
+/// `label` where it has `__LABEL__`), and what is wrong with each id it returns.
+struct IdCheck {
+    invariant: &'static str,
+    text: &'static str,
+    label: Option<&'static str>,
+    message: &'static str,
 }
 
-/// The reference-edge audits (GRAPH-1..3): an edge and the property naming the same record agree.
-pub async fn reference_findings(
+const fn check(invariant: &'static str, text: &'static str, message: &'static str) -> IdCheck {
+    IdCheck {
+        invariant,
+        text,
+        label: None,
+        message,
+    }
+}
+
+/// The conversation (TURN-1, 2, 3, 5, 6, 7), knowledge-layer (EPI-3, ENT-2, ENT-3) and
+/// reference-edge (GRAPH-1..3) audits.
+const ID_CHECKS: [IdCheck; 13] = [
+    check(
+        "TURN-1",
+        query_file!("audit/turn_sequence.cypher"),
+        "Turn without exactly one HAS_TURN from its Conversation, or sequence is not its depth",
+    ),
+    check(
+        "TURN-2",
+        query_file!("audit/turn_active.cypher"),
+        "Turn without Alternatives, or without exactly one active Alternative",
+    ),
+    check(
+        "TURN-3",
+        query_file!("audit/turn_structure.cypher"),
+        "CHILD_OF / RESPONDS_TO do not point into the parent Turn of the same Conversation",
+    ),
+    check(
+        "TURN-5",
+        query_file!("audit/alternative_executed_by.cypher"),
+        "agent Alternative without exactly one EXECUTED_BY, or a non-agent one with it",
+    ),
+    check(
+        "TURN-6",
+        query_file!("audit/alternative_generation.cypher"),
+        "Alternative still generating although its run has settled (or has no run)",
+    ),
+    check(
+        "TURN-7",
+        query_file!("audit/alternative_content.cypher"),
+        "Alternative with more than one HAS_CONTENT, or one disagreeing with its episodeId",
+    ),
+    check(
+        "EPI-3",
+        query_file!("audit/binding_state.cypher"),
+        "binding state disagrees with its HAS_CONTENT edge / episodeId (or is unknown)",
+    ),
+    check(
+        "EPI-3",
+        query_file!("audit/binding_outbox.cypher"),
+        "content not recorded for ingestion: no binding, or a pending binding without its outbox item",
+    ),
+    check(
+        "ENT-2",
+        query_file!("audit/active_entities.cypher"),
+        "active entity not visible to the conversation's owner",
+    ),
+    check(
+        "ENT-3",
+        query_file!("audit/orphan_entities.cypher"),
+        "entity mirrored from Graphiti without a MENTIONS from an Episode",
+    ),
+    IdCheck {
+        label: Some("Alternative"),
+        ..check(
+            "GRAPH-1",
+            query_file!("audit/generated_by.cypher"),
+            "Alternative whose GENERATED_BY edge disagrees with its runId",
+        )
+    },
+    IdCheck {
+        label: Some("Summary"),
+        ..check(
+            "GRAPH-2",
+            query_file!("audit/generated_by.cypher"),
+            "Summary whose GENERATED_BY edge disagrees with its runId",
+        )
+    },
+    check(
+        "GRAPH-3",
+        query_file!("audit/audit_step_run.cypher"),
+        "tool-call audit record without exactly one HAS_AUDIT from the step run it names",
+    ),
+];
+
+/// Every id-row audit: `(invariant, offending ids, what is wrong)`.
+pub async fn id_findings(
     tx: &mut Tx,
 ) -> Result<Vec<(&'static str, Vec<IdRow>, &'static str)>, Error> {
-    let generated_by = query_file!("audit/generated_by.cypher");
-    let checks = [
-        (
-            "GRAPH-1",
-            cypher(generated_by, Some("Alternative")),
-            "Alternative whose GENERATED_BY edge disagrees with its runId",
-        ),
-        (
-            "GRAPH-2",
-            cypher(generated_by, Some("Summary")),
-            "Summary whose GENERATED_BY edge disagrees with its runId",
-        ),
-        (
-            "GRAPH-3",
-            cypher(query_file!("audit/audit_step_run.cypher"), None),
-            "tool-call audit record without exactly one HAS_AUDIT from the step run it names",
-        ),
-    ];
-    let mut out = Vec::with_capacity(checks.len());
-    for (id, q, message) in checks {
-        out.push((id, tx.rows(q).await?, message));
+    let mut out = Vec::with_capacity(ID_CHECKS.len());
+    for c in &ID_CHECKS {
+        out.push((
+            c.invariant,
+            tx.rows(cypher(c.text, c.label)).await?,
+            c.message,
+        ));
     }
     Ok(out)
 }

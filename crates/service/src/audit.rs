@@ -99,21 +99,7 @@ impl Auditor {
                     message: "settled run's event log is not exactly 1..eventSeq".into(),
                 });
             }
-            for (invariant, rows, message) in audit::conversation_findings(&mut tx).await? {
-                findings.extend(rows.into_iter().map(|row| Finding {
-                    invariant,
-                    id: row.id,
-                    message: message.into(),
-                }));
-            }
-            for (invariant, rows, message) in audit::knowledge_findings(&mut tx).await? {
-                findings.extend(rows.into_iter().map(|row| Finding {
-                    invariant,
-                    id: row.id,
-                    message: message.into(),
-                }));
-            }
-            for (invariant, rows, message) in audit::reference_findings(&mut tx).await? {
+            for (invariant, rows, message) in audit::id_findings(&mut tx).await? {
                 findings.extend(rows.into_iter().map(|row| Finding {
                     invariant,
                     id: row.id,

@@ -57,8 +57,7 @@ impl Pass<'_> {
             },
             Err(e) => {
                 let error = ErrorInfo::new("INTERPOLATION_ERROR", e.to_string());
-                let now = self.now.clone();
-                self.fail_step(run_id, i, error, Map::new(), &Call::internal(&now), &now);
+                self.fail_step_now(run_id, i, error);
                 return;
             }
         };
@@ -144,15 +143,7 @@ impl Pass<'_> {
                         "MODEL_ERROR",
                         format!("model turn `{step_id}`: {}", error.message),
                     );
-                    let stamp = self.now.clone();
-                    self.fail_step(
-                        run_id,
-                        agent,
-                        error,
-                        Map::new(),
-                        &Call::internal(&stamp),
-                        &stamp,
-                    );
+                    self.fail_step_now(run_id, agent, error);
                     return;
                 }
             }
@@ -228,16 +219,7 @@ impl Pass<'_> {
                 ),
                 Action::Finish(output) => finished = Some(output),
                 Action::Fail { code, message } => {
-                    let stamp = self.now.clone();
-                    let error = ErrorInfo::new(&code, message);
-                    self.fail_step(
-                        run_id,
-                        agent,
-                        error,
-                        Map::new(),
-                        &Call::internal(&stamp),
-                        &stamp,
-                    );
+                    self.fail_step_now(run_id, agent, ErrorInfo::new(&code, message));
                     return;
                 }
             }

@@ -31,6 +31,22 @@ fn call(id: &str, name: &str, args: Value) -> ToolCall {
     }
 }
 
+/// A model turn that asks for `calls`.
+fn asks(calls: Vec<ToolCall>) -> ModelAnswer {
+    ModelAnswer {
+        text: None,
+        tool_calls: calls,
+    }
+}
+
+/// A model turn with `text` (and `calls`).
+fn says(text: &str, calls: Vec<ToolCall>) -> ModelAnswer {
+    ModelAnswer {
+        text: Some(text.into()),
+        tool_calls: calls,
+    }
+}
+
 fn started(caps: Caps) -> Loop {
     let decision = gate(
         &alice(),
@@ -127,13 +143,10 @@ fn tools_run_then_the_model_sees_their_results() {
     let mut l = started(Caps::default());
     let actions = l.answered(
         "answer",
-        ModelAnswer {
-            text: None,
-            tool_calls: vec![
-                call("c1", "search", json!({"q": "a"})),
-                call("c2", "lookup", json!({"q": "b"})),
-            ],
-        },
+        asks(vec![
+            call("c1", "search", json!({"q": "a"})),
+            call("c2", "lookup", json!({"q": "b"})),
+        ]),
         1,
     );
     let ids: Vec<String> = actions
@@ -180,14 +193,7 @@ fn tools_run_then_the_model_sees_their_results() {
         2,
         "the forbidden one is not offered"
     );
-    let done = l.answered(
-        "answer",
-        ModelAnswer {
-            text: Some("done".into()),
-            tool_calls: vec![],
-        },
-        4,
-    );
+    let done = l.answered("answer", says("done", vec![]), 4);
     let Action::Finish(out) = &done[0] else {
         panic!()
     };
@@ -204,13 +210,10 @@ fn forbidden_unknown_and_badly_argued_calls_are_refused_without_running() {
     let mut l = started(Caps::default());
     let actions = l.answered(
         "answer",
-        ModelAnswer {
-            text: None,
-            tool_calls: vec![
-                call("c1", "private", json!({"q": "x"})),
-                call("c2", "search", json!({"query": "wrong field"})),
-            ],
-        },
+        asks(vec![
+            call("c1", "private", json!({"q": "x"})),
+            call("c2", "search", json!({"query": "wrong field"})),
+        ]),
         1,
     );
     let codes: Vec<&str> = actions
@@ -239,20 +242,17 @@ fn the_iteration_cap_ends_with_the_best_answer_so_far() {
     });
     let a = l.answered(
         "answer",
-        ModelAnswer {
-            text: Some("thinking: partial".into()),
-            tool_calls: vec![call("c1", "search", json!({"q": "a"}))],
-        },
+        says(
+            "thinking: partial",
+            vec![call("c1", "search", json!({"q": "a"}))],
+        ),
         1,
     );
     assert!(matches!(a[0], Action::CallTool { .. }));
     l.tool_settled("answer", "answer#t2", Ok(json!({})), 2);
     let end = l.answered(
         "answer",
-        ModelAnswer {
-            text: None,
-            tool_calls: vec![call("c2", "search", json!({"q": "b"}))],
-        },
+        asks(vec![call("c2", "search", json!({"q": "b"}))]),
         3,
     );
     let [Action::Finish(out)] = &end[..] else {
@@ -270,19 +270,13 @@ fn the_tool_call_cap_holds_across_iterations() {
     });
     l.answered(
         "answer",
-        ModelAnswer {
-            text: None,
-            tool_calls: vec![call("c1", "search", json!({"q": "a"}))],
-        },
+        asks(vec![call("c1", "search", json!({"q": "a"}))]),
         1,
     );
     l.tool_settled("answer", "answer#t2", Ok(json!({})), 2);
     let end = l.answered(
         "answer",
-        ModelAnswer {
-            text: None,
-            tool_calls: vec![call("c2", "search", json!({"q": "b"}))],
-        },
+        asks(vec![call("c2", "search", json!({"q": "b"}))]),
         3,
     );
     let [Action::Finish(out)] = &end[..] else {
@@ -301,10 +295,7 @@ fn the_total_timeout_ends_the_loop() {
     });
     l.answered(
         "answer",
-        ModelAnswer {
-            text: Some("so far".into()),
-            tool_calls: vec![call("c1", "search", json!({"q": "a"}))],
-        },
+        says("so far", vec![call("c1", "search", json!({"q": "a"}))]),
         5,
     );
     let end = l.tool_settled("answer", "answer#t2", Ok(json!({})), 50);
@@ -332,14 +323,7 @@ fn a_call_needing_approval_waits_then_runs_when_granted_or_is_refused_when_denie
         call("c1", "mail", json!({"q": "hi"})),
         call("c2", "search", json!({"q": "x"})),
     ];
-    let a = l.answered(
-        "answer",
-        ModelAnswer {
-            text: None,
-            tool_calls: calls.clone(),
-        },
-        1,
-    );
+    let a = l.answered("answer", asks(calls.clone()), 1);
     assert!(matches!(&a[0], Action::Wait { capability, .. } if capability == "email.send"));
     assert!(matches!(&a[1], Action::CallTool { name, .. } if name == "search"));
     assert_eq!(l.waiting_for(), ["email.send"]);
@@ -365,33 +349,20 @@ fn a_call_needing_approval_waits_then_runs_when_granted_or_is_refused_when_denie
     // Within the grant's time a later call runs at once; after it, it waits again.
     let again = l.answered(
         "answer",
-        ModelAnswer {
-            text: None,
-            tool_calls: vec![call("c3", "mail", json!({"q": "2"}))],
-        },
+        asks(vec![call("c3", "mail", json!({"q": "2"}))]),
         50,
     );
     assert!(matches!(&again[..], [Action::CallTool { .. }]), "{again:?}");
     l.tool_settled("answer", "answer#t5", Ok(json!({})), 60);
     let later = l.answered(
         "answer",
-        ModelAnswer {
-            text: None,
-            tool_calls: vec![call("c4", "mail", json!({"q": "3"}))],
-        },
+        asks(vec![call("c4", "mail", json!({"q": "3"}))]),
         200,
     );
     assert!(matches!(&later[..], [Action::Wait { .. }]), "{later:?}");
 
     let (mut d, _) = Loop::start("answer", vec![], decision, Caps::default(), 0);
-    d.answered(
-        "answer",
-        ModelAnswer {
-            text: None,
-            tool_calls: vec![calls[0].clone()],
-        },
-        1,
-    );
+    d.answered("answer", asks(vec![calls[0].clone()]), 1);
     let denied = d.decide(
         "answer",
         Decision {
@@ -435,10 +406,7 @@ fn the_token_budget_is_checked_before_each_model_turn() {
     l.spend(150);
     l.answered(
         "answer",
-        ModelAnswer {
-            text: Some("partial".into()),
-            tool_calls: vec![call("c1", "search", json!({"q": "a"}))],
-        },
+        says("partial", vec![call("c1", "search", json!({"q": "a"}))]),
         1,
     );
     let end = l.tool_settled("answer", "answer#t2", Ok(json!({})), 2);

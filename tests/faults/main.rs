@@ -177,7 +177,8 @@ fn rabbitmqctl(args: &[&str]) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn faults_a_run_survives_killed_workers_a_broker_restart_and_a_server_restart() {
+async fn faults_graph_4_agt_4_runs_and_agent_loops_survive_killed_workers_a_broker_restart_and_a_server_restart(
+) {
     let port = free_port();
     let api = Api {
         http: reqwest::Client::new(),

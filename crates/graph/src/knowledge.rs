@@ -466,14 +466,10 @@ pub async fn decide_proposal(
     confirm: bool,
     now: &str,
 ) -> Result<bool, Error> {
-    #[derive(serde::Deserialize)]
-    struct N {
-        n: i64,
-    }
     let q = cypher(query_file!("entity/decide_proposal.cypher"), None)
         .param("uuid", uuid)
         .param("caller", caller)
         .param("confirm", confirm)
         .param("now", now);
-    Ok(tx.one::<N>(q).await?.is_some_and(|r| r.n > 0))
+    Ok(tx.count(q).await? > 0)
 }

@@ -168,11 +168,6 @@ async fn run_unwind(
     tx.run(q).await
 }
 
-#[derive(Deserialize)]
-struct Count {
-    n: i64,
-}
-
 async fn link_all(tx: &mut Tx, text: &str, links: Vec<Value>) -> Result<(), Error> {
     if links.is_empty() {
         return Ok(());
@@ -180,10 +175,7 @@ async fn link_all(tx: &mut Tx, text: &str, links: Vec<Value>) -> Result<(), Erro
     let expected = links.len() as i64;
     let list = neo4rs::BoltType::try_from(Value::Array(links))
         .map_err(|e| Error::Decode(e.to_string()))?;
-    let made = tx
-        .one::<Count>(cypher(text, None).param("links", list))
-        .await?
-        .map_or(0, |c| c.n);
+    let made = tx.count(cypher(text, None).param("links", list)).await?;
     if made == expected {
         Ok(())
     } else {

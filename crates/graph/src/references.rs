@@ -4,16 +4,8 @@ use serde::Deserialize;
 
 use crate::{cypher, query_file, Error, Tx};
 
-#[derive(Deserialize)]
-struct Count {
-    n: i64,
-}
-
 async fn count(tx: &mut Tx, text: &str, id: &str) -> Result<i64, Error> {
-    Ok(tx
-        .one::<Count>(cypher(text, None).param("id", id))
-        .await?
-        .map_or(0, |c| c.n))
+    tx.count(cypher(text, None).param("id", id)).await
 }
 
 pub async fn tools_using_service(tx: &mut Tx, id: &str) -> Result<i64, Error> {

@@ -399,11 +399,6 @@ pub async fn create_calls(tx: &mut Tx, calls: Vec<Value>) -> Result<(), Error> {
     tx.run(q).await
 }
 
-#[derive(Deserialize)]
-struct Count {
-    n: i64,
-}
-
 /// AGT-10: counts one more start of `process_id` in the window `key`; the window's count.
 pub async fn quota_window(
     tx: &mut Tx,
@@ -417,11 +412,11 @@ pub async fn quota_window(
         .param("processId", process_id)
         .param("windowStart", window_start)
         .param("now", now);
-    Ok(tx.one::<Count>(q).await?.map_or(0, |c| c.n))
+    tx.count(q).await
 }
 
 /// AGT-10: the Process's top-level runs not settled yet.
 pub async fn active_runs(tx: &mut Tx, process_id: &str) -> Result<i64, Error> {
     let q = cypher(query_file!("run/active_runs.cypher"), None).param("processId", process_id);
-    Ok(tx.one::<Count>(q).await?.map_or(0, |c| c.n))
+    tx.count(q).await
 }

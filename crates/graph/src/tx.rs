@@ -10,6 +10,12 @@ pub struct IdRow {
     pub id: String,
 }
 
+/// A statement's `RETURN count(…) AS n`.
+#[derive(Debug, serde::Deserialize)]
+struct CountRow {
+    n: i64,
+}
+
 pub struct Tx {
     inner: neo4rs::Txn,
 }
@@ -30,6 +36,11 @@ impl Tx {
             out.push(row.to::<T>().map_err(|e| Error::Decode(e.to_string()))?);
         }
         Ok(out)
+    }
+
+    /// The `n` a counting statement returns (0 when it returns no row).
+    pub async fn count(&mut self, q: neo4rs::Query) -> Result<i64, Error> {
+        Ok(self.one::<CountRow>(q).await?.map_or(0, |c| c.n))
     }
 
     pub async fn one<T: DeserializeOwned>(&mut self, q: neo4rs::Query) -> Result<Option<T>, Error> {

@@ -45,6 +45,9 @@ cargo test --workspace --quiet
 echo "test: the Graphiti service against the scripted LLM (workers/graphiti/smoke_test.py)"
 scripts/graphiti.sh smoke
 
+echo "test: contract fuzzing, short (schemathesis against /openapi.json; the long run is scripts/fuzz.sh)"
+scripts/fuzz.sh --short
+
 echo "test: seed round trip (apply twice, audit)"
 scripts/e2e-seed.sh
 

@@ -147,11 +147,7 @@ async fn build(api: &Api, depth: usize, alternatives: usize, title: &str) -> any
                 )
                 .await?;
             additions.push(took);
-            let active = t["alternatives"]
-                .as_array()
-                .and_then(|a| a.iter().find(|a| a["isActive"] == true))
-                .context("an active alternative")?;
-            alts.push(active["id"].as_str().context("alt")?.to_owned());
+            alts.push(t["id"].as_str().context("the new alternative")?.to_owned());
         }
         turns.push((turn_id, alts));
     }

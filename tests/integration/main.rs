@@ -3,11 +3,9 @@
 
 mod agents;
 mod audit;
-mod branching;
 mod catalog;
 mod concurrency;
 mod conversations;
-mod execution;
 mod http;
 mod identity;
 mod mcp;

@@ -116,7 +116,14 @@ async fn agent_answer(u: &Client, path: &str, body: Value) -> (String, String, S
     let run = g["runId"].as_str().unwrap().to_owned();
     assert_eq!(u.settled_run(&run).await["status"], "completed");
     let field = |k: &str| g[k].as_str().unwrap().to_owned();
-    (field("turnId"), field("alternativeId"), run)
+    // An agent Turn answers its ids; a new Alternative answers itself (`id`).
+    let alternative = g
+        .get("alternativeId")
+        .unwrap_or(&g["id"])
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (field("turnId"), alternative, run)
 }
 
 async fn fork(u: &Client, c: &str, turn: &str, alt: &str, title: &str) -> String {

@@ -416,7 +416,7 @@ async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_
             201,
         )
         .await;
-    let u1_edit = edit["alternatives"][1]["id"].as_str().unwrap().to_owned();
+    let u1_edit = edit["id"].as_str().unwrap().to_owned();
     // The answer responds to the first version of the question.
     let g1 = w
         .ok(
@@ -437,7 +437,7 @@ async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_
             202,
         )
         .await;
-    let g2_id = g2["alternativeId"].as_str().unwrap().to_owned();
+    let g2_id = g2["id"].as_str().unwrap().to_owned();
     w.wait_binding(&t2_id, &g2_id, &["extracted"], long).await;
     let before = w.llm_requests().await.len();
     let t3 = w

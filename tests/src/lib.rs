@@ -232,6 +232,14 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// A response header as text.
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    }
+
     /// The invariant IDs named in `error.details`.
     pub fn invariants(&self) -> Vec<String> {
         self.body["error"]["details"]

@@ -102,7 +102,7 @@ impl ApiError {
                     "a backing service is unavailable".into(),
                 )
             }
-            ApiError::Service(e @ (S::Graph(_) | S::LostRace | S::Vault(_))) => {
+            ApiError::Service(e @ (S::Graph(_) | S::LostRace | S::Vault(_) | S::Internal(_))) => {
                 tracing::error!(error = %e, "internal error");
                 plain(
                     StatusCode::INTERNAL_SERVER_ERROR,

@@ -18,7 +18,12 @@ impl<T: DeserializeOwned> FromRequest<State> for AppJson<T> {
 
     async fn from_request(req: Request, state: &State) -> Result<Self, Self::Rejection> {
         match axum::Json::<serde_json::Value>::from_request(req, state).await {
-            Ok(axum::Json(value)) => {
+            Ok(axum::Json(mut value)) => {
+                // Every body is an object (serde would also read a struct from an array).
+                if !value.is_object() {
+                    return Err(Rule::validation("", "the body must be a JSON object").into());
+                }
+                whole_floats_as_integers(&mut value);
                 let mut track = serde_path_to_error::Track::new();
                 let de = serde_path_to_error::Deserializer::new(value, &mut track);
                 T::deserialize(de).map(AppJson).map_err(|e| {
@@ -28,6 +33,24 @@ impl<T: DeserializeOwned> FromRequest<State> for AppJson<T> {
             }
             Err(rejection) => Err(reject(rejection)),
         }
+    }
+}
+
+/// JSON has one number type and JSON Schema counts `3.0` as an integer; serde does not, so a
+/// whole float is read as the integer it is.
+fn whole_floats_as_integers(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::Number(n) if !n.is_i64() && !n.is_u64() => {
+            if let Some(f) = n.as_f64() {
+                if f.fract() == 0.0 && f >= i64::MIN as f64 && f < i64::MAX as f64 {
+                    *v = Value::from(f as i64);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(whole_floats_as_integers),
+        Value::Object(map) => map.values_mut().for_each(whole_floats_as_integers),
+        _ => {}
     }
 }
 
@@ -92,11 +115,16 @@ impl FromRequestParts<State> for IfMatch {
     }
 }
 
-#[derive(Deserialize)]
+/// `?limit=&cursor=&includeArchived=`.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct PageQuery {
+pub struct PageQuery {
+    /// Items per page.
+    #[schemars(range(min = 1, max = 500))]
     limit: Option<i64>,
+    /// `nextCursor` of the previous page.
     cursor: Option<String>,
+    /// Archived ones too.
     #[serde(default)]
     include_archived: bool,
 }

@@ -16,7 +16,7 @@ use aiden_service::App;
 use tokio::net::TcpListener;
 
 pub use error::ApiError;
-pub use routes::router;
+pub use routes::{openapi_document, router};
 
 /// What handlers share.
 #[derive(Clone)]

@@ -1,97 +1,270 @@
-//! The OpenAPI 3.1 document, written by the route table as it registers each route.
+//! The OpenAPI 3.1 document, written by the route table as it registers each route. Request
+//! and response schemas come from the Rust types the handlers read and answer (`schemars`, in
+//! the deserialising view: what the server accepts), so the document cannot drift from them.
 
+use schemars::{generate::SchemaSettings, JsonSchema, Schema, SchemaGenerator};
 use serde_json::{json, Map, Value};
 
-/// One operation's documentation.
+type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
+
+fn schema_of<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
+    g.subschema_for::<T>()
+}
+
+enum Answer {
+    Json(u16, SchemaFn),
+    /// 201/202 whose `Location` names the new resource.
+    Located(u16, SchemaFn),
+    Empty(u16),
+    EventStream,
+    Text(&'static str),
+}
+
+/// One operation's documentation, built next to its route.
 pub struct Op {
     summary: &'static str,
-    status: u16,
     auth: bool,
-    body: bool,
-    list: bool,
+    body: Option<SchemaFn>,
+    query: Option<SchemaFn>,
+    headers: Vec<(&'static str, &'static str, Value)>,
+    answer: Answer,
+    also: Vec<(u16, &'static str, SchemaFn)>,
+    errors: Vec<u16>,
+    documented: bool,
 }
 
 impl Op {
-    /// No auth, no body (ops routes).
-    pub fn open(summary: &'static str, status: u16) -> Self {
+    /// An authenticated operation (bearer token; 401 without one).
+    pub fn new(summary: &'static str) -> Self {
         Self {
             summary,
-            status,
+            auth: true,
+            body: None,
+            query: None,
+            headers: Vec::new(),
+            answer: Answer::Empty(204),
+            also: Vec::new(),
+            errors: Vec::new(),
+            documented: true,
+        }
+    }
+    /// An operation anyone may call (health, metrics, this document).
+    pub fn open(summary: &'static str) -> Self {
+        Self {
             auth: false,
-            body: false,
-            list: false,
+            ..Self::new(summary)
         }
     }
-    /// Authenticated, no body.
-    pub fn read(summary: &'static str, status: u16) -> Self {
-        Self {
-            summary,
-            status,
-            auth: true,
-            body: false,
-            list: false,
-        }
+    /// A JSON request body of this type (400 when it does not fit, 413, 415).
+    pub fn body<T: JsonSchema>(mut self) -> Self {
+        self.body = Some(schema_of::<T>);
+        self
     }
-    /// Authenticated, JSON body.
-    pub fn body(summary: &'static str, status: u16) -> Self {
-        Self {
-            summary,
-            status,
-            auth: true,
-            body: true,
-            list: false,
-        }
+    /// Query parameters: the properties of this type.
+    pub fn query<T: JsonSchema>(mut self) -> Self {
+        self.query = Some(schema_of::<T>);
+        self
     }
-    /// Authenticated list with paging.
-    pub fn list(summary: &'static str) -> Self {
-        Self {
-            summary,
-            status: 200,
-            auth: true,
-            body: false,
-            list: true,
+    /// `?limit=&cursor=&includeArchived=`.
+    pub fn paged(self) -> Self {
+        self.query::<crate::extract::PageQuery>()
+    }
+    /// A request header the operation reads.
+    pub fn header(mut self, name: &'static str, description: &'static str, schema: Value) -> Self {
+        self.headers.push((name, description, schema));
+        self
+    }
+    /// `If-Match: <revision>` (optional; a stale one answers 409).
+    pub fn if_match(self) -> Self {
+        self.header(
+            "If-Match",
+            "The revision last read; a different current revision answers 409",
+            json!({"type": "string", "pattern": "^\"?[0-9]{1,18}\"?$"}),
+        )
+        .errors(&[409])
+    }
+    pub fn ok<T: JsonSchema>(mut self) -> Self {
+        self.answer = Answer::Json(200, schema_of::<T>);
+        self
+    }
+    /// 201 with the created resource and its `Location`.
+    pub fn created<T: JsonSchema>(mut self) -> Self {
+        self.answer = Answer::Located(201, schema_of::<T>);
+        self
+    }
+    /// 201 with the created resource, which has no route of its own.
+    pub fn created_unlocated<T: JsonSchema>(mut self) -> Self {
+        self.answer = Answer::Json(201, schema_of::<T>);
+        self
+    }
+    /// 202 with the new resource (still being made) and its `Location`.
+    pub fn accepted_at<T: JsonSchema>(mut self) -> Self {
+        self.answer = Answer::Located(202, schema_of::<T>);
+        self
+    }
+    /// 202: accepted, the work goes on in the background.
+    pub fn accepted<T: JsonSchema>(mut self) -> Self {
+        self.answer = Answer::Json(202, schema_of::<T>);
+        self
+    }
+    pub fn no_content(mut self) -> Self {
+        self.answer = Answer::Empty(204);
+        self
+    }
+    /// Another success answer besides the main one.
+    pub fn also<T: JsonSchema>(mut self, status: u16, description: &'static str) -> Self {
+        self.also.push((status, description, schema_of::<T>));
+        self
+    }
+    pub fn event_stream(mut self) -> Self {
+        self.answer = Answer::EventStream;
+        self
+    }
+    pub fn text(mut self, media_type: &'static str) -> Self {
+        self.answer = Answer::Text(media_type);
+        self
+    }
+    /// A route that exists only to refuse (it is described on a documented neighbour).
+    pub fn undocumented(mut self) -> Self {
+        self.documented = false;
+        self
+    }
+    /// Error statuses besides the ones every operation of its kind can answer.
+    pub fn errors(mut self, statuses: &[u16]) -> Self {
+        self.errors.extend_from_slice(statuses);
+        self
+    }
+
+    /// Every error status: the operation's own plus what its shape implies.
+    fn error_statuses(&self, path_params: bool) -> Vec<u16> {
+        let mut s = self.errors.clone();
+        if self.auth {
+            // 401 without a valid token; 503 while the graph or the broker is away.
+            s.extend([401, 503]);
         }
+        if path_params {
+            s.push(404);
+        }
+        if self.body.is_some() {
+            s.extend([400, 413, 415]);
+        }
+        if self.query.is_some() || self.headers.iter().any(|h| h.0 == "If-Match") {
+            s.push(400);
+        }
+        s.sort_unstable();
+        s.dedup();
+        s
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        400 => "The request does not fit the schema (VALIDATION_ERROR, with the field's path)",
+        401 => "No bearer token, or an unknown one",
+        403 => "Not allowed for this caller (an admin-only operation, or not the owner: OWN-3)",
+        404 => "No such resource, or one the caller may not see (OWN-2)",
+        405 => "Never allowed for this resource (the invariant is named)",
+        409 => "Conflicts with the current state (a stale If-Match, a taken id, a reference that still exists, a run still going)",
+        413 => "Request body over 1 MiB",
+        415 => "The body is not `application/json`",
+        422 => "An invariant is violated (its ID is in `details[].invariant`)",
+        429 => "A quota is exhausted (`Retry-After` says when to retry)",
+        503 => "The graph or the broker is unavailable (`Retry-After`)",
+        _ => "error",
     }
 }
 
 #[derive(Default)]
 pub struct Spec {
     paths: Map<String, Value>,
+    generator: Option<SchemaGenerator>,
+}
+
+fn generator() -> SchemaGenerator {
+    SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.definitions_path = "/components/schemas".into();
+            s.meta_schema = None;
+        })
+        .for_deserialize()
+        .into_generator()
 }
 
 impl Spec {
     pub fn add(&mut self, method: &str, path: &str, op: Op) {
+        if !op.documented {
+            return;
+        }
+        let g = self.generator.get_or_insert_with(generator);
         let method = method.to_ascii_lowercase();
-        let mut params: Vec<Value> = path
+        let path_names: Vec<&str> = path
             .split('/')
             .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
-            .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
             .collect();
-        if op.list {
-            params.push(json!({"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50}}));
-            params.push(json!({"name": "cursor", "in": "query", "schema": {"type": "string"}}));
+        let mut params: Vec<Value> = path_names
+            .iter()
+            .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string", "minLength": 1}}))
+            .collect();
+        if let Some(query) = op.query {
+            let schema = query(g);
+            params.extend(query_params(g, schema));
+        }
+        for (name, description, schema) in &op.headers {
             params.push(
-                json!({"name": "includeArchived", "in": "query", "schema": {"type": "boolean"}}),
+                json!({"name": name, "in": "header", "description": description, "schema": schema}),
             );
         }
-        let success = if op.status == 204 {
-            json!({"description": "done"})
-        } else if op.list {
-            json!({"description": "a page", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Page"}}}})
-        } else {
-            json!({"description": "ok", "content": {"application/json": {"schema": {"type": "object"}}}})
+        let mut responses = Map::new();
+        let (status, success) = match op.answer {
+            Answer::Json(status, schema) => (
+                status,
+                json!({"description": "ok", "content": {"application/json": {"schema": schema(g)}}}),
+            ),
+            Answer::Located(status, schema) => (
+                status,
+                json!({"description": "ok", "content": {"application/json": {"schema": schema(g)}},
+                       "headers": {"Location": {"description": "The new resource", "required": true, "schema": {"type": "string"}}}}),
+            ),
+            Answer::Empty(status) => (status, json!({"description": "done"})),
+            Answer::EventStream => (
+                200,
+                json!({"description": "Server-Sent Events: `id` is the event's sequence, `event` its type, `data` a JSON object; ends after the run's terminal event", "content": {"text/event-stream": {"schema": {"type": "string"}}}}),
+            ),
+            Answer::Text(media_type) => (
+                200,
+                json!({"description": "ok", "content": {media_type: {"schema": {"type": "string"}}}}),
+            ),
         };
+        responses.insert(status.to_string(), success);
+        for (status, description, schema) in &op.also {
+            responses.insert(
+                status.to_string(),
+                json!({"description": description, "content": {"application/json": {"schema": schema(g)}},
+                       "headers": {"Location": {"description": "The new resource", "required": true, "schema": {"type": "string"}}}}),
+            );
+        }
+        for status in op.error_statuses(!path_names.is_empty()) {
+            let mut r = json!({"description": reason(status), "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}});
+            if status == 429 || status == 503 {
+                r["headers"] = json!({"Retry-After": {"description": "Seconds to wait", "schema": {"type": "string"}}});
+            }
+            responses.insert(status.to_string(), r);
+        }
         let mut operation = json!({
             "summary": op.summary,
-            "operationId": format!("{method}{}", path.replace(['/', '{', '}', '-', '.'], "_")),
+            "operationId": operation_id(&method, path),
+            "tags": [tag(path)],
             "parameters": params,
-            "responses": {op.status.to_string(): success, "default": {"description": "error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}},
+            "responses": responses,
         });
-        if op.auth {
-            operation["security"] = json!([{"bearer": []}]);
-        }
-        if op.body {
-            operation["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": {"type": "object"}}}});
+        operation["security"] = if op.auth {
+            json!([{"bearer": []}])
+        } else {
+            json!([])
+        };
+        if let Some(body) = op.body {
+            operation["requestBody"] =
+                json!({"required": true, "content": {"application/json": {"schema": body(g)}}});
         }
         let entry = self
             .paths
@@ -100,23 +273,154 @@ impl Spec {
         entry[method.as_str()] = operation;
     }
 
-    pub fn document(&self) -> Value {
-        json!({
+    pub fn document(mut self) -> Value {
+        let mut schemas = self
+            .generator
+            .take()
+            .map(|mut g| g.take_definitions(true))
+            .unwrap_or_default();
+        schemas.insert("Error".into(), error_schema());
+        let mut document = json!({
             "openapi": "3.1.0",
-            "info": {"title": "Aiden API", "version": env!("CARGO_PKG_VERSION")},
+            "info": {
+                "title": "Aiden API",
+                "version": env!("CARGO_PKG_VERSION"),
+                "description": "Graph-native Process / Tool / Service runtime. Every error answers in the `Error` shape; invariant IDs are in `details[].invariant`.",
+            },
             "paths": self.paths,
             "components": {
                 "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-                "schemas": {
-                    "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "object",
-                        "required": ["code", "message", "requestId", "details"],
-                        "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "requestId": {"type": "string"},
-                            "details": {"type": "array", "items": {"type": "object", "properties": {
-                                "invariant": {"type": "string"}, "path": {"type": "string"}, "message": {"type": "string"}}}}}}}},
-                    "Page": {"type": "object", "required": ["items", "nextCursor"], "properties": {
-                        "items": {"type": "array", "items": {"type": "object"}}, "nextCursor": {"type": ["string", "null"]}}}
-                }
+                "schemas": schemas,
             }
-        })
+        });
+        bound_integers(&mut document);
+        document
     }
+}
+
+/// An integer `format` (`uint32`, `int64`, ...) as the bounds a client can check: what the
+/// Rust type can hold, which is what the server accepts.
+fn bound_integers(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            let range: Option<(Value, Value)> = match map.get("format").and_then(Value::as_str) {
+                Some("uint8") => Some((0.into(), u8::MAX.into())),
+                Some("uint16") => Some((0.into(), u16::MAX.into())),
+                Some("uint32") => Some((0.into(), u32::MAX.into())),
+                Some("uint64" | "uint") => Some((0.into(), u64::MAX.into())),
+                Some("int8") => Some((i8::MIN.into(), i8::MAX.into())),
+                Some("int16") => Some((i16::MIN.into(), i16::MAX.into())),
+                Some("int32") => Some((i32::MIN.into(), i32::MAX.into())),
+                Some("int64" | "int") => Some((i64::MIN.into(), i64::MAX.into())),
+                _ => None,
+            };
+            if let Some((min, max)) = range {
+                let keep_higher = |old: Option<&Value>, new: Value| match old {
+                    Some(o) if o.as_f64() > new.as_f64() => o.clone(),
+                    _ => new,
+                };
+                let keep_lower = |old: Option<&Value>, new: Value| match old {
+                    Some(o) if o.as_f64() < new.as_f64() => o.clone(),
+                    _ => new,
+                };
+                let min = keep_higher(map.get("minimum"), min);
+                let max = keep_lower(map.get("maximum"), max);
+                map.insert("minimum".into(), min);
+                map.insert("maximum".into(), max);
+            }
+            map.values_mut().for_each(bound_integers);
+        }
+        Value::Array(items) => items.iter_mut().for_each(bound_integers),
+        _ => {}
+    }
+}
+
+/// `post /v1/conversations/{id}/turns` → `post_v1_conversations_id_turns`.
+fn operation_id(method: &str, path: &str) -> String {
+    let mut id = method.to_owned();
+    for seg in path.split('/').filter(|s| !s.is_empty()) {
+        id.push('_');
+        id.push_str(&seg.replace(['{', '}'], "").replace(['-', '.'], "_"));
+    }
+    id
+}
+
+/// The resource family: `/v1/service-templates/{id}` → `service-templates`.
+fn tag(path: &str) -> String {
+    match path.strip_prefix("/v1/") {
+        Some(rest) => rest.split('/').next().unwrap_or("v1").to_owned(),
+        None => "operations".into(),
+    }
+}
+
+/// A query type's properties as `in: query` parameters.
+fn query_params(g: &mut SchemaGenerator, schema: Schema) -> Vec<Value> {
+    let value = resolve(g, schema.to_value());
+    let required: Vec<String> = value
+        .get("required")
+        .and_then(|r| serde_json::from_value(r.clone()).ok())
+        .unwrap_or_default();
+    let Some(props) = value.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    props
+        .iter()
+        .map(|(name, schema)| {
+            let mut schema = without_null(schema.clone());
+            let description = schema
+                .as_object_mut()
+                .and_then(|o| o.remove("description"));
+            let mut p = json!({"name": name, "in": "query", "required": required.contains(name), "schema": schema});
+            if let Some(d) = description {
+                p["description"] = d;
+            }
+            p
+        })
+        .collect()
+}
+
+/// `["string", "null"]` → `"string"`: a query string has no null.
+fn without_null(mut schema: Value) -> Value {
+    if let Some(types) = schema.get("type").and_then(Value::as_array) {
+        let kept: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+        schema["type"] = if kept.len() == 1 {
+            kept[0].clone()
+        } else {
+            Value::Array(kept)
+        };
+    }
+    schema
+}
+
+/// The schema a `$ref` names (query types are described inline, not by reference).
+fn resolve(g: &mut SchemaGenerator, v: Value) -> Value {
+    match v.get("$ref").and_then(Value::as_str) {
+        Some(r) => {
+            let name = r.rsplit('/').next().unwrap_or_default();
+            g.definitions().get(name).cloned().unwrap_or(v)
+        }
+        None => v,
+    }
+}
+
+fn error_schema() -> Value {
+    json!({
+        "type": "object", "required": ["error"], "additionalProperties": false,
+        "properties": {"error": {
+            "type": "object", "required": ["code", "message", "requestId", "details"],
+            "properties": {
+                "code": {"type": "string", "enum": ["VALIDATION_ERROR", "UNAUTHENTICATED", "FORBIDDEN", "NOT_FOUND", "NOT_ALLOWED", "CONFLICT", "INVARIANT_VIOLATION", "PAYLOAD_TOO_LARGE", "QUOTA_EXCEEDED", "UNAVAILABLE", "INTERNAL"]},
+                "message": {"type": "string"},
+                "requestId": {"type": "string"},
+                "details": {"type": "array", "items": {
+                    "type": "object", "required": ["message"],
+                    "properties": {
+                        "invariant": {"type": "string", "description": "The rule's ID, e.g. PROC-3"},
+                        "path": {"type": "string", "description": "JSON pointer into the request"},
+                        "message": {"type": "string"}
+                    }
+                }}
+            }
+        }}
+    })
 }

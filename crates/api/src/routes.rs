@@ -2,7 +2,7 @@
 
 use std::{collections::BTreeMap, sync::Arc};
 
-use aiden_service::App;
+use aiden_service::{App, Page};
 use axum::{
     extract::DefaultBodyLimit,
     middleware,
@@ -48,347 +48,25 @@ macro_rules! route {
     };
 }
 
-pub fn router(app: App, amqp_uri: String, notifier: aiden_engine::Notifier) -> Router {
+fn table() -> Table {
     let t = Table {
         paths: BTreeMap::new(),
         spec: Spec::default(),
     };
-    let t = route!(t, GET, "/healthz", ops::healthz, Op::open("Liveness", 200));
-    let t = route!(
-        t,
-        GET,
-        "/readyz",
-        ops::readyz,
-        Op::open("Readiness: graph and broker reachable", 200)
-    );
-    let t = route!(
-        t,
-        GET,
-        "/metrics",
-        ops::metrics,
-        Op::open("Prometheus metrics", 200)
-    );
-    let t = route!(
-        t,
-        GET,
-        "/openapi.json",
-        ops::openapi,
-        Op::open("This document", 200)
-    );
-    let t = route!(
-        t,
-        POST,
-        "/v1/users",
-        u::create_user,
-        Op::body("Create a user (admin); the token is shown once", 201)
-    );
-    let t = route!(t, GET, "/v1/me", u::get_me, Op::read("The caller", 200));
-
-    let t = route!(
-        t,
-        POST,
-        "/v1/service-templates",
-        c::create_service_template,
-        Op::body("Create a ServiceTemplate", 201)
-    );
-    let t = route!(
-        t,
-        GET,
-        "/v1/service-templates",
-        c::list_service_templates,
-        Op::list("List ServiceTemplates")
-    );
-    let t = route!(
-        t,
-        GET,
-        "/v1/service-templates/{id}",
-        c::get_service_template,
-        Op::read("Get a ServiceTemplate", 200)
-    );
-    let t = route!(
-        t,
-        PATCH,
-        "/v1/service-templates/{id}",
-        c::patch_service_template,
-        Op::body("Update name, description, shared, archived (TPL-1)", 200)
-    );
-    let t = route!(
-        t,
-        DELETE,
-        "/v1/service-templates/{id}",
-        c::delete_service_template,
-        Op::read("Delete a ServiceTemplate (TPL-3)", 204)
-    );
-
-    let t = route!(
-        t,
-        POST,
-        "/v1/tool-templates",
-        c::create_tool_template,
-        Op::body("Create a ToolTemplate", 201)
-    );
-    let t = route!(
-        t,
-        GET,
-        "/v1/tool-templates",
-        c::list_tool_templates,
-        Op::list("List ToolTemplates")
-    );
-    let t = route!(
-        t,
-        GET,
-        "/v1/tool-templates/{id}",
-        c::get_tool_template,
-        Op::read("Get a ToolTemplate", 200)
-    );
-    let t = route!(
-        t,
-        PATCH,
-        "/v1/tool-templates/{id}",
-        c::patch_tool_template,
-        Op::body("Update name, description, shared, archived (TPL-1)", 200)
-    );
-    let t = route!(
-        t,
-        DELETE,
-        "/v1/tool-templates/{id}",
-        c::delete_tool_template,
-        Op::read("Delete a ToolTemplate (TPL-3)", 204)
-    );
-
-    let t = route!(
-        t,
-        POST,
-        "/v1/services",
-        c::create_service,
-        Op::body("Create a Service, or instantiate a ServiceTemplate", 201)
-    );
-    let t = route!(
-        t,
-        GET,
-        "/v1/services",
-        c::list_services,
-        Op::list("List visible Services")
-    );
-    let t = route!(
-        t,
-        GET,
-        "/v1/services/{id}",
-        c::get_service,
-        Op::read("Get a Service", 200)
-    );
-    let t = route!(
-        t,
-        PATCH,
-        "/v1/services/{id}",
-        c::patch_service,
-        Op::body("Update a Service (If-Match: revision)", 200)
-    );
-    let t = route!(
-        t,
-        DELETE,
-        "/v1/services/{id}",
-        c::delete_service,
-        Op::read("Delete a Service no Tool uses (SVC-5)", 204)
-    );
-    let t = route!(
-        t,
-        POST,
-        "/v1/services/{id}/health-check",
-        c::health_check_service,
-        Op::read("Probe the endpoint now", 200)
-    );
-
-    let t = route!(
-        t,
-        POST,
-        "/v1/secrets",
-        c::create_secret,
-        Op::body(
-            "Store an encrypted Secret; the value is never returned",
-            201
-        )
-    );
-    let t = route!(
-        t,
-        GET,
-        "/v1/secrets",
-        c::list_secrets,
-        Op::list("List the caller's Secrets (metadata)")
-    );
-    let t = route!(
-        t,
-        GET,
-        "/v1/secrets/{id}",
-        c::get_secret,
-        Op::read("Get a Secret's metadata", 200)
-    );
-    let t = route!(
-        t,
-        PATCH,
-        "/v1/secrets/{id}",
-        c::patch_secret,
-        Op::body("Rename or rotate a Secret (SEC-4)", 200)
-    );
-    let t = route!(
-        t,
-        DELETE,
-        "/v1/secrets/{id}",
-        c::delete_secret,
-        Op::read("Delete a Secret no Tool uses (SEC-5)", 204)
-    );
-
-    let t = route!(
-        t,
-        POST,
-        "/v1/tools",
-        c::create_tool,
-        Op::body("Create a Tool, or instantiate a ToolTemplate", 201)
-    );
-    let t = route!(
-        t,
-        GET,
-        "/v1/tools",
-        c::list_tools,
-        Op::list("List visible Tools")
-    );
-    let t = route!(
-        t,
-        GET,
-        "/v1/tools/{id}",
-        c::get_tool,
-        Op::read("Get a Tool", 200)
-    );
-    let t = route!(
-        t,
-        PATCH,
-        "/v1/tools/{id}",
-        c::patch_tool,
-        Op::body("Update a Tool (If-Match: revision)", 200)
-    );
-    let t = route!(
-        t,
-        DELETE,
-        "/v1/tools/{id}",
-        c::delete_tool,
-        Op::read("Delete a Tool no step calls (TOOL-8)", 204)
-    );
-
-    let t = route!(
-        t,
-        POST,
-        "/v1/processes",
-        p::create_process,
-        Op::body("Create a Process (version 1)", 201)
-    );
-    let t = route!(
-        t,
-        GET,
-        "/v1/processes",
-        p::list_processes,
-        Op::list("List visible Processes")
-    );
-    let t = route!(
-        t,
-        GET,
-        "/v1/processes/{id}",
-        p::get_process,
-        Op::read("Get a Process at its current version", 200)
-    );
-    let t = route!(
-        t,
-        PUT,
-        "/v1/processes/{id}",
-        p::put_process,
-        Op::body(
-            "Replace a Process; a changed definition is a new version (PROC-9)",
-            200
-        )
-    );
-    let t = route!(
-        t,
-        PATCH,
-        "/v1/processes/{id}",
-        p::patch_process,
-        Op::body(
-            "Update a Process; a changed definition is a new version (PROC-9)",
-            200
-        )
-    );
-    let t = route!(
-        t,
-        DELETE,
-        "/v1/processes/{id}",
-        p::delete_process,
-        Op::read("Delete an unreferenced Process (PROC-10)", 204)
-    );
-    let t = route!(
-        t,
-        GET,
-        "/v1/processes/{id}/versions",
-        p::list_process_versions,
-        Op::read("Every version of a Process", 200)
-    );
-
-    let t = route!(
-        t,
-        POST,
-        "/v1/processes/{id}/runs",
-        r::start_run,
-        Op::body(
-            "Start a run of the Process's current version (Idempotency-Key: same key, same run)",
-            202
-        )
-    );
-    let t = route!(
-        t,
-        GET,
-        "/v1/runs/{id}",
-        r::get_run,
-        Op::read("A run with per-step status, output and telemetry", 200)
-    );
-    let t = route!(
-        t,
-        POST,
-        "/v1/runs/{id}/cancel",
-        r::cancel_run,
-        Op::read(
-            "Cancel a run: pending work never starts, in-flight calls are abandoned",
-            202
-        )
-    );
-    let t = route!(
-        t,
-        POST,
-        "/v1/runs/{id}/approvals",
-        r::approve_run,
-        Op::read(
-            "Grant (for ttlSeconds, or the rest of the run) or deny a capability an agent step waits for",
-            202
-        )
-    );
-    let t = route!(
-        t,
-        GET,
-        "/v1/runs/{id}/events",
-        r::run_events,
-        Op::read(
-            "The run's events as Server-Sent Events (resume with Last-Event-ID)",
-            200
-        )
-    );
-    let t = route!(
-        t,
-        GET,
-        "/v1/workers",
-        r::list_workers,
-        Op::read("Worker slots with heartbeat, status and counts", 200)
-    );
-
+    let t = ops_routes(t);
+    let t = catalog_routes(t);
+    let t = process_routes(t);
     let t = conversation_routes(t);
-    let t = knowledge_routes(t);
+    knowledge_routes(t)
+}
 
-    let Table { paths, spec } = t;
+/// The OpenAPI document, without a server (`aiden openapi`).
+pub fn openapi_document() -> serde_json::Value {
+    table().spec.document()
+}
+
+pub fn router(app: App, amqp_uri: String, notifier: aiden_engine::Notifier) -> Router {
+    let Table { paths, spec } = table();
     let state = State {
         app,
         amqp_uri: Arc::new(amqp_uri),
@@ -407,223 +85,600 @@ pub fn router(app: App, amqp_uri: String, notifier: aiden_engine::Notifier) -> R
         .with_state(state)
 }
 
+fn ops_routes(t: Table) -> Table {
+    let t = route!(
+        t,
+        GET,
+        "/healthz",
+        ops::healthz,
+        Op::open("Liveness").ok::<ops::Health>()
+    );
+    let t = route!(
+        t,
+        GET,
+        "/readyz",
+        ops::readyz,
+        Op::open("Readiness: graph and broker reachable")
+            .ok::<ops::Readiness>()
+            .also::<ops::Readiness>(503, "Not ready: what is unreachable")
+    );
+    let t = route!(
+        t,
+        GET,
+        "/metrics",
+        ops::metrics,
+        Op::open("Prometheus metrics").text("text/plain")
+    );
+    let t = route!(
+        t,
+        GET,
+        "/openapi.json",
+        ops::openapi,
+        Op::open("This document").ok::<serde_json::Map<String, serde_json::Value>>()
+    );
+    let t = route!(
+        t,
+        GET,
+        "/docs",
+        ops::docs,
+        Op::open("This document as a browsable reference (HTML)").text("text/html")
+    );
+    let t = route!(
+        t,
+        POST,
+        "/v1/users",
+        u::create_user,
+        Op::new("Create a user (admin); the token is shown once")
+            .body::<aiden_service::NewUser>()
+            .created_unlocated::<aiden_service::User>()
+            .errors(&[403, 409])
+    );
+    route!(
+        t,
+        GET,
+        "/v1/me",
+        u::get_me,
+        Op::new("The caller").ok::<aiden_service::User>()
+    )
+}
+
+/// Create, list, get, patch (`If-Match`), delete: the shape every catalog resource shares.
+macro_rules! crud {
+    ($t:expr, $path:literal, $item:literal, $module:ident, $new:ty, $patch:ty, $view:ty, $if_match:expr,
+     $create:ident, $list:ident, $get:ident, $update:ident, $delete:ident,
+     $create_doc:expr, $list_doc:expr, $patch_doc:expr, $delete_doc:expr) => {{
+        let t = route!(
+            $t,
+            POST,
+            $path,
+            $module::$create,
+            Op::new($create_doc)
+                .body::<$new>()
+                .created::<$view>()
+                .errors(&[403, 404, 409, 422])
+        );
+        let t = route!(
+            t,
+            GET,
+            $path,
+            $module::$list,
+            Op::new($list_doc).paged().ok::<Page<$view>>()
+        );
+        let t = route!(
+            t,
+            GET,
+            $item,
+            $module::$get,
+            Op::new(concat!("Get one (", $path, ")")).ok::<$view>()
+        );
+        let t = route!(t, PATCH, $item, $module::$update, {
+            let op = Op::new($patch_doc)
+                .body::<$patch>()
+                .ok::<$view>()
+                .errors(&[403, 409, 422]);
+            if $if_match {
+                op.if_match()
+            } else {
+                op
+            }
+        });
+        route!(
+            t,
+            DELETE,
+            $item,
+            $module::$delete,
+            Op::new($delete_doc).no_content().errors(&[403, 409])
+        )
+    }};
+}
+
+fn catalog_routes(t: Table) -> Table {
+    use aiden_domain::{
+        service::{NewService, Service, ServicePatch},
+        template::{
+            NewServiceTemplate, NewToolTemplate, ServiceTemplate, TemplatePatch, ToolTemplate,
+        },
+        tool::{NewTool, Tool, ToolPatch},
+    };
+    use aiden_service::{NewSecret, SecretPatch};
+    let t = crud!(
+        t,
+        "/v1/service-templates",
+        "/v1/service-templates/{id}",
+        c,
+        NewServiceTemplate,
+        TemplatePatch,
+        ServiceTemplate,
+        false,
+        create_service_template,
+        list_service_templates,
+        get_service_template,
+        patch_service_template,
+        delete_service_template,
+        "Create a ServiceTemplate",
+        "List ServiceTemplates",
+        "Update name, description, shared, archived (TPL-1)",
+        "Delete a ServiceTemplate (TPL-3)"
+    );
+    let t = crud!(
+        t,
+        "/v1/tool-templates",
+        "/v1/tool-templates/{id}",
+        c,
+        NewToolTemplate,
+        TemplatePatch,
+        ToolTemplate,
+        false,
+        create_tool_template,
+        list_tool_templates,
+        get_tool_template,
+        patch_tool_template,
+        delete_tool_template,
+        "Create a ToolTemplate",
+        "List ToolTemplates",
+        "Update name, description, shared, archived (TPL-1)",
+        "Delete a ToolTemplate (TPL-3)"
+    );
+    let t = crud!(
+        t,
+        "/v1/services",
+        "/v1/services/{id}",
+        c,
+        NewService,
+        ServicePatch,
+        Service,
+        true,
+        create_service,
+        list_services,
+        get_service,
+        patch_service,
+        delete_service,
+        "Create a Service, or instantiate a ServiceTemplate",
+        "List visible Services",
+        "Update a Service (If-Match: revision)",
+        "Delete a Service no Tool uses (SVC-5)"
+    );
+    let t = route!(
+        t,
+        POST,
+        "/v1/services/{id}/health-check",
+        c::health_check_service,
+        Op::new("Probe the endpoint now")
+            .ok::<Service>()
+            .errors(&[403])
+    );
+    let t = crud!(
+        t,
+        "/v1/secrets",
+        "/v1/secrets/{id}",
+        c,
+        NewSecret,
+        SecretPatch,
+        aiden_domain::secret::Secret,
+        false,
+        create_secret,
+        list_secrets,
+        get_secret,
+        patch_secret,
+        delete_secret,
+        "Store an encrypted Secret; the value is never returned",
+        "List the caller's Secrets (metadata)",
+        "Rename or rotate a Secret (SEC-4)",
+        "Delete a Secret no Tool uses (SEC-5)"
+    );
+    crud!(
+        t,
+        "/v1/tools",
+        "/v1/tools/{id}",
+        c,
+        NewTool,
+        ToolPatch,
+        Tool,
+        true,
+        create_tool,
+        list_tools,
+        get_tool,
+        patch_tool,
+        delete_tool,
+        "Create a Tool, or instantiate a ToolTemplate",
+        "List visible Tools",
+        "Update a Tool (If-Match: revision)",
+        "Delete a Tool no step calls (TOOL-8)"
+    )
+}
+
+fn process_routes(t: Table) -> Table {
+    use aiden_domain::execution::agent::ApprovalRequest;
+    use aiden_domain::process::{NewProcess, Process, ProcessPatch};
+    use aiden_service::{
+        views::{ApprovalAnswer, CancelAnswer, Items, RunView, WorkerView},
+        ProcessVersion, RunStarted,
+    };
+    let t = route!(
+        t,
+        POST,
+        "/v1/processes",
+        p::create_process,
+        Op::new("Create a Process (version 1)")
+            .body::<NewProcess>()
+            .created::<Process>()
+            .errors(&[403, 404, 409, 422])
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/processes",
+        p::list_processes,
+        Op::new("List visible Processes")
+            .paged()
+            .ok::<Page<Process>>()
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/processes/{id}",
+        p::get_process,
+        Op::new("Get a Process at its current version").ok::<Process>()
+    );
+    let t = route!(
+        t,
+        PUT,
+        "/v1/processes/{id}",
+        p::put_process,
+        Op::new("Replace a Process; a changed definition is a new version (PROC-9)")
+            .body::<NewProcess>()
+            .if_match()
+            .ok::<Process>()
+            .errors(&[403, 422])
+    );
+    let t = route!(
+        t,
+        PATCH,
+        "/v1/processes/{id}",
+        p::patch_process,
+        Op::new("Update a Process; a changed definition is a new version (PROC-9)")
+            .body::<ProcessPatch>()
+            .if_match()
+            .ok::<Process>()
+            .errors(&[403, 422])
+    );
+    let t = route!(
+        t,
+        DELETE,
+        "/v1/processes/{id}",
+        p::delete_process,
+        Op::new("Delete an unreferenced Process (PROC-10)")
+            .no_content()
+            .errors(&[403, 409])
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/processes/{id}/versions",
+        p::list_process_versions,
+        Op::new("Every version of a Process").ok::<Page<ProcessVersion>>()
+    );
+    let t = route!(
+        t,
+        POST,
+        "/v1/processes/{id}/runs",
+        r::start_run,
+        Op::new(
+            "Start a run of the Process's current version (Idempotency-Key: same key, same run)"
+        )
+        .body::<r::StartRun>()
+        .header(
+            "Idempotency-Key",
+            "Same key and caller: the same run (keys over 200 characters are ignored)",
+            serde_json::json!({"type": "string", "maxLength": 200}),
+        )
+        .accepted::<RunStarted>()
+        .errors(&[409, 422, 429])
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/runs/{id}",
+        r::get_run,
+        Op::new("A run with per-step status, output and telemetry").ok::<RunView>()
+    );
+    let t = route!(
+        t,
+        POST,
+        "/v1/runs/{id}/cancel",
+        r::cancel_run,
+        Op::new("Cancel a run: pending work never starts, in-flight calls are abandoned")
+            .accepted::<CancelAnswer>()
+            .errors(&[409])
+    );
+    let t = route!(
+        t,
+        POST,
+        "/v1/runs/{id}/approvals",
+        r::approve_run,
+        Op::new("Grant (for ttlSeconds, or the rest of the run) or deny a capability an agent step waits for (AGT-9)")
+            .body::<ApprovalRequest>()
+            .accepted::<ApprovalAnswer>()
+            .errors(&[409, 422])
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/runs/{id}/events",
+        r::run_events,
+        Op::new("The run's events as Server-Sent Events (resume with Last-Event-ID)")
+            .header(
+                "Last-Event-ID",
+                "Resume after this event sequence",
+                serde_json::json!({"type": "string"}),
+            )
+            .event_stream()
+    );
+    route!(
+        t,
+        GET,
+        "/v1/workers",
+        r::list_workers,
+        Op::new("Worker slots with heartbeat, status and counts").ok::<Items<WorkerView>>()
+    )
+}
+
 fn conversation_routes(t: Table) -> Table {
+    use aiden_domain::conversation::{
+        memory::WorkingMemory,
+        tree::{AlternativeView, TurnView},
+        ConversationPatch, ForkRequest, NewAgentTurn, NewAlternative, NewConversation, NewSummary,
+        NewTurn, SwitchActive,
+    };
+    use aiden_graph::conversations::SummaryRecord;
+    use aiden_service::{
+        views::{ConversationView, TreeView},
+        Generating,
+    };
     let t = route!(
         t,
         POST,
         "/v1/conversations",
         cv::create_conversation,
-        Op::body(
-            "Create a Conversation (optionally with a default Process, CONV-2)",
-            201
-        )
+        Op::new("Create a Conversation (optionally with a default Process, CONV-2)")
+            .body::<NewConversation>()
+            .created::<ConversationView>()
+            .errors(&[404, 409, 422])
     );
     let t = route!(
         t,
         GET,
         "/v1/conversations",
         cv::list_conversations,
-        Op::list("The caller's Conversations (?includeArchived=true for archived ones)")
+        Op::new("The caller's Conversations (?includeArchived=true for archived ones)")
+            .paged()
+            .ok::<Page<ConversationView>>()
     );
     let t = route!(
         t,
         GET,
         "/v1/conversations/{id}",
         cv::get_conversation,
-        Op::read("A Conversation", 200)
+        Op::new("A Conversation").ok::<ConversationView>()
     );
     let t = route!(
         t,
         PATCH,
         "/v1/conversations/{id}",
         cv::patch_conversation,
-        Op::body(
-            "Rename, archive/unarchive, or set the default Process (If-Match: revision)",
-            200
-        )
+        Op::new("Rename, archive/unarchive, or set the default Process (If-Match: revision). Conversations are never deleted: DELETE answers 405 naming CONV-1")
+            .body::<ConversationPatch>()
+            .if_match()
+            .ok::<ConversationView>()
+            .errors(&[422])
     );
     let t = route!(
         t,
         DELETE,
         "/v1/conversations/{id}",
         cv::delete_conversation,
-        Op::read(
-            "Never allowed: Conversations are permanent (CONV-1); archive instead",
-            405
-        )
+        Op::new("Never allowed: Conversations are permanent (CONV-1); archive instead")
+            .undocumented()
     );
     let t = route!(
         t,
         POST,
         "/v1/conversations/{id}/fork",
         cv::fork_conversation,
-        Op::body(
-            "Fork at an Alternative: a new Conversation with its own copy of the path (CONV-3)",
-            201
+        Op::new(
+            "Fork at an Alternative: a new Conversation with its own copy of the path (CONV-3)"
         )
+        .body::<ForkRequest>()
+        .created::<ConversationView>()
+        .errors(&[409, 422])
     );
     let t = route!(
         t,
         POST,
         "/v1/conversations/{id}/turns",
         cv::create_turn,
-        Op::body(
-            "Append a user or system Turn with its first, active Alternative",
-            201
-        )
+        Op::new("Append a user or system Turn with its first, active Alternative")
+            .body::<NewTurn>()
+            .created::<TurnView>()
+            .errors(&[403, 409, 422])
     );
     let t = route!(
         t,
         POST,
         "/v1/conversations/{id}/agent-turns",
         cv::create_agent_turn,
-        Op::body(
-            "Append an agent Turn generated by a run of a Process (Alternative `generating`)",
-            202
-        )
+        Op::new("Append an agent Turn generated by a run of a Process (Alternative `generating`)")
+            .body::<NewAgentTurn>()
+            .accepted_at::<Generating>()
+            .errors(&[409, 422, 429])
     );
     let t = route!(
         t,
         GET,
         "/v1/conversations/{id}/tree",
         cv::conversation_tree,
-        Op::read(
-            "Every Turn and Alternative with isActive, cacheStatus, hasChildren, respondsTo",
-            200
-        )
+        Op::new("Every Turn and Alternative with isActive, cacheStatus, hasChildren, respondsTo")
+            .query::<cv::TreeWindow>()
+            .ok::<TreeView>()
     );
     let t = route!(
         t,
         GET,
         "/v1/conversations/{id}/working-memory",
         cv::working_memory,
-        Op::read(
-            "Working memory at ?alternativeId= or ?turnId= (default: the current position)",
-            200
-        )
+        Op::new("Working memory at ?alternativeId= or ?turnId= (default: the current position)")
+            .query::<cv::Position>()
+            .ok::<WorkingMemory>()
+            .errors(&[422])
     );
     let t = route!(
         t,
         POST,
         "/v1/conversations/{id}/summaries",
         cv::create_summary,
-        Op::body(
-            "Record a Summary that stands in for the path up to a Turn (SUM-1, WM-3)",
-            201
-        )
+        Op::new("Record a Summary that stands in for the path up to a Turn (SUM-1, WM-3)")
+            .body::<NewSummary>()
+            .created_unlocated::<SummaryRecord>()
+            .errors(&[409, 422])
     );
     let t = route!(
         t,
         GET,
         "/v1/conversations/{id}/summaries",
         cv::list_summaries,
-        Op::read("The Conversation's Summaries", 200)
+        Op::new("The Conversation's Summaries").ok::<Page<SummaryRecord>>()
     );
     let t = route!(
         t,
         GET,
         "/v1/turns/{id}",
         cv::get_turn,
-        Op::read("A Turn with its Alternatives", 200)
+        Op::new("A Turn with its Alternatives").ok::<TurnView>()
     );
     let t = route!(
         t,
         POST,
         "/v1/turns/{id}/alternatives",
         cv::add_alternative,
-        Op::body(
-            "A new Alternative: content (user/system Turn, 201) or processId (agent Turn, 202)",
-            201
+        Op::new(
+            "A new Alternative: content (user/system Turn, 201) or processId (agent Turn, 202)"
         )
+        .body::<NewAlternative>()
+        .created::<AlternativeView>()
+        .also::<AlternativeView>(202, "An agent Alternative, generating: its run starts")
+        .errors(&[409, 422, 429])
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/alternatives/{id}",
+        cv::get_alternative,
+        Op::new("An Alternative with its cacheStatus, run and Episode binding")
+            .ok::<AlternativeView>()
     );
     route!(
         t,
         PUT,
         "/v1/turns/{id}/active",
         cv::switch_active,
-        Op::body(
-            "Make an Alternative of this Turn the active one (TURN-2)",
-            200
-        )
+        Op::new("Make an Alternative of this Turn the active one (TURN-2)")
+            .body::<SwitchActive>()
+            .ok::<TurnView>()
+            .errors(&[409, 422])
     )
 }
 
 fn knowledge_routes(t: Table) -> Table {
+    use aiden_domain::knowledge::{entity::EntityReference, ActiveEntityFlags, NewEntity};
+    use aiden_service::views::{EntityView, Items, ProposalDecision};
     let t = route!(
         t,
         POST,
         "/v1/entities",
         k::create_entity,
-        Op::body(
-            "Create an Entity (name and summary required, source user; ENT-1)",
-            201
-        )
+        Op::new("Create an Entity (name and summary required, source user; ENT-1)")
+            .body::<NewEntity>()
+            .created::<EntityView>()
+            .errors(&[409, 422])
     );
     let t = route!(
         t,
         GET,
         "/v1/entities",
         k::list_entities,
-        Op::list("Entities the caller may see (?conversationId=, ?q= name filter)")
+        Op::new("Entities the caller may see (?conversationId=, ?q= name filter)")
+            .query::<k::EntityQuery>()
+            .ok::<Page<EntityView>>()
+            .errors(&[404])
     );
     let t = route!(
         t,
         GET,
         "/v1/entities/{id}",
         k::get_entity,
-        Op::read(
-            "An Entity with its sources (creator, mentioning Episodes)",
-            200
-        )
+        Op::new("An Entity with its sources (creator, mentioning Episodes)").ok::<EntityView>()
     );
     let t = route!(
         t,
         POST,
         "/v1/entities/{id}/confirm",
         k::confirm_entity,
-        Op::read(
-            "Confirm an Entity an agent proposed to remember (it becomes yours)",
-            200
-        )
+        Op::new("Confirm an Entity an agent proposed to remember (it becomes yours)")
+            .ok::<ProposalDecision>()
+            .errors(&[409])
     );
     let t = route!(
         t,
         POST,
         "/v1/entities/{id}/reject",
         k::reject_entity,
-        Op::read(
-            "Reject (remove) an Entity an agent proposed to remember",
-            200
-        )
+        Op::new("Reject (remove) an Entity an agent proposed to remember")
+            .ok::<ProposalDecision>()
+            .errors(&[409])
     );
     let t = route!(
         t,
         GET,
         "/v1/conversations/{id}/entities",
         k::conversation_entities,
-        Op::read(
-            "The Conversation's active entities (HAS_ACTIVE_ENTITY)",
-            200
-        )
+        Op::new("The Conversation's active entities (HAS_ACTIVE_ENTITY)")
+            .ok::<Items<EntityReference>>()
     );
     let t = route!(
         t,
         PUT,
         "/v1/conversations/{id}/entities/{uuid}",
         k::activate_entity,
-        Op::body(
-            "Add an Entity to the Conversation's active entities, with its include flags",
-            200
-        )
+        Op::new("Add an Entity to the Conversation's active entities, with its include flags")
+            .body::<ActiveEntityFlags>()
+            .ok::<EntityReference>()
+            .errors(&[409])
     );
     route!(
         t,
         DELETE,
         "/v1/conversations/{id}/entities/{uuid}",
         k::deactivate_entity,
-        Op::read(
-            "Remove an Entity from the Conversation's active entities",
-            204
-        )
+        Op::new("Remove an Entity from the Conversation's active entities").no_content()
     )
 }

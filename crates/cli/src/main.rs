@@ -34,6 +34,8 @@ enum Command {
     Apply(apply::ApplyArgs),
     /// Read-only audit of the graph against the (audit) invariants; exit 1 on any violation.
     Check(GraphArgs),
+    /// Print the HTTP API's OpenAPI 3.1 document (the one `GET /openapi.json` serves).
+    Openapi,
 }
 
 #[tokio::main]
@@ -47,6 +49,10 @@ async fn main() -> ExitCode {
         Command::Migrate(args) => migrate(args).await.map(|_| ExitCode::SUCCESS),
         Command::Apply(args) => apply::run(args).await,
         Command::Check(args) => check(args).await,
+        Command::Openapi => {
+            println!("{:#}", aiden_api::openapi_document());
+            Ok(ExitCode::SUCCESS)
+        }
     };
     match result {
         Ok(code) => code,

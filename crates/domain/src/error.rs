@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 /// One broken rule: the invariant ID, where in the input, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Violation {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub invariant: Option<&'static str>,

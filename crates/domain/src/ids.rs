@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::Error;
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(transparent)]
-pub struct Id(String);
+pub struct Id(#[schemars(regex(pattern = r"^[A-Za-z0-9._-]{1,128}$"))] String);
 
 impl Id {
     pub fn parse(raw: &str) -> Result<Self, Error> {

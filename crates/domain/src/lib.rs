@@ -18,6 +18,7 @@ pub mod template;
 pub mod template_vars;
 pub mod tool;
 pub mod user;
+pub mod wire;
 
 pub use checked::Checked;
 pub use error::{Error, Violation};

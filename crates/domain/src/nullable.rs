@@ -13,9 +13,9 @@ where
 
 #[cfg(test)]
 mod tests {
-    #[derive(serde::Deserialize)]
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
     struct P {
-        #[serde(default, with = "super")]
+        #[serde(default, deserialize_with = "super::deserialize")]
         x: Option<Option<i32>>,
     }
 

@@ -20,7 +20,9 @@ pub const PROCESS_MAX_TIMEOUT_MS: u64 = 120_000;
 pub const DEFAULT_MAX_RECURSION_DEPTH: u32 = 3;
 pub const MAX_STEPS: usize = 200;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     #[default]
@@ -28,7 +30,9 @@ pub enum Mode {
     Parallel,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum InteractionMode {
     #[default]
@@ -36,7 +40,7 @@ pub enum InteractionMode {
     Manual,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StepOutput {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -47,7 +51,7 @@ pub struct StepOutput {
     pub token_budget: Option<u64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Execution {
     #[serde(default)]
@@ -60,9 +64,10 @@ pub struct Execution {
     pub interaction_mode: InteractionMode,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Step {
+    #[schemars(regex(pattern = r"^[A-Za-z0-9._-]{1,128}$"))]
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<Id>,
@@ -85,7 +90,7 @@ pub struct Step {
 /// An agent step's tools, governed system prompt and caps (seed 000 §8.1 defaults). Its
 /// inputs: `message` (required: what to answer), `memory` (working memory, optional),
 /// `preferences` (optional).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AgentSpec {
     #[serde(default)]
@@ -179,7 +184,7 @@ impl AgentSpec {
 }
 
 /// The versioned part of a Process: what runs. Any change makes a new version (PROC-9).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Definition {
     #[serde(default)]
@@ -198,7 +203,7 @@ pub struct Definition {
 
 /// A Process's quota, enforced when a run is started through the API (a run, an agent turn),
 /// counted in the graph so every API instance sees the same counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Quota {
     /// Starts per clock hour (UTC).
@@ -214,7 +219,7 @@ fn default_depth() -> u32 {
 }
 
 /// A Process as stored and shown: its current definition inline, plus `version`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Process {
     pub id: Id,
@@ -232,10 +237,11 @@ pub struct Process {
 }
 
 /// Create or PUT body.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewProcess {
     pub id: Option<Id>,
+    #[schemars(schema_with = "crate::wire::name")]
     pub name: String,
     pub description: Option<String>,
     #[serde(default)]
@@ -246,6 +252,7 @@ pub struct NewProcess {
     #[serde(default)]
     pub token_budget: Option<u64>,
     #[serde(default = "default_depth")]
+    #[schemars(range(min = 1, max = 32))]
     pub max_recursion_depth: u32,
     #[serde(default)]
     pub quota: Option<Quota>,
@@ -273,21 +280,23 @@ fn yes() -> bool {
     true
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProcessPatch {
     pub id: Option<Id>,
+    #[serde(default)]
+    #[schemars(schema_with = "crate::wire::name_or_null")]
     pub name: Option<String>,
-    #[serde(default, with = "crate::nullable")]
+    #[serde(default, deserialize_with = "crate::nullable::deserialize")]
     pub description: Option<Option<String>>,
     pub initial_context: Option<Vec<String>>,
     pub steps: Option<Vec<Step>>,
-    #[serde(default, with = "crate::nullable")]
+    #[serde(default, deserialize_with = "crate::nullable::deserialize")]
     pub output_template: Option<Option<String>>,
-    #[serde(default, with = "crate::nullable")]
+    #[serde(default, deserialize_with = "crate::nullable::deserialize")]
     pub token_budget: Option<Option<u64>>,
     pub max_recursion_depth: Option<u32>,
-    #[serde(default, with = "crate::nullable")]
+    #[serde(default, deserialize_with = "crate::nullable::deserialize")]
     pub quota: Option<Option<Quota>>,
     pub enabled: Option<bool>,
     pub shared: Option<bool>,

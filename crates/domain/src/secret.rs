@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{service::check_name, Checked, Error, Id};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SecretType {
     ApiKey,
@@ -25,10 +25,11 @@ impl SecretType {
 }
 
 /// Largest secret value accepted (a certificate chain fits).
-pub const MAX_VALUE_BYTES: usize = 64 * 1024;
+/// Longest Secret value (characters).
+pub const MAX_VALUE_CHARS: usize = 64 * 1024;
 
 /// A Secret's metadata as stored and shown (SEC-1: no value, no ciphertext).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Secret {
     pub id: Id,
@@ -44,10 +45,10 @@ pub struct Secret {
 }
 
 pub fn check_value(value: &str) -> Result<(), Error> {
-    if value.is_empty() || value.len() > MAX_VALUE_BYTES {
+    if value.is_empty() || value.chars().count() > MAX_VALUE_CHARS {
         return Err(Error::validation(
             "/value",
-            format!("must be 1-{MAX_VALUE_BYTES} bytes"),
+            format!("must be 1-{MAX_VALUE_CHARS} characters"),
         ));
     }
     Ok(())

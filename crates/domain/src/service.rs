@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::{error::Violations, schema::check_object_schema, template::ServiceTemplate, Error, Id};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ServiceType {
     Neo4jGraph,
@@ -35,7 +35,7 @@ impl ServiceType {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Protocol {
     Bolt,
@@ -60,7 +60,7 @@ impl Protocol {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum HealthStatus {
     Healthy,
@@ -79,7 +79,7 @@ impl HealthStatus {
 }
 
 /// The structural fields a Service shares with its ServiceTemplate.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ServiceStructure {
     #[serde(rename = "type")]
@@ -114,7 +114,7 @@ impl ServiceStructure {
 }
 
 /// A Service as stored and as the API shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Service {
     pub id: Id,
@@ -137,10 +137,16 @@ pub struct Service {
 }
 
 /// Create body. Either the structure or a `serviceTemplateId` to copy it from (SVC-6).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("anyOf" = [
+    {"required": ["serviceTemplateId"], "properties": {"serviceTemplateId": {"type": "string"}}},
+    {"required": ["type", "protocol", "connectionSchema"],
+     "properties": {"type": {"type": "string"}, "protocol": {"type": "string"}, "connectionSchema": {"type": "object"}}}
+]))]
 pub struct NewService {
     pub id: Option<Id>,
+    #[schemars(schema_with = "crate::wire::name")]
     pub name: String,
     pub description: Option<String>,
     #[serde(rename = "type")]
@@ -162,12 +168,14 @@ fn yes() -> bool {
 
 /// PATCH body. Immutable fields are accepted only when unchanged (SVC-3), so that re-applying a
 /// whole definition is a no-op.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ServicePatch {
     pub id: Option<Id>,
+    #[serde(default)]
+    #[schemars(schema_with = "crate::wire::name_or_null")]
     pub name: Option<String>,
-    #[serde(default, with = "crate::nullable")]
+    #[serde(default, deserialize_with = "crate::nullable::deserialize")]
     pub description: Option<Option<String>>,
     #[serde(rename = "type")]
     pub service_type: Option<ServiceType>,
@@ -175,7 +183,7 @@ pub struct ServicePatch {
     pub connection_schema: Option<Value>,
     pub requires_secret: Option<bool>,
     pub service_template_id: Option<Id>,
-    #[serde(default, with = "crate::nullable")]
+    #[serde(default, deserialize_with = "crate::nullable::deserialize")]
     pub endpoint: Option<Option<String>>,
     pub enabled: Option<bool>,
     pub shared: Option<bool>,
@@ -351,7 +359,7 @@ fn finish_update(current: &Service, mut next: Service, now: &str) -> Service {
 }
 
 pub fn check_name(name: &str) -> Result<(), Error> {
-    if name.trim().is_empty() || name.len() > 200 {
+    if name.trim().is_empty() || name.chars().count() > crate::wire::MAX_NAME_CHARS {
         return Err(Error::validation("/name", "must be 1-200 characters"));
     }
     Ok(())

@@ -10,7 +10,7 @@ use crate::{
     Checked, Error, Id,
 };
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ServiceTemplate {
     pub id: Id,
@@ -26,7 +26,7 @@ pub struct ServiceTemplate {
     pub revision: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolTemplate {
     pub id: Id,
@@ -42,10 +42,11 @@ pub struct ToolTemplate {
     pub revision: i64,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewServiceTemplate {
     pub id: Option<Id>,
+    #[schemars(schema_with = "crate::wire::name")]
     pub name: String,
     pub description: Option<String>,
     #[serde(rename = "type")]
@@ -58,10 +59,11 @@ pub struct NewServiceTemplate {
     pub shared: bool,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewToolTemplate {
     pub id: Option<Id>,
+    #[schemars(schema_with = "crate::wire::name")]
     pub name: String,
     pub description: Option<String>,
     pub operation: crate::tool::Operation,
@@ -73,12 +75,14 @@ pub struct NewToolTemplate {
 
 /// PATCH body for either template kind. Structural fields may be repeated unchanged (so a
 /// re-applied file is a no-op) but never changed (TPL-1).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TemplatePatch {
     pub id: Option<Id>,
+    #[serde(default)]
+    #[schemars(schema_with = "crate::wire::name_or_null")]
     pub name: Option<String>,
-    #[serde(default, with = "crate::nullable")]
+    #[serde(default, deserialize_with = "crate::nullable::deserialize")]
     pub description: Option<Option<String>>,
     pub shared: Option<bool>,
     pub archived: Option<bool>,

@@ -14,7 +14,9 @@ use crate::{
     Checked, Error, Id,
 };
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Access {
     #[default]
@@ -22,7 +24,9 @@ pub enum Access {
     Write,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum LlmApi {
     #[default]
@@ -30,7 +34,9 @@ pub enum LlmApi {
     Anthropic,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ResponseFormat {
     #[default]
@@ -38,7 +44,7 @@ pub enum ResponseFormat {
     Json,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum HttpMethod {
     Get,
@@ -50,7 +56,7 @@ pub enum HttpMethod {
 }
 
 /// What a Tool does, by operation type (contract.md, "operation by Service type").
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(
     tag = "type",
     rename_all = "snake_case",
@@ -160,7 +166,7 @@ fn collect_string_variables(value: &Value, out: &mut BTreeSet<String>) {
 }
 
 /// The structural fields a Tool shares with its ToolTemplate.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolStructure {
     pub operation: Operation,
@@ -206,7 +212,7 @@ impl ToolStructure {
 }
 
 /// A Tool as stored and shown.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Tool {
     pub id: Id,
@@ -230,10 +236,16 @@ pub struct Tool {
     pub revision: i64,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("anyOf" = [
+    {"required": ["toolTemplateId"], "properties": {"toolTemplateId": {"type": "string"}}},
+    {"required": ["operation", "inputSchema", "outputSchema"],
+     "properties": {"operation": {"type": "object"}, "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}}}
+]))]
 pub struct NewTool {
     pub id: Option<Id>,
+    #[schemars(schema_with = "crate::wire::name")]
     pub name: String,
     pub description: Option<String>,
     pub service_id: Id,
@@ -255,21 +267,23 @@ fn yes() -> bool {
     true
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ToolPatch {
     pub id: Option<Id>,
+    #[serde(default)]
+    #[schemars(schema_with = "crate::wire::name_or_null")]
     pub name: Option<String>,
-    #[serde(default, with = "crate::nullable")]
+    #[serde(default, deserialize_with = "crate::nullable::deserialize")]
     pub description: Option<Option<String>>,
     pub service_id: Option<Id>,
     pub connection_params: Option<Value>,
     pub operation: Option<Operation>,
     pub input_schema: Option<Value>,
     pub output_schema: Option<Value>,
-    #[serde(default, with = "crate::nullable")]
+    #[serde(default, deserialize_with = "crate::nullable::deserialize")]
     pub secret_id: Option<Option<Id>>,
-    #[serde(default, with = "crate::nullable")]
+    #[serde(default, deserialize_with = "crate::nullable::deserialize")]
     pub secret_scope: Option<Option<String>>,
     pub tool_template_id: Option<Id>,
     pub enabled: Option<bool>,

@@ -495,7 +495,7 @@ pub async fn active_alternative(
 }
 
 /// A stored Summary, as the API shows it.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SummaryRecord {
     pub id: String,
@@ -511,8 +511,10 @@ pub struct SummaryRecord {
     pub run_id: Option<String>,
     pub created_at: String,
     #[serde(default, skip_serializing)]
+    #[schemars(skip)]
     pub alternative_sources: Vec<String>,
     #[serde(default, skip_serializing)]
+    #[schemars(skip)]
     pub summary_sources: Vec<String>,
     /// Its Episode once bound (EPI-1), and the binding lifecycle (EPI-3).
     #[serde(default)]

@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::{tx::read_tx, Result};
 
 /// One stored violation.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Finding {
     pub invariant: &'static str,
     pub id: String,

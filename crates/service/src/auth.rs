@@ -20,16 +20,17 @@ use crate::{
 /// The id of the admin that `AIDEN_ADMIN_TOKEN` authenticates.
 pub const BOOTSTRAP_ADMIN_ID: &str = "admin";
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewUser {
     pub id: Option<Id>,
+    #[schemars(schema_with = "aiden_domain::wire::name")]
     pub name: String,
     pub role: Role,
 }
 
 /// A user as shown; `token` only in the response that created it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct User {
     pub id: String,

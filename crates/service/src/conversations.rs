@@ -17,22 +17,33 @@ use crate::{
     common::check_precondition,
     now,
     tx::{read_tx, write_tx},
+    views::{ConversationStatus, ConversationView, ForkedFrom},
     App, Page, PageRequest, Result,
 };
 
 /// The API's view of a stored Conversation.
-pub(crate) fn conversation_view(c: &ConversationRow) -> Value {
-    let forked_from = c.forked_from_id.as_ref().map(|f| {
-        json!({"conversationId": f, "originTurnId": c.origin_turn_id,
-               "originAlternativeId": c.origin_alternative_id})
-    });
-    json!({
-        "id": c.id, "title": c.title, "status": c.status, "ownerId": c.owner_id,
-        "defaultProcessId": c.default_process_id, "forkedFrom": forked_from,
-        "currentTurnId": c.current_turn_id, "currentAlternativeId": c.current_alternative_id,
-        "turnCount": c.turn_count, "revision": c.revision,
-        "createdAt": c.created_at, "updatedAt": c.updated_at,
-    })
+pub(crate) fn conversation_view(c: &ConversationRow) -> ConversationView {
+    ConversationView {
+        id: c.id.clone(),
+        title: c.title.clone(),
+        status: match status_of(&c.status) {
+            Status::Archived => ConversationStatus::Archived,
+            Status::Active => ConversationStatus::Active,
+        },
+        owner_id: c.owner_id.clone(),
+        default_process_id: c.default_process_id.clone(),
+        forked_from: c.forked_from_id.as_ref().map(|f| ForkedFrom {
+            conversation_id: f.clone(),
+            origin_turn_id: c.origin_turn_id.clone(),
+            origin_alternative_id: c.origin_alternative_id.clone(),
+        }),
+        current_turn_id: c.current_turn_id.clone(),
+        current_alternative_id: c.current_alternative_id.clone(),
+        turn_count: c.turn_count,
+        revision: c.revision,
+        created_at: c.created_at.clone(),
+        updated_at: c.updated_at.clone(),
+    }
 }
 
 /// OWN-2: a Conversation is its owner's alone; anyone else (admins included) gets 404.
@@ -103,7 +114,11 @@ pub(crate) async fn own_conversation(
 }
 
 impl App {
-    pub async fn create_conversation(&self, caller: &Caller, b: NewConversation) -> Result<Value> {
+    pub async fn create_conversation(
+        &self,
+        caller: &Caller,
+        b: NewConversation,
+    ) -> Result<ConversationView> {
         check_title(b.title.as_deref())?;
         let id = id_or_new(b.id).as_str().to_owned();
         let row = write_tx!(self, |tx| {
@@ -135,7 +150,7 @@ impl App {
         Ok(conversation_view(&row))
     }
 
-    pub async fn get_conversation(&self, caller: &Caller, id: &str) -> Result<Value> {
+    pub async fn get_conversation(&self, caller: &Caller, id: &str) -> Result<ConversationView> {
         let row = conv::get_autocommit(&self.graph, id)
             .await?
             .ok_or(Rule::NotFound)?;
@@ -147,7 +162,7 @@ impl App {
         &self,
         caller: &Caller,
         page: PageRequest,
-    ) -> Result<Page<Value>> {
+    ) -> Result<Page<ConversationView>> {
         let limit = page.limit()?;
         let after = page.cursor.clone().unwrap_or_default();
         let mut rows = read_tx!(self, |tx| {
@@ -178,7 +193,7 @@ impl App {
         id: &str,
         patch: ConversationPatch,
         expected: Option<i64>,
-    ) -> Result<Value> {
+    ) -> Result<ConversationView> {
         if let Some(Some(t)) = &patch.title {
             check_title(Some(t))?;
         }
@@ -234,7 +249,7 @@ impl App {
         caller: &Caller,
         id: &str,
         b: ForkRequest,
-    ) -> Result<Value> {
+    ) -> Result<ConversationView> {
         check_title(b.title.as_deref())?;
         let new_id = uuid::Uuid::now_v7().to_string();
         let row = write_tx!(self, |tx| {
@@ -436,13 +451,16 @@ impl App {
         Ok(record)
     }
 
-    pub async fn list_summaries(&self, caller: &Caller, id: &str) -> Result<Value> {
+    pub async fn list_summaries(&self, caller: &Caller, id: &str) -> Result<Page<SummaryRecord>> {
         let row = conv::get_autocommit(&self.graph, id)
             .await?
             .ok_or(Rule::NotFound)?;
         ensure_own(caller, &row.owner_id)?;
         let items = conv::summaries(&self.graph, id).await?;
-        Ok(json!({"items": items, "nextCursor": null}))
+        Ok(Page {
+            items,
+            next_cursor: None,
+        })
     }
 }
 

@@ -4,14 +4,19 @@
 //! conversations it was extracted in or is mentioned by; anything else answers 404.
 
 use aiden_domain::conversation::memory::WorkingMemory;
+use aiden_domain::knowledge::entity::EntityReference;
 use aiden_domain::knowledge::entity::{self, ActiveEntityFlags, NewEntity};
 use aiden_domain::{user::Caller, Error as Rule};
 use aiden_graph::conversations as conv;
 use aiden_graph::knowledge::{self as kg, EntityRow};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::conversations::ensure_own;
-use crate::{now, tx::read_tx, tx::write_tx, App, Result};
+use crate::views::{
+    ActiveEntities, EntitySource, EntityStatus, EntityView, Items, ProposalDecision, Rejected,
+    RejectedStatus,
+};
+use crate::{now, tx::read_tx, tx::write_tx, App, Page, Result};
 
 fn visible_to(row: &EntityRow, caller: &Caller) -> bool {
     row.created_by.as_deref() == Some(caller.id.as_str())
@@ -20,42 +25,55 @@ fn visible_to(row: &EntityRow, caller: &Caller) -> bool {
 
 /// The Entity as the API shows it: `sources` is its provenance (seed 001 EntitySource): the
 /// user who created it, and one `graphiti` entry per Episode that mentions it.
-pub fn entity_view(row: &EntityRow) -> Value {
+pub fn entity_view(row: &EntityRow) -> EntityView {
     let mut sources = Vec::new();
     if row.source.as_deref() == Some("suggestion") {
-        sources.push(json!({"type": "suggestion", "createdAt": row.created_at,
-                            "createdBy": row.created_by, "runId": row.run_id}));
+        sources.push(EntitySource::Suggestion {
+            created_at: row.created_at.clone(),
+            created_by: row.created_by.clone(),
+            run_id: row.run_id.clone(),
+        });
     }
     if row.source.as_deref() == Some("user") {
-        sources.push(
-            json!({"type": "user", "createdAt": row.created_at, "createdBy": row.created_by}),
-        );
+        sources.push(EntitySource::User {
+            created_at: row.created_at.clone(),
+            created_by: row.created_by.clone(),
+        });
     }
     for m in &row.mentions {
-        sources.push(
-            json!({"type": "graphiti", "createdAt": m.created_at, "episodeId": m.episode_id}),
-        );
+        sources.push(EntitySource::Graphiti {
+            created_at: m.created_at.clone(),
+            episode_id: m.episode_id.clone(),
+        });
     }
     let facets = row
         .facets
         .as_deref()
-        .and_then(|f| serde_json::from_str::<Value>(f).ok())
-        .unwrap_or_else(|| json!({}));
+        .and_then(|f| serde_json::from_str::<serde_json::Map<String, Value>>(f).ok())
+        .unwrap_or_default();
     let category = row.category.clone().or_else(|| {
         row.labels
             .as_ref()
             .and_then(|l| l.iter().find(|x| x.as_str() != "Entity").cloned())
     });
-    json!({
-        "uuid": row.uuid, "name": row.name, "summary": row.summary, "category": category,
-        "facets": facets, "sources": sources, "createdAt": row.created_at,
-        "status": row.status.as_deref().unwrap_or("confirmed"),
-    })
+    EntityView {
+        uuid: row.uuid.clone(),
+        name: row.name.clone(),
+        summary: row.summary.clone(),
+        category,
+        facets,
+        sources,
+        created_at: row.created_at.clone(),
+        status: match row.status.as_deref() {
+            Some("proposed") => EntityStatus::Proposed,
+            _ => EntityStatus::Confirmed,
+        },
+    }
 }
 
 impl App {
     /// `POST /v1/entities` (ENT-1).
-    pub async fn create_entity(&self, caller: &Caller, b: NewEntity) -> Result<Value> {
+    pub async fn create_entity(&self, caller: &Caller, b: NewEntity) -> Result<EntityView> {
         entity::check_new_entity(&b)?;
         let uuid = uuid::Uuid::now_v7().to_string();
         let facets = b
@@ -80,7 +98,7 @@ impl App {
     }
 
     /// `GET /v1/entities/{uuid}`.
-    pub async fn get_entity(&self, caller: &Caller, uuid: &str) -> Result<Value> {
+    pub async fn get_entity(&self, caller: &Caller, uuid: &str) -> Result<EntityView> {
         let row = kg::get_entity_autocommit(&self.graph, uuid)
             .await?
             .filter(|r| visible_to(r, caller))
@@ -95,7 +113,7 @@ impl App {
         caller: &Caller,
         conversation_id: Option<&str>,
         q: Option<&str>,
-    ) -> Result<Value> {
+    ) -> Result<Page<EntityView>> {
         let conversations = match conversation_id {
             Some(id) => {
                 let c = conv::get_autocommit(&self.graph, id)
@@ -116,7 +134,10 @@ impl App {
                 }
             }
         }
-        Ok(json!({"items": items, "nextCursor": null}))
+        Ok(Page {
+            items,
+            next_cursor: None,
+        })
     }
 
     /// AGT-13: `POST /v1/entities/{uuid}/confirm` (it becomes the caller's like one they
@@ -127,7 +148,7 @@ impl App {
         caller: &Caller,
         uuid: &str,
         confirm: bool,
-    ) -> Result<Value> {
+    ) -> Result<ProposalDecision> {
         let row = kg::get_entity_autocommit(&self.graph, uuid)
             .await?
             .filter(|r| r.created_by.as_deref() == Some(caller.id.as_str()))
@@ -146,9 +167,14 @@ impl App {
             .into());
         }
         if confirm {
-            self.get_entity(caller, uuid).await
+            Ok(ProposalDecision::Confirmed(
+                self.get_entity(caller, uuid).await?,
+            ))
         } else {
-            Ok(json!({"uuid": uuid, "status": "rejected"}))
+            Ok(ProposalDecision::Rejected(Rejected {
+                uuid: uuid.to_owned(),
+                status: RejectedStatus::Rejected,
+            }))
         }
     }
 
@@ -159,7 +185,7 @@ impl App {
         id: &str,
         uuid: &str,
         flags: ActiveEntityFlags,
-    ) -> Result<Value> {
+    ) -> Result<EntityReference> {
         let (s, f, r) = flags.resolved();
         write_tx!(self, |tx| {
             let c = conv::get(&mut tx, id).await?.ok_or(Rule::NotFound)?;
@@ -191,11 +217,16 @@ impl App {
         self.conversation_entity(caller, id, uuid).await
     }
 
-    async fn conversation_entity(&self, caller: &Caller, id: &str, uuid: &str) -> Result<Value> {
+    async fn conversation_entity(
+        &self,
+        caller: &Caller,
+        id: &str,
+        uuid: &str,
+    ) -> Result<EntityReference> {
         let list = self.conversation_entities(caller, id).await?;
-        list["items"]
-            .as_array()
-            .and_then(|items| items.iter().find(|i| i["entityUuid"] == uuid).cloned())
+        list.items
+            .into_iter()
+            .find(|i| i.entity_uuid == uuid)
             .ok_or_else(|| Rule::NotFound.into())
     }
 
@@ -212,14 +243,14 @@ impl App {
     }
 
     /// `GET /v1/conversations/{id}/entities`: the chosen entities as EntityReferences.
-    pub async fn conversation_entities(&self, caller: &Caller, id: &str) -> Result<Value> {
+    pub async fn conversation_entities(&self, caller: &Caller, id: &str) -> Result<ActiveEntities> {
         let c = read_tx!(self, |tx| {
             Ok(conv::get(&mut tx, id).await?.ok_or(Rule::NotFound)?)
         })?;
         ensure_own(caller, &c.owner_id)?;
         let chosen = kg::active_entities(&self.graph, id).await?;
         let items = entity::active_entities(chosen, Vec::new(), 0);
-        Ok(json!({"items": items}))
+        Ok(Items { items })
     }
 
     /// WM-2: working memory with its active entities (chosen ones, then those mentioned by the

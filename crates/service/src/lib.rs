@@ -22,11 +22,12 @@ mod tools;
 mod turns;
 mod tx;
 pub mod vault;
+pub mod views;
 
 use aiden_graph::Graph;
 
 pub use audit::{Auditor, Finding};
-pub use auth::NewUser;
+pub use auth::{NewUser, User};
 pub use error::Error;
 pub use processes::ProcessVersion;
 pub use runs::{run_view, RunStarted};
@@ -37,8 +38,9 @@ pub use vault::Vault;
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// A page of a listing.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "{T}Page")]
 pub struct Page<T> {
     pub items: Vec<T>,
     pub next_cursor: Option<String>,

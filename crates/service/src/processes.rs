@@ -24,7 +24,7 @@ use crate::{
 };
 
 /// One immutable version of a Process definition.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProcessVersion {
     pub version: i64,

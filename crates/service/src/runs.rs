@@ -15,10 +15,11 @@ use serde_json::{json, Map, Value};
 
 use crate::{
     tx::{read_tx, write_tx},
+    views::{ApprovalAnswer, CancelAnswer, Decision, RunView, WorkerView},
     App, Error, Result,
 };
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunStarted {
     pub run_id: String,
@@ -212,7 +213,8 @@ impl App {
             let loaded_us = clock.elapsed().as_micros() as u64;
             for name in &loaded.initial_context {
                 if !inputs.contains_key(name) {
-                    return Err(Domain::validation(
+                    return Err(Domain::invariant(
+                        "PROC-5",
                         format!("/inputs/{name}"),
                         "required by the process's initialContext",
                     )
@@ -287,13 +289,13 @@ impl App {
     }
 
     /// `GET /v1/runs/{id}`.
-    pub async fn get_run(&self, caller: &Caller, run_id: &str) -> Result<Value> {
+    pub async fn get_run(&self, caller: &Caller, run_id: &str) -> Result<RunView> {
         let row = self.visible_run(caller, run_id).await?;
-        Ok(run_view(&row))
+        run_view(&row)
     }
 
     /// `POST /v1/runs/{id}/cancel`: the engine settles it; answers the run as it stands.
-    pub async fn cancel_run(&self, caller: &Caller, run_id: &str) -> Result<Value> {
+    pub async fn cancel_run(&self, caller: &Caller, run_id: &str) -> Result<CancelAnswer> {
         let row = self.visible_run(caller, run_id).await?;
         let status = row
             .run
@@ -312,7 +314,11 @@ impl App {
             )
             .await;
         }
-        Ok(json!({"runId": run_id, "status": status, "cancelRequested": true}))
+        Ok(CancelAnswer {
+            run_id: run_id.to_owned(),
+            status: status.to_owned(),
+            cancel_requested: true,
+        })
     }
 
     /// AGT-9, `POST /v1/runs/{id}/approvals`: the run's owner (or an admin) grants, for
@@ -323,7 +329,7 @@ impl App {
         caller: &Caller,
         run_id: &str,
         b: ApprovalRequest,
-    ) -> Result<Value> {
+    ) -> Result<ApprovalAnswer> {
         if b.ttl_seconds
             .is_some_and(|t| t == 0 || t > MAX_APPROVAL_TTL_SECONDS)
         {
@@ -382,8 +388,16 @@ impl App {
         let expires_at = expires_ms
             .and_then(chrono::DateTime::from_timestamp_millis)
             .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
-        Ok(json!({"runId": run_id, "capability": b.capability,
-                  "decision": if grant { "grant" } else { "deny" }, "expiresAt": expires_at}))
+        Ok(ApprovalAnswer {
+            run_id: run_id.to_owned(),
+            capability: b.capability,
+            decision: if grant {
+                Decision::Grant
+            } else {
+                Decision::Deny
+            },
+            expires_at,
+        })
     }
 
     /// The head of a run the caller may see (404 otherwise), for its event stream.
@@ -416,24 +430,34 @@ impl App {
     }
 
     /// `GET /v1/workers`.
-    pub async fn list_workers(&self, _caller: &Caller) -> Result<Vec<Value>> {
+    pub async fn list_workers(&self, _caller: &Caller) -> Result<Vec<WorkerView>> {
         let rows = read_tx!(self, |tx| { Ok(runs::list_workers(&mut tx).await?) })?;
-        Ok(rows
-            .into_iter()
+        rows.into_iter()
             .map(|w| {
-                json!({
+                typed(json!({
                     "id": w.get("id"), "type": w.get("type"), "status": w.get("status"),
                     "currentJobId": w.get("currentJobId").cloned().unwrap_or(Value::Null),
                     "lastHeartbeat": w.get("lastHeartbeat"),
                     "processedCount": w.get("processedCount"), "errorCount": w.get("errorCount"),
-                })
+                }))
             })
-            .collect())
+            .collect()
     }
 }
 
+/// A view assembled from graph rows, checked against its documented type (a row that does
+/// not fit is a bug of ours: 500 with the field in the log, never a silently different shape).
+fn typed<T: serde::de::DeserializeOwned>(v: Value) -> Result<T> {
+    serde_json::from_value(v).map_err(|e| {
+        crate::Error::Internal(format!(
+            "{} does not fit its documented shape: {e}",
+            std::any::type_name::<T>()
+        ))
+    })
+}
+
 /// The contract's run shape.
-pub fn run_view(row: &runs::RunRow) -> Value {
+pub fn run_view(row: &runs::RunRow) -> Result<RunView> {
     let r = &row.run;
     let steps: Vec<Value> = row
         .steps
@@ -452,7 +476,7 @@ pub fn run_view(row: &runs::RunRow) -> Value {
             })
         })
         .collect();
-    json!({
+    typed(json!({
         "id": r.get("id"), "processId": r.get("processId"),
         "processVersion": r.get("processVersion"), "status": r.get("status"),
         "depth": r.get("depth"), "parentRunId": r.get("parentRunId").cloned().unwrap_or(Value::Null),
@@ -461,5 +485,5 @@ pub fn run_view(row: &runs::RunRow) -> Value {
         "createdAt": r.get("createdAt"), "startedAt": r.get("startedAt").cloned().unwrap_or(Value::Null),
         "finishedAt": r.get("finishedAt").cloned().unwrap_or(Value::Null),
         "steps": steps,
-    })
+    }))
 }

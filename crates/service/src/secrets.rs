@@ -13,22 +13,28 @@ use zeroize::Zeroizing;
 use crate::{common::ensure_absent, now, tx::write_tx, App, Page, PageRequest, Result};
 
 /// Create body. `value` is wiped from memory when dropped and never printed.
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewSecret {
     pub id: Option<Id>,
+    #[schemars(schema_with = "aiden_domain::wire::name")]
     pub name: String,
     #[serde(rename = "type")]
     pub secret_type: SecretType,
+    #[schemars(schema_with = "aiden_domain::wire::secret_value")]
     pub value: Zeroizing<String>,
     #[serde(default)]
     pub shared: bool,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SecretPatch {
+    #[serde(default)]
+    #[schemars(schema_with = "aiden_domain::wire::name_or_null")]
     pub name: Option<String>,
+    #[serde(default)]
+    #[schemars(schema_with = "aiden_domain::wire::secret_value_or_null")]
     pub value: Option<Zeroizing<String>>,
 }
 

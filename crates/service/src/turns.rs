@@ -6,7 +6,7 @@
 use aiden_domain::conversation::{
     memory::{self, WorkingMemory},
     rules::{self, AlternativeKind, Attachment},
-    tree::{self, Context, TurnView},
+    tree::{self, AlternativeView, Context, TurnView},
     AltState, NewAgentTurn, NewAlternative, NewTurn, Speaker, SwitchActive, AGENT_CONTEXT,
 };
 use aiden_domain::{user::Caller, Error as Rule};
@@ -18,10 +18,11 @@ use serde_json::{Map, Value};
 
 use crate::conversations::{conversation_view, ensure_own, status_of};
 use crate::runs::{load_runnable, top_level_run};
-use crate::{now, tx::write_tx, App, Result};
+use crate::views::{TreeView, TreeWindow};
+use crate::{now, tx::read_tx, tx::write_tx, App, Result};
 
 /// `202` for work handed to the engine: the Alternative is `generating` until its run ends.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Generating {
     pub turn_id: String,
@@ -30,10 +31,18 @@ pub struct Generating {
     pub status: &'static str,
 }
 
-/// What a new user Alternative answers (201, the Turn) or an agent one (202).
-pub enum AlternativeAdded {
-    Turn(TurnView),
-    Generating(Generating),
+/// A new Alternative as it stands (`generating` for an agent one, whose run starts next).
+pub struct AlternativeAdded {
+    pub alternative: AlternativeView,
+    pub generating: bool,
+}
+
+/// The Alternative `id` of a Turn view.
+fn alternative_of(turn: TurnView, id: &str) -> Result<AlternativeView> {
+    turn.alternatives
+        .into_iter()
+        .find(|a| a.id == id)
+        .ok_or_else(|| Rule::NotFound.into())
 }
 
 fn one_turn(rows: Vec<AltWithTurn>) -> Result<TurnView> {
@@ -309,9 +318,11 @@ impl App {
                         ..Default::default()
                     };
                     conv::add_alternative(&mut tx, turn_id, &alt, &now).await?;
-                    Ok(AlternativeAdded::Turn(one_turn(
-                        conv::turn_view(&mut tx, turn_id).await?,
-                    )?))
+                    let turn = one_turn(conv::turn_view(&mut tx, turn_id).await?)?;
+                    Ok(AlternativeAdded {
+                        alternative: alternative_of(turn, &alt.alternative_id)?,
+                        generating: false,
+                    })
                 }
                 AlternativeKind::Process(process_id) => {
                     let conversation_id = f.conversation.id.clone();
@@ -327,21 +338,31 @@ impl App {
                         .await?;
                     agent.alternative.run_id = Some(agent.run_id.clone());
                     conv::add_alternative(&mut tx, turn_id, &agent.alternative, &now).await?;
-                    Ok(AlternativeAdded::Generating(Generating {
-                        turn_id: turn_id.to_owned(),
-                        alternative_id: agent.alternative.alternative_id,
-                        run_id: agent.run_id,
-                        status: AltState::Generating.as_str(),
-                    }))
+                    let turn = one_turn(conv::turn_view(&mut tx, turn_id).await?)?;
+                    Ok(AlternativeAdded {
+                        alternative: alternative_of(turn, &agent.alternative.alternative_id)?,
+                        generating: true,
+                    })
                 }
             }
         })?;
         drop(queued);
-        match &added {
-            AlternativeAdded::Generating(g) => self.start_agent_run(&g.run_id).await,
-            AlternativeAdded::Turn(_) => self.content_committed(),
+        match (&added.alternative.run_id, added.generating) {
+            (Some(run_id), true) => self.start_agent_run(run_id).await,
+            _ => self.content_committed(),
         }
         Ok(added)
+    }
+
+    /// `GET /v1/alternatives/{id}`.
+    pub async fn get_alternative(&self, caller: &Caller, id: &str) -> Result<AlternativeView> {
+        let path = read_tx!(self, |tx| { Ok(conv::path_in(&mut tx, id).await?) })?;
+        let turn_id = path
+            .iter()
+            .find(|p| p.alternative_id == id)
+            .map(|p| p.turn_id.clone())
+            .ok_or(Rule::NotFound)?;
+        alternative_of(self.get_turn(caller, &turn_id).await?, id)
     }
 
     /// `PUT /v1/turns/{turnId}/active`: exactly one active Alternative, always (TURN-2).
@@ -384,12 +405,12 @@ impl App {
         caller: &Caller,
         id: &str,
         window: Option<(i64, i64)>,
-    ) -> Result<Value> {
+    ) -> Result<TreeView> {
         if let Some((from, to)) = window {
-            if from < 1 || to < from {
+            if from < 1 || to < 1 {
                 return Err(Rule::validation(
                     "/fromSequence",
-                    "the window needs 1 <= fromSequence <= toSequence",
+                    "sequences start at 1 (a window with fromSequence > toSequence is empty)",
                 )
                 .into());
             }
@@ -417,13 +438,17 @@ impl App {
         }
         let ctx = Context::of_whole(&alts);
         let mut turns = tree::assemble(turns.into_values().collect(), alts, &ctx);
-        let mut body = serde_json::json!({"conversation": conversation_view(&c)});
         if let Some((from, to)) = window {
             turns.retain(|t| (from..=to).contains(&t.sequence));
-            body["window"] = serde_json::json!({"fromSequence": from, "toSequence": to});
         }
-        body["turns"] = serde_json::to_value(turns).unwrap_or_default();
-        Ok(body)
+        Ok(TreeView {
+            conversation: conversation_view(&c),
+            window: window.map(|(from, to)| TreeWindow {
+                from_sequence: from,
+                to_sequence: to,
+            }),
+            turns,
+        })
     }
 
     /// `GET /v1/conversations/{id}/working-memory`: computed now from the path (WM-1..3).

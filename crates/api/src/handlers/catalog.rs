@@ -20,8 +20,26 @@ use crate::{
     State,
 };
 
-pub fn created<T: Serialize>(value: T) -> Response {
-    (StatusCode::CREATED, Json(value)).into_response()
+/// 201 with the created resource, and its `Location` (`collection/id`; Entities by `uuid`).
+pub fn created<T: Serialize>(collection: &str, value: T) -> Response {
+    with_location(StatusCode::CREATED, collection, value)
+}
+
+pub fn with_location<T: Serialize>(status: StatusCode, collection: &str, value: T) -> Response {
+    let body = serde_json::to_value(value).unwrap_or_default();
+    let id = body
+        .get("id")
+        .or_else(|| body.get("uuid"))
+        .and_then(serde_json::Value::as_str);
+    match id {
+        Some(id) => (
+            status,
+            [(axum::http::header::LOCATION, format!("{collection}/{id}"))],
+            Json(body),
+        )
+            .into_response(),
+        None => (status, Json(body)).into_response(),
+    }
 }
 
 pub fn ok<T: Serialize>(value: T) -> Response {
@@ -37,7 +55,10 @@ pub async fn create_service_template(
     Auth(c): Auth,
     AppJson(b): AppJson<NewServiceTemplate>,
 ) -> ApiResult<Response> {
-    Ok(created(st.app.create_service_template(&c, b).await?))
+    Ok(created(
+        "/v1/service-templates",
+        st.app.create_service_template(&c, b).await?,
+    ))
 }
 pub async fn list_service_templates(
     S(st): S<State>,
@@ -75,7 +96,10 @@ pub async fn create_tool_template(
     Auth(c): Auth,
     AppJson(b): AppJson<NewToolTemplate>,
 ) -> ApiResult<Response> {
-    Ok(created(st.app.create_tool_template(&c, b).await?))
+    Ok(created(
+        "/v1/tool-templates",
+        st.app.create_tool_template(&c, b).await?,
+    ))
 }
 pub async fn list_tool_templates(
     S(st): S<State>,
@@ -113,7 +137,7 @@ pub async fn create_service(
     Auth(c): Auth,
     AppJson(b): AppJson<NewService>,
 ) -> ApiResult<Response> {
-    Ok(created(st.app.create_service(&c, b).await?))
+    Ok(created("/v1/services", st.app.create_service(&c, b).await?))
 }
 pub async fn list_services(
     S(st): S<State>,
@@ -159,7 +183,7 @@ pub async fn create_secret(
     Auth(c): Auth,
     AppJson(b): AppJson<NewSecret>,
 ) -> ApiResult<Response> {
-    Ok(created(st.app.create_secret(&c, b).await?))
+    Ok(created("/v1/secrets", st.app.create_secret(&c, b).await?))
 }
 pub async fn list_secrets(
     S(st): S<State>,
@@ -197,7 +221,7 @@ pub async fn create_tool(
     Auth(c): Auth,
     AppJson(b): AppJson<NewTool>,
 ) -> ApiResult<Response> {
-    Ok(created(st.app.create_tool(&c, b).await?))
+    Ok(created("/v1/tools", st.app.create_tool(&c, b).await?))
 }
 pub async fn list_tools(S(st): S<State>, Auth(c): Auth, Paging(p): Paging) -> ApiResult<Response> {
     Ok(ok(st.app.list_tools(&c, p).await?))

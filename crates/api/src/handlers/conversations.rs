@@ -4,7 +4,6 @@ use aiden_domain::conversation::{
     ConversationPatch, ForkRequest, NewAgentTurn, NewAlternative, NewConversation, NewSummary,
     NewTurn, SwitchActive,
 };
-use aiden_service::AlternativeAdded;
 use axum::{
     extract::{Path, Query, State as S},
     http::StatusCode,
@@ -13,7 +12,7 @@ use axum::{
 };
 use serde::Deserialize;
 
-use super::catalog::{created, ok};
+use super::catalog::{created, ok, with_location};
 use crate::{
     error::{ApiError, ApiResult},
     extract::{AppJson, Auth, IfMatch, Paging},
@@ -25,7 +24,10 @@ pub async fn create_conversation(
     Auth(c): Auth,
     AppJson(b): AppJson<NewConversation>,
 ) -> ApiResult<Response> {
-    Ok(created(st.app.create_conversation(&c, b).await?))
+    Ok(created(
+        "/v1/conversations",
+        st.app.create_conversation(&c, b).await?,
+    ))
 }
 pub async fn list_conversations(
     S(st): S<State>,
@@ -54,9 +56,16 @@ pub async fn delete_conversation(
     S(st): S<State>,
     Auth(c): Auth,
     Path(id): Path<String>,
-) -> ApiResult<Response> {
-    st.app.delete_conversation(&c, &id).await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+) -> Response {
+    match st.app.delete_conversation(&c, &id).await {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        // CONV-1's 405 names what the resource allows, like any other 405.
+        Err(e) => (
+            [(axum::http::header::ALLOW, "GET, PATCH")],
+            ApiError::from(e),
+        )
+            .into_response(),
+    }
 }
 pub async fn fork_conversation(
     S(st): S<State>,
@@ -64,7 +73,10 @@ pub async fn fork_conversation(
     Path(id): Path<String>,
     AppJson(b): AppJson<ForkRequest>,
 ) -> ApiResult<Response> {
-    Ok(created(st.app.fork_conversation(&c, &id, b).await?))
+    Ok(created(
+        "/v1/conversations",
+        st.app.fork_conversation(&c, &id, b).await?,
+    ))
 }
 pub async fn create_turn(
     S(st): S<State>,
@@ -72,7 +84,7 @@ pub async fn create_turn(
     Path(id): Path<String>,
     AppJson(b): AppJson<NewTurn>,
 ) -> ApiResult<Response> {
-    Ok(created(st.app.create_turn(&c, &id, b).await?))
+    Ok(created("/v1/turns", st.app.create_turn(&c, &id, b).await?))
 }
 pub async fn create_agent_turn(
     S(st): S<State>,
@@ -81,7 +93,13 @@ pub async fn create_agent_turn(
     AppJson(b): AppJson<NewAgentTurn>,
 ) -> ApiResult<Response> {
     let started = st.app.create_agent_turn(&c, &id, b).await?;
-    Ok((StatusCode::ACCEPTED, Json(started)).into_response())
+    let location = format!("/v1/turns/{}", started.turn_id);
+    Ok((
+        StatusCode::ACCEPTED,
+        [(axum::http::header::LOCATION, location)],
+        Json(started),
+    )
+        .into_response())
 }
 pub async fn get_turn(
     S(st): S<State>,
@@ -96,10 +114,20 @@ pub async fn add_alternative(
     Path(id): Path<String>,
     AppJson(b): AppJson<NewAlternative>,
 ) -> ApiResult<Response> {
-    Ok(match st.app.add_alternative(&c, &id, b).await? {
-        AlternativeAdded::Turn(t) => created(t),
-        AlternativeAdded::Generating(g) => (StatusCode::ACCEPTED, Json(g)).into_response(),
-    })
+    let added = st.app.add_alternative(&c, &id, b).await?;
+    let status = if added.generating {
+        StatusCode::ACCEPTED
+    } else {
+        StatusCode::CREATED
+    };
+    Ok(with_location(status, "/v1/alternatives", added.alternative))
+}
+pub async fn get_alternative(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    Ok(ok(st.app.get_alternative(&c, &id).await?))
 }
 pub async fn switch_active(
     S(st): S<State>,
@@ -111,10 +139,15 @@ pub async fn switch_active(
 }
 /// `?fromSequence=&toSequence=`: a window of Turn sequences (depths), both inclusive; either
 /// alone means from the root or to the deepest Turn.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(rename = "TreeWindowQuery")]
 pub struct TreeWindow {
+    /// First Turn sequence (depth) shown; 1 when absent.
+    #[schemars(range(min = 1))]
     from_sequence: Option<i64>,
+    /// Last Turn sequence shown; the deepest when absent.
+    #[schemars(range(min = 1))]
     to_sequence: Option<i64>,
 }
 
@@ -133,10 +166,13 @@ pub async fn conversation_tree(
     Ok(ok(st.app.conversation_tree(&c, &id, window).await?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(rename = "PositionQuery")]
 pub struct Position {
+    /// At this Turn's active Alternative.
     turn_id: Option<String>,
+    /// At this Alternative.
     alternative_id: Option<String>,
 }
 
@@ -160,7 +196,9 @@ pub async fn create_summary(
     Path(id): Path<String>,
     AppJson(b): AppJson<NewSummary>,
 ) -> ApiResult<Response> {
-    Ok(created(st.app.create_summary(&c, &id, b).await?))
+    // No route reads one Summary: they are listed with their Conversation.
+    let summary = st.app.create_summary(&c, &id, b).await?;
+    Ok((StatusCode::CREATED, Json(summary)).into_response())
 }
 pub async fn list_summaries(
     S(st): S<State>,

@@ -20,7 +20,7 @@ pub async fn create_entity(
     Auth(c): Auth,
     AppJson(b): AppJson<NewEntity>,
 ) -> ApiResult<Response> {
-    Ok(created(st.app.create_entity(&c, b).await?))
+    Ok(created("/v1/entities", st.app.create_entity(&c, b).await?))
 }
 
 pub async fn get_entity(
@@ -49,10 +49,12 @@ pub async fn reject_entity(
     Ok(ok(st.app.decide_proposal(&c, &uuid, false).await?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EntityQuery {
+    /// Only the entities of this Conversation (one of the caller's).
     conversation_id: Option<String>,
+    /// Name contains (case-insensitive).
     q: Option<String>,
 }
 

@@ -8,12 +8,41 @@ use axum::{
     response::{IntoResponse, Response},
     Json,
 };
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use crate::{error::ApiError, State};
 
+/// `GET /healthz`: the process answers.
+#[derive(Serialize, JsonSchema)]
+pub struct Health {
+    status: Ok,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(rename = "LivenessStatus")]
+enum Ok {
+    Ok,
+}
+
+/// `GET /readyz`: each dependency, up or down.
+#[derive(Serialize, JsonSchema)]
+pub struct Readiness {
+    graph: Up,
+    broker: Up,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(rename = "DependencyStatus")]
+enum Up {
+    Up,
+    Down,
+}
+
 pub async fn healthz() -> Response {
-    Json(json!({"status": "ok"})).into_response()
+    Json(Health { status: Ok::Ok }).into_response()
 }
 
 /// Ready when the graph answers a query and the broker accepts an AMQP connection.
@@ -43,12 +72,12 @@ pub async fn readyz(S(st): S<State>) -> Response {
     if let Err(e) = &broker {
         tracing::warn!(error = %e, "readiness: broker");
     }
-    let word = |r: &Result<(), String>| if r.is_ok() { "up" } else { "down" };
-    (
-        status,
-        Json(json!({"graph": word(&graph), "broker": word(&broker)})),
-    )
-        .into_response()
+    let word = |r: &Result<(), String>| if r.is_ok() { Up::Up } else { Up::Down };
+    let body = Readiness {
+        graph: word(&graph),
+        broker: word(&broker),
+    };
+    (status, Json(body)).into_response()
 }
 
 pub async fn metrics() -> Response {
@@ -67,10 +96,51 @@ pub async fn openapi(S(st): S<State>) -> Response {
     Json((*st.openapi).clone()).into_response()
 }
 
+/// `GET /docs`: a reference page that renders `/openapi.json` in the browser; its script and
+/// styles are in the page, so it works offline and loads nothing from elsewhere.
+pub async fn docs() -> Response {
+    (
+        [
+            (axum::http::header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (
+                axum::http::header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'",
+            ),
+        ],
+        include_str!("../../assets/docs.html"),
+    )
+        .into_response()
+}
+
 pub async fn not_found() -> ApiError {
     aiden_domain::Error::NotFound.into()
 }
 
-pub async fn method_not_allowed() -> ApiError {
-    aiden_domain::Error::not_allowed(None, "method not allowed on this route").into()
+/// 405 with `Allow`: the methods the document lists for the path the request matched.
+pub async fn method_not_allowed(S(st): S<State>, uri: axum::http::Uri) -> Response {
+    let allow = allowed_methods(&st.openapi, uri.path()).join(", ");
+    let refusal = ApiError::from(aiden_domain::Error::not_allowed(
+        None,
+        "method not allowed on this route",
+    ));
+    ([(axum::http::header::ALLOW, allow)], refusal).into_response()
+}
+
+fn allowed_methods(doc: &serde_json::Value, path: &str) -> Vec<String> {
+    let Some(paths) = doc.get("paths").and_then(serde_json::Value::as_object) else {
+        return Vec::new();
+    };
+    let segments: Vec<&str> = path.split('/').collect();
+    paths
+        .iter()
+        .find(|(template, _)| {
+            let t: Vec<&str> = template.split('/').collect();
+            t.len() == segments.len()
+                && t.iter()
+                    .zip(&segments)
+                    .all(|(t, s)| t == s || (t.starts_with('{') && !s.is_empty()))
+        })
+        .and_then(|(_, ops)| ops.as_object())
+        .map(|ops| ops.keys().map(|m| m.to_ascii_uppercase()).collect())
+        .unwrap_or_default()
 }

@@ -16,7 +16,10 @@ pub async fn create_process(
     Auth(c): Auth,
     AppJson(b): AppJson<NewProcess>,
 ) -> ApiResult<Response> {
-    Ok(created(st.app.create_process(&c, b).await?))
+    Ok(created(
+        "/v1/processes",
+        st.app.create_process(&c, b).await?,
+    ))
 }
 pub async fn list_processes(
     S(st): S<State>,

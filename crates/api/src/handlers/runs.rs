@@ -25,7 +25,7 @@ use crate::{
     State,
 };
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartRun {
     #[serde(default)]
@@ -81,7 +81,9 @@ pub async fn approve_run(
 }
 
 pub async fn list_workers(S(st): S<State>, Auth(c): Auth) -> ApiResult<Response> {
-    Ok(ok(json!({"items": st.app.list_workers(&c).await?})))
+    Ok(ok(aiden_service::views::Items {
+        items: st.app.list_workers(&c).await?,
+    }))
 }
 
 const TERMINAL: [&str; 3] = ["run.completed", "run.failed", "run.canceled"];

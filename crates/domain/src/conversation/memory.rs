@@ -12,7 +12,7 @@ use crate::knowledge::EntityReference;
 use crate::Error;
 
 /// One Alternative on the path, as the traversal returns it.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PathRow {
     pub alternative_id: String,
@@ -33,7 +33,7 @@ pub struct PathRow {
     pub error: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SummaryRow {
     pub id: String,
@@ -50,7 +50,7 @@ pub struct SummaryRow {
     pub summary_sources: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PathEntry {
     pub turn_id: String,
@@ -63,7 +63,7 @@ pub struct PathEntry {
     pub tokens: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SummaryEntry {
     pub id: String,
@@ -73,7 +73,7 @@ pub struct SummaryEntry {
     pub token_count: i64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkingMemory {
     pub conversation_id: String,

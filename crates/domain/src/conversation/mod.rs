@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{nullable, Id};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Active,
@@ -27,7 +27,7 @@ impl Status {
 }
 
 /// Who speaks a Turn. Agents speak only through a Process run (`agent-turns`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Speaker {
     User,
@@ -55,7 +55,7 @@ impl Speaker {
 }
 
 /// The speakers a client may write content for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HumanSpeaker {
     User,
@@ -71,7 +71,9 @@ impl From<HumanSpeaker> for Speaker {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum TurnType {
     #[default]
@@ -92,7 +94,7 @@ impl TurnType {
 
 /// An Alternative's stored lifecycle: user content is `valid` at once; an agent Alternative is
 /// `generating` until its run settles, then `valid` (content written once) or `failed`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AltState {
     Generating,
@@ -122,28 +124,31 @@ impl AltState {
 pub const MAX_CONTENT_CHARS: usize = 200_000;
 pub const MAX_TITLE_CHARS: usize = 500;
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewConversation {
     pub id: Option<Id>,
+    #[schemars(length(max = 500))]
     pub title: Option<String>,
     pub default_process_id: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ConversationPatch {
     #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[schemars(length(max = 500))]
     pub title: Option<Option<String>>,
     pub status: Option<Status>,
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub default_process_id: Option<Option<String>>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewTurn {
     pub speaker: HumanSpeaker,
+    #[schemars(schema_with = "crate::wire::content")]
     pub content: String,
     #[serde(default)]
     pub turn_type: TurnType,
@@ -151,7 +156,7 @@ pub struct NewTurn {
     pub parent_alternative_id: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewAgentTurn {
     pub process_id: String,
@@ -161,31 +166,39 @@ pub struct NewAgentTurn {
 
 /// `POST /v1/turns/{id}/alternatives`: `content` for user/system Turns, `processId` for agent
 /// Turns (which one is checked against the Turn's speaker).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("oneOf" = [
+    {"required": ["content"], "properties": {"content": {"type": "string"}}},
+    {"required": ["processId"], "properties": {"processId": {"type": "string"}}}
+]))]
 pub struct NewAlternative {
+    #[serde(default)]
+    #[schemars(schema_with = "crate::wire::content_or_null")]
     pub content: Option<String>,
     pub process_id: Option<String>,
     pub parent_alternative_id: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SwitchActive {
     pub alternative_id: String,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ForkRequest {
     pub turn_id: String,
     pub alternative_id: String,
+    #[schemars(length(max = 500))]
     pub title: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewSummary {
+    #[schemars(schema_with = "crate::wire::content")]
     pub content: String,
     pub covers_up_to_turn_id: String,
     pub sources: Vec<String>,
@@ -193,6 +206,7 @@ pub struct NewSummary {
     /// The run that made it (a compression run); its Process is `createdByProcessId`.
     #[serde(default)]
     pub run_id: Option<String>,
+    #[schemars(range(min = 0))]
     pub token_count: Option<i64>,
 }
 

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::AltState;
 
 /// A stored Turn.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnRow {
     pub id: String,
@@ -24,7 +24,7 @@ pub struct TurnRow {
 }
 
 /// A stored Alternative with its `HAS_ALTERNATIVE` edge and `EXECUTED_BY` facts.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AltRow {
     pub id: String,
@@ -48,7 +48,7 @@ pub struct AltRow {
     pub error: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CacheStatus {
     Generating,
@@ -72,14 +72,14 @@ pub fn cache_status(
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecutedBy {
     pub process_id: String,
     pub version: Option<i64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AlternativeView {
     pub id: String,
@@ -102,7 +102,7 @@ pub struct AlternativeView {
     pub error: Option<Value>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnView {
     pub id: String,

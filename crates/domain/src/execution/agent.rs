@@ -41,7 +41,7 @@ pub const NO_ANSWER: &str = "I was unable to complete this task within the limit
 Please try breaking it into smaller requests.";
 
 /// A Tool as the agent knows it, resolved when the run's plan was made.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentTool {
     pub id: String,
@@ -59,7 +59,7 @@ pub struct AgentTool {
 }
 
 /// The limits of one loop (seed 000 §8.1 defaults).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Caps {
     pub max_iterations: u32,
@@ -94,14 +94,14 @@ pub struct Caller<'a> {
 }
 
 /// The gate's decision: what the model is offered, and what it is not (and why).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PolicyDecision {
     pub allowed: Vec<AgentTool>,
     pub forbidden: Vec<Forbidden>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Forbidden {
     pub tool_id: String,
@@ -160,7 +160,7 @@ pub fn call_name(name: &str, taken: &[String]) -> String {
 }
 
 /// One message of the conversation with the model, provider-neutral.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(
     tag = "role",
     rename_all = "lowercase",
@@ -187,7 +187,7 @@ pub enum Message {
 }
 
 /// A tool call as the model asked for it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCall {
     pub id: String,
@@ -197,7 +197,7 @@ pub struct ToolCall {
 }
 
 /// What the model answered in one turn (the llm_call executor's output in agent mode).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelAnswer {
     #[serde(default)]
@@ -295,7 +295,7 @@ pub fn layers_from_memory(memory: &Value, message: &str) -> (Vec<String>, Vec<Me
 }
 
 /// A tool call the loop dispatched, waiting for its result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Pending {
     /// The model's id for the call (echoed in the tool message).
@@ -309,7 +309,7 @@ pub struct Pending {
 }
 
 /// Why the loop ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FinishReason {
     Complete,
@@ -320,7 +320,7 @@ pub enum FinishReason {
 }
 
 /// A call waiting for its capability to be approved (AGT-9).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Held {
     pub call_id: String,
@@ -332,7 +332,7 @@ pub struct Held {
 }
 
 /// An approval decision the loop holds: a grant until `expiresMs` (none: for the run).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Decision {
     pub capability: String,
@@ -342,16 +342,18 @@ pub struct Decision {
 }
 
 /// `POST /v1/runs/{id}/approvals` (contract "Agents").
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ApprovalRequest {
     pub capability: String,
     pub decision: ApprovalDecision,
+    /// How long a grant lasts; the rest of the run when absent.
     #[serde(default)]
+    #[schemars(range(min = 1, max = 86400))]
     pub ttl_seconds: Option<u64>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ApprovalDecision {
     Grant,
@@ -362,7 +364,7 @@ pub enum ApprovalDecision {
 pub const MAX_APPROVAL_TTL_SECONDS: u64 = 86_400;
 
 /// A call that never ran, and why (forbidden, unknown, or arguments not matching).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Refusal {
     pub call_id: String,
@@ -372,7 +374,7 @@ pub struct Refusal {
 }
 
 /// The loop's durable state (stored on the agent step run as JSON after every transition).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Loop {
     pub messages: Vec<Message>,

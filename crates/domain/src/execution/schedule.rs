@@ -13,7 +13,7 @@ use super::budget::{estimate_tokens, fit_to_budget};
 use super::interpolate::{condition_holds, render_value};
 use crate::process::{Definition, Mode, StepOutput};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum StepStatus {
     Pending,
@@ -56,7 +56,7 @@ impl StepStatus {
 }
 
 /// What a step calls, resolved when the run was created.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(
     tag = "kind",
     rename_all = "camelCase",
@@ -80,7 +80,7 @@ pub enum Target {
     },
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PlanStep {
     pub id: String,
@@ -101,7 +101,7 @@ pub struct PlanStep {
 }
 
 /// One Process version, ready to run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Plan {
     pub process_id: String,

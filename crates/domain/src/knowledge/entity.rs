@@ -25,7 +25,7 @@ pub const MAX_SUMMARY_CHARS: usize = 4_000;
 pub const MAX_ACTIVE_ENTITIES: usize = 50;
 
 /// `POST /v1/entities`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewEntity {
     pub name: String,
@@ -75,7 +75,7 @@ pub fn check_new_entity(e: &NewEntity) -> Result<(), Error> {
 }
 
 /// `PUT /v1/conversations/{id}/entities/{uuid}`: what of the entity working memory includes.
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ActiveEntityFlags {
     pub include_summary: Option<bool>,
@@ -95,7 +95,7 @@ impl ActiveEntityFlags {
 }
 
 /// An Entity as working memory needs it.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EntityFacts {
     pub uuid: String,
@@ -135,7 +135,7 @@ pub struct MentionedEntity {
 }
 
 /// seed 001 EntityReference, plus the tokens it adds to `totalTokens`.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EntityReference {
     pub entity_uuid: String,

@@ -15,7 +15,7 @@ pub const EPISODE_NAMESPACE: Uuid = Uuid::from_u128(0x6a1d_e4b2_9c37_4f0e_8d25_3
 /// boundary and marked; the Alternative keeps its whole content (EPI-6).
 pub const MAX_EPISODE_CHARS: usize = 16_000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EpisodeSource {
     /// An Alternative's content (Graphiti `EpisodeType.message`).
@@ -61,7 +61,7 @@ pub fn episode_name(source: EpisodeSource, id: &str) -> String {
 }
 
 /// What the ingestion worker asks Graphiti to store.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct EpisodeDraft {
     pub uuid: String,
     pub name: String,
@@ -127,7 +127,7 @@ fn cut(text: &str, max: usize) -> (String, usize) {
 /// transaction that made the content; `bound` once its Episode exists and `HAS_CONTENT` points
 /// at it; then `extracted` (Graphiti extracted entities), `skipped` (no extraction configured)
 /// or `failed` (gave up, with the reason; the Episode stays bound when it was).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Binding {
     Pending,

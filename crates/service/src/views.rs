@@ -1,0 +1,230 @@
+//! Typed answers for the routes whose shape is assembled here rather than in the domain: the
+//! types are what `/openapi.json` documents, so the document and the wire cannot drift.
+
+use aiden_domain::conversation::tree::TurnView;
+use aiden_domain::execution::schedule::StepStatus;
+use aiden_domain::knowledge::entity::EntityReference;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A Conversation.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConversationView {
+    pub id: String,
+    pub title: Option<String>,
+    pub status: ConversationStatus,
+    pub owner_id: String,
+    pub default_process_id: Option<String>,
+    /// Where a fork came from (CONV-3); null for an original.
+    pub forked_from: Option<ForkedFrom>,
+    pub current_turn_id: Option<String>,
+    pub current_alternative_id: Option<String>,
+    pub turn_count: i64,
+    /// Counts PATCHes: send it as `If-Match`.
+    pub revision: i64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ConversationStatus {
+    Active,
+    Archived,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkedFrom {
+    pub conversation_id: String,
+    pub origin_turn_id: Option<String>,
+    pub origin_alternative_id: Option<String>,
+}
+
+/// `GET /v1/conversations/{id}/tree`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TreeView {
+    pub conversation: ConversationView,
+    /// Present when `?fromSequence=&toSequence=` asked for a window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<TreeWindow>,
+    pub turns: Vec<TurnView>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TreeWindow {
+    pub from_sequence: i64,
+    pub to_sequence: i64,
+}
+
+/// An Entity with its provenance (seed 001 EntitySource).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EntityView {
+    pub uuid: String,
+    pub name: String,
+    pub summary: Option<String>,
+    pub category: Option<String>,
+    /// Facet name → value (and confidence, once enriched).
+    pub facets: serde_json::Map<String, Value>,
+    pub sources: Vec<EntitySource>,
+    pub created_at: Option<String>,
+    pub status: EntityStatus,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum EntityStatus {
+    /// An agent's suggestion awaiting its owner (AGT-13).
+    Proposed,
+    Confirmed,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(
+    tag = "type",
+    rename_all = "lowercase",
+    rename_all_fields = "camelCase"
+)]
+pub enum EntitySource {
+    /// Proposed by an agent run (AGT-13).
+    Suggestion {
+        created_at: Option<String>,
+        created_by: Option<String>,
+        run_id: Option<String>,
+    },
+    /// Created by a user (ENT-1).
+    User {
+        created_at: Option<String>,
+        created_by: Option<String>,
+    },
+    /// Mentioned by an extracted Episode.
+    Graphiti {
+        created_at: Option<String>,
+        episode_id: String,
+    },
+}
+
+/// A list that is not paged (every item fits).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "{T}List")]
+pub struct Items<T> {
+    pub items: Vec<T>,
+}
+
+/// `POST /v1/entities/{uuid}/confirm` answers the Entity; `/reject` this.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ProposalDecision {
+    Confirmed(EntityView),
+    Rejected(Rejected),
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Rejected {
+    pub uuid: String,
+    pub status: RejectedStatus,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RejectedStatus {
+    Rejected,
+}
+
+/// The Conversation's active entities (`GET /v1/conversations/{id}/entities`).
+pub type ActiveEntities = Items<EntityReference>;
+
+/// `POST /v1/runs/{id}/cancel`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelAnswer {
+    pub run_id: String,
+    /// The status when the request was recorded; the run settles as `canceled` shortly after.
+    pub status: String,
+    pub cancel_requested: bool,
+}
+
+/// `POST /v1/runs/{id}/approvals`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalAnswer {
+    pub run_id: String,
+    pub capability: String,
+    pub decision: Decision,
+    /// When a grant ends; null for the rest of the run, or a denial.
+    pub expires_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    Grant,
+    Deny,
+}
+
+/// `GET /v1/workers`: one slot of a pool.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkerView {
+    pub id: String,
+    /// The operation type its pool serves.
+    #[serde(rename = "type")]
+    pub worker_type: String,
+    pub status: String,
+    pub current_job_id: Option<String>,
+    pub last_heartbeat: Option<String>,
+    pub processed_count: Option<i64>,
+    pub error_count: Option<i64>,
+}
+
+/// `GET /v1/runs/{id}`: a run with per-step status, output and telemetry.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunView {
+    pub id: String,
+    pub process_id: String,
+    pub process_version: i64,
+    pub status: RunStatus,
+    /// 1 for a top-level run, n + 1 for a child n levels down.
+    pub depth: i64,
+    pub parent_run_id: Option<String>,
+    pub inputs: Value,
+    pub output: Value,
+    pub error: Value,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub steps: Vec<StepView>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Queued,
+    Running,
+    WaitingForApproval,
+    Completed,
+    Failed,
+    Canceled,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StepView {
+    pub step_id: String,
+    pub status: StepStatus,
+    pub attempts: i64,
+    pub worker_id: Option<String>,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub output: Value,
+    pub error: Value,
+    pub telemetry: Value,
+    pub child_run_id: Option<String>,
+}

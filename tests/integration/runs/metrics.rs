@@ -1,0 +1,73 @@
+//! Operations (issue #12): the metrics runs leave.
+
+use aiden_tests::admin;
+use serde_json::json;
+
+use super::*;
+
+/// The value of the first Prometheus sample named `name` whose labels include all of `labels`.
+fn sample(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
+        .find(|l| labels.iter().all(|x| l.contains(x)))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// Operations (issue #12): `/metrics` is the Prometheus exporter's rendering of what the API,
+/// the engine and the worker pools recorded through the `metrics` facade: requests by route
+/// template (never by id), runs started and settled by outcome, step latency by operation type,
+/// Tool and outcome, engine passes, broker publishes.
+#[tokio::test]
+async fn metrics_count_requests_by_route_runs_by_outcome_and_steps_by_tool() {
+    let c = admin();
+    let k = kit(&c).await;
+    let echo = &k.echo;
+    let p = process(
+        &c,
+        json!({"initialContext": ["q"], "steps": [step(echo, "a", json!({"q": "{{q}}"}))],
+               "outputTemplate": "{{a.body}}"}),
+    )
+    .await;
+    let id = start(&c, &p, json!({"q": "m"})).await;
+    assert_eq!(c.settled_run(&id).await["status"], "completed");
+    let r = c.get("/metrics").await;
+    let text = r.body.as_str().unwrap_or_default().to_owned();
+    let route = r#"route="/v1/processes/{id}/runs""#;
+    assert!(
+        sample(
+            &text,
+            "aiden_http_request_duration_seconds_count",
+            &[route, r#"status="202""#]
+        )
+        .is_some_and(|n| n >= 1.0),
+        "requests by route template: {text}"
+    );
+    assert!(
+        !text.contains(&format!("/v1/runs/{id}")),
+        "no per-id series"
+    );
+    let tool = format!(r#"tool="{echo}""#);
+    assert_eq!(
+        sample(
+            &text,
+            "aiden_step_duration_seconds_count",
+            &[r#"type="rest_api""#, &tool, r#"outcome="completed""#]
+        ),
+        Some(1.0),
+        "one completed step of this Tool: {text}"
+    );
+    for (name, labels) in [
+        ("aiden_runs_started_total", vec![]),
+        ("aiden_runs_settled_total", vec![r#"outcome="completed""#]),
+        ("aiden_engine_pass_seconds_count", vec![]),
+        ("aiden_engine_pass_messages_count", vec![]),
+        ("aiden_broker_publish_seconds_count", vec![]),
+    ] {
+        assert!(
+            sample(&text, name, &labels).is_some_and(|n| n >= 1.0),
+            "{name} {labels:?} missing: {text}"
+        );
+    }
+    assert!(text.contains("# TYPE aiden_step_duration_seconds histogram"));
+}

@@ -48,6 +48,9 @@ scripts/graphiti.sh smoke
 echo "test: contract fuzzing, short (schemathesis against /openapi.json; the long run is scripts/fuzz.sh)"
 scripts/fuzz.sh --short
 
+echo "test: a client generated from /openapi.json (openapi-python-client) defines, runs and watches a Process"
+scripts/client-test.sh
+
 echo "test: seed round trip (apply twice, audit)"
 scripts/e2e-seed.sh
 

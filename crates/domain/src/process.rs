@@ -59,6 +59,7 @@ pub struct Execution {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub condition: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = PROCESS_MAX_TIMEOUT_MS))]
     pub timeout: Option<u64>,
     #[serde(default)]
     pub interaction_mode: InteractionMode,
@@ -66,6 +67,7 @@ pub struct Execution {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(transform = crate::wire::tool_step_timeout)]
 pub struct Step {
     #[schemars(regex(pattern = r"^[A-Za-z0-9._-]{1,128}$"))]
     pub id: String,
@@ -94,23 +96,30 @@ pub struct Step {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AgentSpec {
     #[serde(default)]
+    #[schemars(length(max = 64))]
     pub tools: Vec<Id>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
     #[serde(default = "default_max_iterations")]
+    #[schemars(range(min = 1, max = 20))]
     pub max_iterations: u32,
     #[serde(default = "default_max_tool_calls")]
+    #[schemars(range(max = 50))]
     pub max_tool_calls: u32,
     #[serde(default = "default_tool_call_timeout")]
+    #[schemars(range(min = 1, max = TOOL_MAX_TIMEOUT_MS))]
     pub tool_call_timeout_ms: u64,
     #[serde(default = "default_total_timeout")]
+    #[schemars(range(min = 1, max = 600_000))]
     pub total_timeout_ms: u64,
     /// AGT-11: tokens the loop may spend in all (estimated before each model turn).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100_000_000))]
     pub token_budget: Option<u64>,
     /// Tools whose calls need the run owner's approval, by tool id: the capability to approve
     /// (AGT-9; `POST /v1/runs/{id}/approvals`).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    #[schemars(schema_with = "crate::wire::approvals")]
     pub approvals: std::collections::BTreeMap<Id, String>,
 }
 
@@ -208,9 +217,11 @@ pub struct Definition {
 pub struct Quota {
     /// Starts per clock hour (UTC).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1_000_000))]
     pub max_invocations_per_hour: Option<u32>,
     /// Runs queued, running or waiting at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1_000_000))]
     pub max_concurrent: Option<u32>,
 }
 
@@ -295,6 +306,7 @@ pub struct ProcessPatch {
     pub output_template: Option<Option<String>>,
     #[serde(default, deserialize_with = "crate::nullable::deserialize")]
     pub token_budget: Option<Option<u64>>,
+    #[schemars(range(min = 1, max = 32))]
     pub max_recursion_depth: Option<u32>,
     #[serde(default, deserialize_with = "crate::nullable::deserialize")]
     pub quota: Option<Option<Quota>>,

@@ -139,11 +139,7 @@ pub struct Service {
 /// Create body. Either the structure or a `serviceTemplateId` to copy it from (SVC-6).
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[schemars(extend("anyOf" = [
-    {"required": ["serviceTemplateId"], "properties": {"serviceTemplateId": {"type": "string"}}},
-    {"required": ["type", "protocol", "connectionSchema"],
-     "properties": {"type": {"type": "string"}, "protocol": {"type": "string"}, "connectionSchema": {"type": "object"}}}
-]))]
+#[schemars(transform = crate::wire::template_or_service_structure)]
 pub struct NewService {
     pub id: Option<Id>,
     #[schemars(schema_with = "crate::wire::name")]

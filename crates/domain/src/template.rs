@@ -112,13 +112,14 @@ impl TemplatePatch {
         for (name, given) in fields {
             if let Some(given) = given {
                 // Compare as the stored record is written (defaults filled in), so repeating an
-                // unchanged definition that leaves defaults out is not a change.
-                let given = if name == "operation" {
-                    let typed: crate::tool::Operation = serde_json::from_value(given.clone())
-                        .map_err(|e| Error::validation("/operation", e.to_string()))?;
-                    serde_json::to_value(typed).unwrap_or(Value::Null)
-                } else {
-                    given.clone()
+                // unchanged definition that leaves defaults out is not a change. One that is
+                // not an Operation at all differs from the stored one just the same.
+                let given = match name {
+                    "operation" => serde_json::from_value::<crate::tool::Operation>(given.clone())
+                        .ok()
+                        .and_then(|typed| serde_json::to_value(typed).ok())
+                        .unwrap_or_else(|| given.clone()),
+                    _ => given.clone(),
                 };
                 if stored.get(name) != Some(&given) {
                     v.rule(

@@ -238,11 +238,7 @@ pub struct Tool {
 
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[schemars(extend("anyOf" = [
-    {"required": ["toolTemplateId"], "properties": {"toolTemplateId": {"type": "string"}}},
-    {"required": ["operation", "inputSchema", "outputSchema"],
-     "properties": {"operation": {"type": "object"}, "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}}}
-]))]
+#[schemars(transform = crate::wire::template_xor_tool_structure)]
 pub struct NewTool {
     pub id: Option<Id>,
     #[schemars(schema_with = "crate::wire::name")]

@@ -58,7 +58,11 @@ impl App {
                         )
                     });
                     Some(visible.ok_or_else(|| {
-                        Rule::validation("/toolTemplateId", "no visible ToolTemplate with this id")
+                        Rule::invariant(
+                            "TOOL-7",
+                            "/toolTemplateId",
+                            "no ToolTemplate with this id that you own or that is shared",
+                        )
                     })?)
                 }
                 None => None,

@@ -84,7 +84,6 @@ async fn exec_3_a_required_output_that_is_empty_fails_with_output_required() {
 /// EXEC-3: a Tool call answered 200 with an empty body has produced nothing, so a step with
 /// `output.required` fails with OUTPUT_REQUIRED.
 #[tokio::test]
-#[ignore = "BUG: a rest_api step with output.required=true whose upstream answers 200 with an empty body completes with output {\"status\":200,\"body\":null} — the required check (schedule::accept_output/is_empty) looks at the {status, body} envelope, never the body, so OUTPUT_REQUIRED can never fire for rest_api Tools"]
 async fn exec_3_required_output_with_an_empty_http_body_fails_with_output_required() {
     let u = user().await;
     let k = kit(&u).await;

@@ -168,10 +168,7 @@ pub struct NewAgentTurn {
 /// Turns (which one is checked against the Turn's speaker).
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[schemars(extend("oneOf" = [
-    {"required": ["content"], "properties": {"content": {"type": "string"}}},
-    {"required": ["processId"], "properties": {"processId": {"type": "string"}}}
-]))]
+#[schemars(transform = crate::wire::content_xor_process)]
 pub struct NewAlternative {
     #[serde(default)]
     #[schemars(schema_with = "crate::wire::content_or_null")]

@@ -289,7 +289,7 @@ pub fn accept_output(
     variables: &Map<String, Value>,
 ) -> Result<(Value, bool), Failure> {
     let spec: &StepOutput = &plan.steps[step].output;
-    if spec.required && is_empty(&output) {
+    if spec.required && is_empty(substance(&plan.steps[step].target, &output)) {
         return Err(Failure {
             code: "OUTPUT_REQUIRED",
             message: format!("step `{}` produced no output", plan.steps[step].id),
@@ -320,6 +320,19 @@ pub fn accept_output(
         }
     }
     Ok((value, cut))
+}
+
+/// The part of a result `output.required` asks for: a `rest_api` call answers `{status, body}`,
+/// and a 200 with an empty body has produced nothing.
+fn substance<'a>(target: &Target, output: &'a Value) -> &'a Value {
+    match target {
+        Target::Tool { operation_type, .. }
+            if operation_type == "rest_api" && output.get("status").is_some() =>
+        {
+            output.get("body").unwrap_or(&Value::Null)
+        }
+        _ => output,
+    }
 }
 
 fn is_empty(v: &Value) -> bool {

@@ -131,6 +131,11 @@ fn outputs_obey_required_and_budgets() {
     let (v, cut) = accept_output(&p, 0, json!("abcdefghijkl"), &vars).unwrap();
     assert_eq!((v, cut), (json!("abcdefgh"), true));
 
+    // A rest_api result is `{status, body}`: an empty body is no output.
+    let err = accept_output(&p, 0, json!({"status": 200, "body": null}), &vars).unwrap_err();
+    assert_eq!(err.code, "OUTPUT_REQUIRED");
+    assert!(accept_output(&p, 0, json!({"status": 200, "body": "x"}), &vars).is_ok());
+
     p.token_budget = Some(3);
     let mut vars = Map::new();
     vars.insert("a".into(), json!("abcdefgh")); // 2 tokens

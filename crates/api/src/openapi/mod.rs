@@ -2,6 +2,8 @@
 //! and response schemas come from the Rust types the handlers read and answer (`schemars`, in
 //! the deserialising view: what the server accepts), so the document cannot drift from them.
 
+mod portable;
+
 use schemars::{generate::SchemaSettings, JsonSchema, Schema, SchemaGenerator};
 use serde_json::{json, Map, Value};
 
@@ -20,6 +22,9 @@ enum Answer {
     Text(&'static str),
 }
 
+/// `(prefix, field)`: the answer's `field` is the `{id}` of the operations under `prefix/{id}`.
+type Link = (&'static str, &'static str);
+
 /// One operation's documentation, built next to its route.
 pub struct Op {
     summary: &'static str,
@@ -30,6 +35,7 @@ pub struct Op {
     answer: Answer,
     also: Vec<(u16, &'static str, SchemaFn)>,
     errors: Vec<u16>,
+    links: Vec<Link>,
     documented: bool,
 }
 
@@ -45,6 +51,7 @@ impl Op {
             answer: Answer::Empty(204),
             also: Vec::new(),
             errors: Vec::new(),
+            links: Vec::new(),
             documented: true,
         }
     }
@@ -129,6 +136,12 @@ impl Op {
         self.documented = false;
         self
     }
+    /// OpenAPI links: the answer's `field` is the `{id}` of every operation under
+    /// `prefix/{id}` (what a client, or a stateful fuzzer, can call next).
+    pub fn links(mut self, prefix: &'static str, field: &'static str) -> Self {
+        self.links.push((prefix, field));
+        self
+    }
     /// Error statuses besides the ones every operation of its kind can answer.
     pub fn errors(mut self, statuses: &[u16]) -> Self {
         self.errors.extend_from_slice(statuses);
@@ -178,6 +191,8 @@ fn reason(status: u16) -> &'static str {
 pub struct Spec {
     paths: Map<String, Value>,
     generator: Option<SchemaGenerator>,
+    /// (path, method, status, links) to resolve in `document`.
+    pending_links: Vec<(String, String, u16, Vec<Link>)>,
 }
 
 fn generator() -> SchemaGenerator {
@@ -266,6 +281,10 @@ impl Spec {
             operation["requestBody"] =
                 json!({"required": true, "content": {"application/json": {"schema": body(g)}}});
         }
+        if !op.links.is_empty() {
+            self.pending_links
+                .push((path.to_owned(), method.clone(), status, op.links.clone()));
+        }
         let entry = self
             .paths
             .entry(path.to_owned())
@@ -273,7 +292,34 @@ impl Spec {
         entry[method.as_str()] = operation;
     }
 
+    /// Resolves each operation's `links` once every path is known.
+    fn add_links(&mut self) {
+        for (path, method, status, links) in std::mem::take(&mut self.pending_links) {
+            let mut found = Map::new();
+            for (prefix, field) in links {
+                let item = format!("{prefix}/{{id}}");
+                for (target, ops) in &self.paths {
+                    if target != &item && !target.starts_with(&format!("{item}/")) {
+                        continue;
+                    }
+                    for op in ops.as_object().into_iter().flat_map(|o| o.values()) {
+                        let Some(id) = op["operationId"].as_str() else {
+                            continue;
+                        };
+                        found.insert(
+                            id.to_owned(),
+                            json!({"operationId": id, "parameters": {"id": format!("$response.body#/{field}")}}),
+                        );
+                    }
+                }
+            }
+            self.paths[&path][&method]["responses"][status.to_string()]["links"] =
+                Value::Object(found);
+        }
+    }
+
     pub fn document(mut self) -> Value {
+        self.add_links();
         let mut schemas = self
             .generator
             .take()
@@ -293,45 +339,8 @@ impl Spec {
                 "schemas": schemas,
             }
         });
-        bound_integers(&mut document);
+        portable::tidy(&mut document);
         document
-    }
-}
-
-/// An integer `format` (`uint32`, `int64`, ...) as the bounds a client can check: what the
-/// Rust type can hold, which is what the server accepts.
-fn bound_integers(v: &mut Value) {
-    match v {
-        Value::Object(map) => {
-            let range: Option<(Value, Value)> = match map.get("format").and_then(Value::as_str) {
-                Some("uint8") => Some((0.into(), u8::MAX.into())),
-                Some("uint16") => Some((0.into(), u16::MAX.into())),
-                Some("uint32") => Some((0.into(), u32::MAX.into())),
-                Some("uint64" | "uint") => Some((0.into(), u64::MAX.into())),
-                Some("int8") => Some((i8::MIN.into(), i8::MAX.into())),
-                Some("int16") => Some((i16::MIN.into(), i16::MAX.into())),
-                Some("int32") => Some((i32::MIN.into(), i32::MAX.into())),
-                Some("int64" | "int") => Some((i64::MIN.into(), i64::MAX.into())),
-                _ => None,
-            };
-            if let Some((min, max)) = range {
-                let keep_higher = |old: Option<&Value>, new: Value| match old {
-                    Some(o) if o.as_f64() > new.as_f64() => o.clone(),
-                    _ => new,
-                };
-                let keep_lower = |old: Option<&Value>, new: Value| match old {
-                    Some(o) if o.as_f64() < new.as_f64() => o.clone(),
-                    _ => new,
-                };
-                let min = keep_higher(map.get("minimum"), min);
-                let max = keep_lower(map.get("maximum"), max);
-                map.insert("minimum".into(), min);
-                map.insert("maximum".into(), max);
-            }
-            map.values_mut().for_each(bound_integers);
-        }
-        Value::Array(items) => items.iter_mut().for_each(bound_integers),
-        _ => {}
     }
 }
 

@@ -40,7 +40,15 @@ else
 fi
 
 echo "test: cargo test (unit + integration against the local stack)"
+# Every answered request's route and status, for the status coverage report below.
+AIDEN_STATUS_LOG=$(mktemp)
+export AIDEN_STATUS_LOG
 cargo test --workspace --quiet
+cargo run -p aiden --quiet -- openapi >"$AIDEN_STATUS_LOG.openapi.json"
+echo "test: documented statuses the suite never produced (docs/api.md says why)"
+python3 scripts/status-coverage.py "$AIDEN_STATUS_LOG.openapi.json" "$AIDEN_STATUS_LOG"
+rm -f "$AIDEN_STATUS_LOG" "$AIDEN_STATUS_LOG.openapi.json"
+unset AIDEN_STATUS_LOG
 
 echo "test: the Graphiti service against the scripted LLM (workers/graphiti/smoke_test.py)"
 scripts/graphiti.sh smoke

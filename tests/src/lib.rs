@@ -108,13 +108,34 @@ pub fn ask_query(name: &str, params: &[(&str, Value)]) -> neo4rs::Query {
     q
 }
 
-/// Captures the server's log lines so tests can assert what never appears in them.
+/// Captures the server's log lines so tests can assert what never appears in them. With
+/// `AIDEN_STATUS_LOG` set, each answered request's line ("handled route=... status=...") is
+/// also appended to that file: `scripts/status-coverage.py` lists the documented statuses the
+/// suite never produced.
 #[derive(Clone)]
-struct LogSink(Arc<Mutex<Vec<u8>>>);
+struct LogSink(Arc<Mutex<Vec<u8>>>, Option<Arc<Mutex<std::fs::File>>>);
+
+impl LogSink {
+    fn new(logs: Arc<Mutex<Vec<u8>>>) -> Self {
+        let statuses = std::env::var_os("AIDEN_STATUS_LOG").and_then(|path| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .ok()
+        });
+        Self(logs, statuses.map(|f| Arc::new(Mutex::new(f))))
+    }
+}
 
 impl Write for LogSink {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.0.lock().unwrap().extend_from_slice(buf);
+        if let Some(file) = &self.1 {
+            if buf.windows(9).any(|w| w == b" handled ") {
+                file.lock().unwrap().write_all(buf)?;
+            }
+        }
         Ok(buf.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -136,7 +157,7 @@ pub fn server() -> &'static Server {
             Some("test-admin-token-0123456789abcdef"),
         );
         let logs = Arc::new(Mutex::new(Vec::new()));
-        let sink = LogSink(logs.clone());
+        let sink = LogSink::new(logs.clone());
         let subscriber = tracing_subscriber::fmt()
             .with_env_filter("debug,neo4rs=info,lapin=info,hyper=info,h2=info,reqwest=info")
             .with_writer(move || sink.clone())

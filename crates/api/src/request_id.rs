@@ -38,16 +38,17 @@ pub async fn layer(req: Request, next: Next) -> Response {
         let started = std::time::Instant::now();
         let response = next.run(req).await;
         let elapsed = started.elapsed();
+        tracing::info!(
+            route = %route,
+            status = response.status().as_u16(),
+            elapsed_ms = elapsed.as_millis() as u64,
+            "handled"
+        );
         crate::metrics::record_request(
             &method,
             route,
             response.status().as_u16(),
             elapsed.as_secs_f64(),
-        );
-        tracing::info!(
-            status = response.status().as_u16(),
-            elapsed_ms = elapsed.as_millis() as u64,
-            "handled"
         );
         response
     };

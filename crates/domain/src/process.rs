@@ -197,6 +197,7 @@ impl AgentSpec {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Definition {
     #[serde(default)]
+    #[schemars(inner(regex(pattern = r"^[A-Za-z_][A-Za-z0-9_]*$")))]
     pub initial_context: Vec<String>,
     pub steps: Vec<Step>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -256,6 +257,7 @@ pub struct NewProcess {
     pub name: String,
     pub description: Option<String>,
     #[serde(default)]
+    #[schemars(inner(regex(pattern = r"^[A-Za-z_][A-Za-z0-9_]*$")))]
     pub initial_context: Vec<String>,
     pub steps: Vec<Step>,
     #[serde(default)]
@@ -300,6 +302,7 @@ pub struct ProcessPatch {
     pub name: Option<String>,
     #[serde(default, deserialize_with = "crate::nullable::deserialize")]
     pub description: Option<Option<String>>,
+    #[schemars(inner(regex(pattern = r"^[A-Za-z_][A-Za-z0-9_]*$")))]
     pub initial_context: Option<Vec<String>>,
     pub steps: Option<Vec<Step>>,
     #[serde(default, deserialize_with = "crate::nullable::deserialize")]

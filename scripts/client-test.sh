@@ -47,6 +47,6 @@ for _ in $(seq 1 60); do
 done
 AIDEN_SERVER=$URL AIDEN_TOKEN=$AIDEN_ADMIN_TOKEN "$BIN" apply -f seed/ >/dev/null
 if ! PYTHONPATH="$WORK" AIDEN_SERVER=$URL "$VENV/bin/python" tests/client/test_generated_client.py; then
-  tail -30 "$WORK/serve.log" "$WORK/worker.log"
+  tail -n 30 "$WORK/serve.log" "$WORK/worker.log"
   exit 1
 fi

@@ -2,8 +2,9 @@
 
 Everything here goes through `aiden_client`, the package openapi-python-client generated from
 `aiden openapi`: if the document lies about a body or an answer, the typed models below fail to
-build or to parse. It defines a Tool on the seeded graph Service, a Process that calls it, runs
-the Process, reads the run's events (SSE) and the run, and checks a refusal parses as `Error`.
+build or to parse. It defines a Secret, a graph Service and a Tool on it (its own: the fuzz run
+before it may have rotated the seeded ones), a Process that calls the Tool, runs the Process,
+reads the run's events (SSE) and the run, and checks a refusal parses as `Error`.
 """
 
 import json
@@ -15,16 +16,25 @@ import uuid
 from aiden_client import AuthenticatedClient
 from aiden_client.api.processes import post_v1_processes, post_v1_processes_id_runs
 from aiden_client.api.runs import get_v1_runs_id, get_v1_runs_id_events
+from aiden_client.api.secrets import post_v1_secrets
+from aiden_client.api.services import post_v1_services
 from aiden_client.api.tools import get_v1_tools_id, post_v1_tools
 from aiden_client.models import (
     Error,
     GraphQueryOperation,
     NewProcess,
+    NewSecret,
+    NewService,
     NewTool,
     Process,
+    Protocol,
     RunStarted,
     RunStatus,
     RunView,
+    Secret,
+    SecretType,
+    Service,
+    ServiceType,
     StartRun,
     StartRunInputs,
     Step,
@@ -64,12 +74,43 @@ def main():
     )
     suffix = uuid.uuid4().hex[:8]
 
-    # A Tool on the seeded, shared graph Service.
+    # The graph's password as a Secret: its value is never answered.
+    password = os.environ["AIDEN_NEO4J_PASSWORD"]
+    secret = post_v1_secrets.sync(
+        client=client,
+        body=NewSecret(name=f"Graph password {suffix}", type_=SecretType.PASSWORD, value=password),
+    )
+    check(isinstance(secret, Secret), f"create Secret answered {secret!r}")
+    check(password not in json.dumps(secret.to_dict()), "the Secret's value came back")
+
+    # The local Bolt server as a Service.
+    service = post_v1_services.sync(
+        client=client,
+        body=NewService(
+            name=f"Graph {suffix}",
+            type_=ServiceType.NEO4J_GRAPH,
+            protocol=Protocol.BOLT,
+            requires_secret=True,
+            endpoint=os.environ["AIDEN_NEO4J_URI"],
+            connection_schema={
+                "type": "object",
+                "required": ["endpoint", "database"],
+                "properties": {
+                    "endpoint": {"type": "string"},
+                    "database": {"type": "string"},
+                    "user": {"type": "string"},
+                },
+            },
+        ),
+    )
+    check(isinstance(service, Service), f"create Service answered {service!r}")
+
+    # A Tool on it.
     new_tool = NewTool(
         id=f"client-echo-{suffix}",
         name=f"Echo through the graph {suffix}",
-        service_id="service-neo4j-graphiti",
-        secret_id="secret-neo4j-password",
+        service_id=service.id,
+        secret_id=secret.id,
         connection_params={
             "endpoint": os.environ["AIDEN_NEO4J_URI"],
             "database": os.environ.get("AIDEN_NEO4J_DATABASE", "neo4j"),
@@ -142,7 +183,7 @@ def main():
     check(isinstance(stream, str), f"events answered {stream!r}")
     events = sse_events(stream)
     names = [name for name, _ in events]
-    check(names and names[-1] == "run.completed", f"events: {names}")
+    check(names and names[-1] == "run.completed", f"events: {events}")
     completed_steps = [d["stepId"] for n, d in events if n == "step.completed"]
     check(completed_steps == ["first", "second"], f"steps completed: {completed_steps} ({names})")
 

@@ -459,3 +459,66 @@ async fn no_bad_body_causes_a_5xx() {
     let (n, all) = (failures.len(), failures.join("\n"));
     assert!(n == 0, "{n} of {sent} bad bodies were mishandled:\n{all}");
 }
+
+/// Every documented operation answers the statuses its shape implies, each in the error shape
+/// and each one the document lists for it: 401 without a token; 404 for an id that names
+/// nothing (operations without a body); 400 for a `limit` that is not a number; and for an
+/// operation with a body, 415 (not JSON), 413 (over the limit) and 400 (not an object). The
+/// status coverage report (scripts/status-coverage.py) counts these.
+#[tokio::test]
+async fn every_operation_answers_the_statuses_its_shape_documents() {
+    let doc = aiden_api::openapi_document();
+    let a = admin();
+    let anonymous = Client::new("anonymous", "");
+    let big = "x".repeat(aiden_api::BODY_LIMIT + 1);
+    let mut sent = 0;
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        let concrete: String = path
+            .split('/')
+            .map(|seg| match seg.starts_with('{') {
+                true => unique("absent"),
+                false => seg.to_owned(),
+            })
+            .collect::<Vec<_>>()
+            .join("/");
+        for (method, op) in ops.as_object().unwrap() {
+            let m: Method = method.to_uppercase().parse().unwrap();
+            let documented: Vec<&String> = op["responses"].as_object().unwrap().keys().collect();
+            let label = format!("{method} {path}");
+            let has_body = op.get("requestBody").is_some();
+            let mut cases: Vec<(&str, reqwest::RequestBuilder)> = Vec::new();
+            if op["security"].as_array().is_some_and(|s| !s.is_empty()) {
+                cases.push(("401", anonymous.raw(m.clone(), &concrete)));
+            }
+            if path.contains('{') && !has_body {
+                cases.push(("404", a.raw(m.clone(), &concrete)));
+            }
+            let paged = op["parameters"]
+                .as_array()
+                .is_some_and(|ps| ps.iter().any(|p| p["name"] == "limit"));
+            if paged {
+                let q = format!("{concrete}?limit=many");
+                cases.push(("400", a.raw(m.clone(), &q)));
+            }
+            if has_body {
+                let text = a
+                    .raw(m.clone(), &concrete)
+                    .header(CONTENT_TYPE, "text/plain");
+                cases.push(("415", text.body("{}")));
+                cases.push(("413", raw(&a, m.clone(), &concrete, big.clone())));
+                cases.push(("400", raw(&a, m.clone(), &concrete, "[]".into())));
+            }
+            for (want, req) in cases {
+                let r = send(req).await;
+                assert_eq!(r.status.as_str(), want, "{label}: {:?}", r.body);
+                assert_eq!(shape_problem(&r), None, "{label} {want}");
+                assert!(
+                    documented.iter().any(|s| s.as_str() == want),
+                    "{label} answers {want}, which its document does not list"
+                );
+                sent += 1;
+            }
+        }
+    }
+    assert!(sent > 150, "only {sent} requests: is the document empty?");
+}

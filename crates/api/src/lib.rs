@@ -16,7 +16,7 @@ use aiden_service::App;
 use tokio::net::TcpListener;
 
 pub use error::ApiError;
-pub use routes::{openapi_document, router};
+pub use routes::{openapi_document, router, BODY_LIMIT};
 
 /// What handlers share.
 #[derive(Clone)]

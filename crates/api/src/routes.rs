@@ -143,8 +143,10 @@ fn ops_routes(t: Table) -> Table {
 }
 
 /// Create, list, get, patch (`If-Match`), delete: the shape every catalog resource shares.
+/// `$shareable`: others may see it, so changing it without owning it is a 403 (a Secret is
+/// only ever seen by its owner: 404).
 macro_rules! crud {
-    ($t:expr, $path:literal, $item:literal, $module:ident, $new:ty, $patch:ty, $view:ty, $if_match:expr,
+    ($t:expr, $path:literal, $item:literal, $module:ident, $new:ty, $patch:ty, $view:ty, $if_match:expr, $shareable:expr,
      $create:ident, $list:ident, $get:ident, $update:ident, $delete:ident,
      $create_doc:expr, $list_doc:expr, $patch_doc:expr, $delete_doc:expr) => {{
         let t = route!(
@@ -156,7 +158,7 @@ macro_rules! crud {
                 .body::<$new>()
                 .created::<$view>()
                 .links($path, "id")
-                .errors(&[403, 404, 409, 422])
+                .errors(&[409, 422])
         );
         let t = route!(
             t,
@@ -176,7 +178,11 @@ macro_rules! crud {
             let op = Op::new($patch_doc)
                 .body::<$patch>()
                 .ok::<$view>()
-                .errors(&[403, 409, 422]);
+                .errors(if $shareable {
+                    &[403, 409, 422]
+                } else {
+                    &[409, 422]
+                });
             if $if_match {
                 op.if_match()
             } else {
@@ -188,7 +194,9 @@ macro_rules! crud {
             DELETE,
             $item,
             $module::$delete,
-            Op::new($delete_doc).no_content().errors(&[403, 409])
+            Op::new($delete_doc)
+                .no_content()
+                .errors(if $shareable { &[403, 409] } else { &[409] })
         )
     }};
 }
@@ -211,6 +219,7 @@ fn catalog_routes(t: Table) -> Table {
         TemplatePatch,
         ServiceTemplate,
         false,
+        true,
         create_service_template,
         list_service_templates,
         get_service_template,
@@ -230,6 +239,7 @@ fn catalog_routes(t: Table) -> Table {
         TemplatePatch,
         ToolTemplate,
         false,
+        true,
         create_tool_template,
         list_tool_templates,
         get_tool_template,
@@ -248,6 +258,7 @@ fn catalog_routes(t: Table) -> Table {
         NewService,
         ServicePatch,
         Service,
+        true,
         true,
         create_service,
         list_services,
@@ -277,6 +288,7 @@ fn catalog_routes(t: Table) -> Table {
         SecretPatch,
         aiden_domain::secret::Secret,
         false,
+        false,
         create_secret,
         list_secrets,
         get_secret,
@@ -295,6 +307,7 @@ fn catalog_routes(t: Table) -> Table {
         NewTool,
         ToolPatch,
         Tool,
+        true,
         true,
         create_tool,
         list_tools,

@@ -3,7 +3,9 @@
 # an admin token and then a user token, stateful links included; then `aiden check`.
 #   scripts/fuzz.sh           the long run: every check, >= 10,000 requests
 #   scripts/fuzz.sh --short   the run in scripts/test.sh: a fixed seed, 5 cases per
-#                             operation, every check
+#                             operation, every check but the two that judge which data is
+#                             valid (positive/negative_data_acceptance): those depend on what
+#                             earlier tests left in the graph, so they run in the long run
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -37,7 +39,7 @@ USER_TOKEN=$(curl -fsS -X POST "$URL/v1/users" -H "Authorization: Bearer $AIDEN_
 
 if [ "$MODE" = --short ]; then
   ARGS=(--max-examples 5 --seed 13 --workers 1 --phases coverage,fuzzing,stateful
-        --checks all)
+        --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,unsupported_method,allow_header_conformance,missing_required_header,use_after_free,ensure_resource_availability)
 else
   ARGS=(--max-examples 100 --workers 2 --phases examples,coverage,fuzzing,stateful --checks all)
 fi

@@ -315,6 +315,21 @@ async fn ops_routes_answer_without_auth() {
     );
     let metrics = r.body.as_str().unwrap_or_default();
     assert!(metrics.contains("# TYPE "), "{metrics}");
+    // The API reference page: from the binary, loading nothing from elsewhere.
+    let r = anon.get("/docs").await;
+    let ct = r.headers.get(CONTENT_TYPE).unwrap().to_str().unwrap();
+    assert!(r.status.is_success() && ct.starts_with("text/html"), "{ct}");
+    let csp = r.headers.get("content-security-policy").unwrap();
+    let csp = csp.to_str().unwrap();
+    assert!(
+        csp.contains("default-src 'none'") && csp.contains("connect-src 'self'"),
+        "{csp}"
+    );
+    assert!(r
+        .body
+        .as_str()
+        .unwrap_or_default()
+        .contains("/openapi.json"));
 }
 
 /// The contract's routes (Users; Templates, Services, Secrets, Tools; Processes).

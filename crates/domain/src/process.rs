@@ -798,7 +798,7 @@ pub fn decide_create(
 /// Merges a PATCH into a whole-Process body (PUT takes the body as it is).
 pub fn merge_patch(current: &Process, patch: ProcessPatch) -> Result<NewProcess, Error> {
     if patch.id.as_ref().is_some_and(|id| *id != current.id) {
-        return Err(Error::validation("/id", "immutable"));
+        return Err(Error::invariant("PROC-9", "/id", "a Process keeps its id"));
     }
     let d = &current.definition;
     Ok(NewProcess {
@@ -835,7 +835,7 @@ pub fn decide_update(
     now: &str,
 ) -> Result<Checked<Update>, Error> {
     if input.id.as_ref().is_some_and(|id| *id != current.id) {
-        return Err(Error::validation("/id", "immutable"));
+        return Err(Error::invariant("PROC-9", "/id", "a Process keeps its id"));
     }
     check_name(&input.name)?;
     let definition = input.definition();

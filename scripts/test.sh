@@ -59,6 +59,9 @@ scripts/fuzz.sh --short
 echo "test: a client generated from /openapi.json (openapi-python-client) defines, runs and watches a Process"
 scripts/client-test.sh
 
+echo "test: the web console in headless Chromium (branch a conversation, watch a run, the catalog)"
+scripts/console-test.sh
+
 echo "test: seed round trip (apply twice, audit)"
 scripts/e2e-seed.sh
 

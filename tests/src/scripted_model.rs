@@ -25,9 +25,9 @@ pub fn pieces(text: &str) -> Vec<String> {
     text.split_inclusive(' ').map(str::to_owned).collect()
 }
 
-fn sse(frames: Vec<String>) -> Response {
-    let body = futures::stream::iter(frames).then(|f| async move {
-        tokio::time::sleep(Duration::from_millis(15)).await;
+fn sse(frames: Vec<String>, frame: Duration) -> Response {
+    let body = futures::stream::iter(frames).then(move |f| async move {
+        tokio::time::sleep(frame).await;
         Ok::<_, std::convert::Infallible>(Bytes::from(f))
     });
     (
@@ -47,7 +47,7 @@ fn halves(s: &str) -> (String, String) {
 }
 
 /// An OpenAI chat-completion `message` as chat.completion.chunk frames.
-fn openai_stream(message: &Value) -> Response {
+fn openai_stream(message: &Value, frame: Duration) -> Response {
     let chunk = |delta: Value| {
         let c = json!({"id": "chatcmpl-s", "object": "chat.completion.chunk", "model": "scripted-gpt",
                        "choices": [{"index": 0, "delta": delta}]});
@@ -80,11 +80,11 @@ fn openai_stream(message: &Value) -> Response {
                        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}});
     frames.push(format!("data: {usage}\n\n"));
     frames.push("data: [DONE]\n\n".into());
-    sse(frames)
+    sse(frames, frame)
 }
 
 /// Anthropic `content` blocks as Messages stream events.
-fn anthropic_stream(content: &Value) -> Response {
+fn anthropic_stream(content: &Value, frame: Duration) -> Response {
     let event = |v: Value| format!("event: {}\ndata: {v}\n\n", v["type"].as_str().unwrap());
     let mut frames = vec![event(
         json!({"type": "message_start", "message": {"id": "msg_s",
@@ -115,12 +115,14 @@ fn anthropic_stream(content: &Value) -> Response {
         "usage": {"output_tokens": 5}}),
     ));
     frames.push(event(json!({"type": "message_stop"})));
-    sse(frames)
+    sse(frames, frame)
 }
 
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Model {
     requests: Arc<Mutex<Vec<Value>>>,
+    /// Pause before each streamed frame.
+    frame: Duration,
 }
 
 impl Model {
@@ -132,12 +134,21 @@ impl Model {
 
 /// Serves the model on a free port; its base URL (`…/v1`, as an `llm_call` endpoint).
 pub async fn start() -> (Model, String) {
-    let model = Model::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (model, url) = serve(listener, Duration::from_millis(15));
+    (model, url)
+}
+
+/// Serves the model on `listener`, pausing `frame` before each streamed frame; its base URL.
+pub fn serve(listener: tokio::net::TcpListener, frame: Duration) -> (Model, String) {
+    let model = Model {
+        requests: Arc::default(),
+        frame,
+    };
     let app = Router::new()
         .route("/v1/chat/completions", post(openai))
         .route("/v1/messages", post(anthropic))
         .with_state(model.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (model, format!("http://{addr}/v1"))
@@ -203,7 +214,7 @@ async fn openai(State(m): State<Model>, Json(body): Json<Value>) -> Response {
         }
     };
     if body["stream"] == true {
-        return openai_stream(&message);
+        return openai_stream(&message, m.frame);
     }
     Json(
         json!({"id": "chatcmpl-s", "object": "chat.completion", "model": "scripted-gpt",
@@ -250,7 +261,7 @@ async fn anthropic(State(m): State<Model>, Json(body): Json<Value>) -> Response 
             .collect::<Vec<_>>()),
     };
     if body["stream"] == true {
-        return anthropic_stream(&content);
+        return anthropic_stream(&content, m.frame);
     }
     Json(
         json!({"id": "msg_s", "type": "message", "role": "assistant", "model": "scripted-claude",

@@ -12,7 +12,7 @@ use axum::{
 
 use crate::{
     handlers::{
-        catalog as c, conversations as cv, knowledge as k, ops, processes as p, runs as r,
+        catalog as c, console, conversations as cv, knowledge as k, ops, processes as p, runs as r,
         users as u,
     },
     openapi::{Op, Spec},
@@ -122,6 +122,20 @@ fn ops_routes(t: Table) -> Table {
         "/docs",
         ops::docs,
         Op::open("This document as a browsable reference (HTML)").text("text/html")
+    );
+    let t = route!(
+        t,
+        GET,
+        "/",
+        console::index,
+        Op::open("The web console (HTML; its scripts and styles are under /ui/)").text("text/html")
+    );
+    let t = route!(
+        t,
+        GET,
+        "/ui/{file}",
+        console::asset,
+        Op::open("A file of the web console").undocumented()
     );
     let t = route!(
         t,
@@ -410,6 +424,15 @@ fn process_routes(t: Table) -> Table {
         .accepted::<RunStarted>()
         .links("/v1/runs", "runId")
         .errors(&[409, 422, 429])
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/runs",
+        r::list_runs,
+        Op::new("Runs, newest first: your own (every run for an admin), by Process and status")
+            .query::<r::RunListQuery>()
+            .ok::<Page<aiden_service::views::RunSummary>>()
     );
     let t = route!(
         t,

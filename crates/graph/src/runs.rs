@@ -160,6 +160,41 @@ pub struct RunRow {
     pub steps: Vec<Value>,
 }
 
+/// One line of the run list.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunListRow {
+    pub id: String,
+    pub process_id: String,
+    pub process_version: i64,
+    pub status: String,
+    pub depth: i64,
+    pub parent_run_id: Option<String>,
+    pub owner_id: String,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+}
+
+/// What the run list is narrowed to; `owner_id: None` lists every owner's runs.
+pub struct RunFilter<'a> {
+    pub owner_id: Option<&'a str>,
+    pub process_id: Option<&'a str>,
+    pub status: Option<&'a str>,
+    pub before: &'a str,
+    pub limit: i64,
+}
+
+pub async fn list(tx: &mut Tx, f: &RunFilter<'_>) -> Result<Vec<RunListRow>, Error> {
+    let q = cypher(query_file!("run/list.cypher"), None)
+        .param("ownerId", f.owner_id)
+        .param("processId", f.process_id)
+        .param("status", f.status)
+        .param("before", f.before)
+        .param("limit", f.limit);
+    tx.rows(q).await
+}
+
 pub async fn get(tx: &mut Tx, id: &str) -> Result<Option<RunRow>, Error> {
     let row: Option<RunRow> = tx
         .one(cypher(query_file!("run/get_run.cypher"), None).param("id", id))

@@ -30,7 +30,7 @@ pub use audit::{Auditor, Finding};
 pub use auth::{NewUser, User};
 pub use error::Error;
 pub use processes::ProcessVersion;
-pub use runs::{run_view, RunStarted};
+pub use runs::{run_view, RunQuery, RunStarted};
 pub use secrets::{NewSecret, SecretPatch};
 pub use turns::{AlternativeAdded, Generating};
 pub use vault::Vault;

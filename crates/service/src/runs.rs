@@ -15,9 +15,16 @@ use serde_json::{json, Map, Value};
 
 use crate::{
     tx::{read_tx, write_tx},
-    views::{ApprovalAnswer, CancelAnswer, Decision, RunView, WorkerView},
-    App, Error, Result,
+    views::{ApprovalAnswer, CancelAnswer, Decision, RunStatus, RunSummary, RunView, WorkerView},
+    App, Error, Page, PageRequest, Result,
 };
+
+/// `GET /v1/runs` narrowed by Process and status.
+pub struct RunQuery {
+    pub page: PageRequest,
+    pub process_id: Option<String>,
+    pub status: Option<RunStatus>,
+}
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -286,6 +293,45 @@ impl App {
             return Err(Domain::NotFound.into());
         }
         Ok(row)
+    }
+
+    /// `GET /v1/runs`: newest first; a user's own runs, every run for an admin.
+    pub async fn list_runs(&self, caller: &Caller, q: RunQuery) -> Result<Page<RunSummary>> {
+        let limit = q.page.limit()?;
+        let before = q.page.cursor.clone().unwrap_or_default();
+        let status = q.status.map(|s| s.as_str());
+        let filter = runs::RunFilter {
+            owner_id: (!caller.is_admin()).then_some(caller.id.as_str()),
+            process_id: q.process_id.as_deref(),
+            status,
+            before: &before,
+            limit: limit + 1,
+        };
+        let mut rows = read_tx!(self, |tx| { Ok(runs::list(&mut tx, &filter).await?) })?;
+        let next_cursor = if rows.len() as i64 > limit {
+            rows.truncate(limit as usize);
+            rows.last().map(|r| r.id.clone())
+        } else {
+            None
+        };
+        let items = rows
+            .into_iter()
+            .map(|r| {
+                Ok(RunSummary {
+                    status: typed(json!(r.status))?,
+                    id: r.id,
+                    process_id: r.process_id,
+                    process_version: r.process_version,
+                    depth: r.depth,
+                    parent_run_id: r.parent_run_id,
+                    owner_id: r.owner_id,
+                    created_at: r.created_at,
+                    started_at: r.started_at,
+                    finished_at: r.finished_at,
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Page { items, next_cursor })
     }
 
     /// `GET /v1/runs/{id}`.

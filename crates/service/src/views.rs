@@ -203,6 +203,22 @@ pub struct RunView {
     pub steps: Vec<StepView>,
 }
 
+/// One line of `GET /v1/runs`: a run without its steps.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSummary {
+    pub id: String,
+    pub process_id: String,
+    pub process_version: i64,
+    pub status: RunStatus,
+    pub depth: i64,
+    pub parent_run_id: Option<String>,
+    pub owner_id: String,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+}
+
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
@@ -212,6 +228,20 @@ pub enum RunStatus {
     Completed,
     Failed,
     Canceled,
+}
+
+impl RunStatus {
+    /// The stored word (the wire's snake_case).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Queued => "queued",
+            RunStatus::Running => "running",
+            RunStatus::WaitingForApproval => "waiting_for_approval",
+            RunStatus::Completed => "completed",
+            RunStatus::Failed => "failed",
+            RunStatus::Canceled => "canceled",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

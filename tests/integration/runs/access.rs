@@ -253,6 +253,38 @@ async fn runs_are_private_and_bad_starts_are_refused() {
         "a refused cancel changed nothing: {run}"
     );
 
+    // The run list: the owner's own, newest first, narrowed by Process and status; another user
+    // sees none of them; an admin sees them too.
+    let second = start(&u, &p, json!({"q": "second"})).await;
+    u.settled_run(&second).await;
+    let mine = u.get(&format!("/v1/runs?processId={p}")).await;
+    let ids: Vec<&str> = mine.ok(200)["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [second.as_str(), id.as_str()], "newest first");
+    let page = u.get(&format!("/v1/runs?processId={p}&limit=1")).await;
+    let page = page.ok(200);
+    assert_eq!(page["items"][0]["id"], second.as_str());
+    let cursor = page["nextCursor"].as_str().expect("a second page");
+    let rest = u
+        .get(&format!("/v1/runs?processId={p}&limit=1&cursor={cursor}"))
+        .await;
+    assert_eq!(rest.ok(200)["items"][0]["id"], id.as_str());
+    assert_eq!(rest.ok(200)["items"][0]["status"], "completed");
+    let failed = u
+        .get(&format!("/v1/runs?processId={p}&status=failed"))
+        .await;
+    assert_eq!(failed.ok(200)["items"], json!([]));
+    let theirs = other.get(&format!("/v1/runs?processId={p}")).await;
+    assert_eq!(theirs.ok(200)["items"], json!([]), "runs are private");
+    let all = admin().get(&format!("/v1/runs?processId={p}")).await;
+    assert_eq!(all.ok(200)["items"].as_array().unwrap().len(), 2);
+    let bad = u.get("/v1/runs?status=sideways").await;
+    assert_eq!((bad.status.as_u16(), bad.code()), (400, "VALIDATION_ERROR"));
+
     // The Process is private: invisible to the other user.
     let r = other
         .post(
@@ -289,8 +321,8 @@ async fn runs_are_private_and_bad_starts_are_refused() {
     .rejects(422, "PROC-8");
     assert_eq!(
         k.up.calls().len(),
-        1,
-        "only the one accepted run called out"
+        2,
+        "only the two accepted runs called out"
     );
     // The event stream of a missing run is a 404 too, before any streaming.
     let missing = u

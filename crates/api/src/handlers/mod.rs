@@ -1,6 +1,7 @@
 //! Handlers: `verb_noun`, each one service call.
 
 pub mod catalog;
+pub mod console;
 pub mod conversations;
 pub mod knowledge;
 pub mod ops;

@@ -5,8 +5,9 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use aiden_graph::runs::EventRow;
+use aiden_service::{views::RunStatus, PageRequest, RunQuery};
 use axum::{
-    extract::{Path, State as S},
+    extract::{rejection::QueryRejection, Path, Query, State as S},
     http::{HeaderMap, StatusCode},
     response::{
         sse::{Event, KeepAlive, Sse},
@@ -50,6 +51,41 @@ pub async fn start_run(
         st.notifier.expect(&started.run_id, c.id.as_str());
     }
     Ok((StatusCode::ACCEPTED, Json(started)).into_response())
+}
+
+/// `GET /v1/runs?limit=&cursor=&processId=&status=`.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RunListQuery {
+    /// Items per page.
+    #[schemars(range(min = 1, max = 500))]
+    limit: Option<i64>,
+    /// `nextCursor` of the previous page.
+    cursor: Option<String>,
+    /// Only runs of this Process.
+    process_id: Option<String>,
+    /// Only runs in this state.
+    status: Option<RunStatus>,
+}
+
+pub async fn list_runs(
+    S(st): S<State>,
+    Auth(c): Auth,
+    q: Result<Query<RunListQuery>, QueryRejection>,
+) -> ApiResult<Response> {
+    let Query(q) = q.map_err(|e| {
+        crate::error::ApiError::from(aiden_domain::Error::validation("query", e.body_text()))
+    })?;
+    let query = RunQuery {
+        page: PageRequest {
+            limit: q.limit,
+            cursor: q.cursor,
+            include_archived: false,
+        },
+        process_id: q.process_id,
+        status: q.status,
+    };
+    Ok(ok(st.app.list_runs(&c, query).await?))
 }
 
 pub async fn get_run(

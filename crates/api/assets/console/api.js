@@ -1,0 +1,92 @@
+// The API is the console's only way to data: every call carries the bearer token kept in
+// session storage (never in a URL). Errors keep the API's shape so pages can show them.
+
+const TOKEN_KEY = 'aiden.token';
+
+export const session = {
+  get token() { return sessionStorage.getItem(TOKEN_KEY); },
+  set token(t) {
+    if (t) sessionStorage.setItem(TOKEN_KEY, t);
+    else sessionStorage.removeItem(TOKEN_KEY);
+  },
+  me: null,
+};
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    const e = (body && body.error) || {};
+    const rules = (e.details || []).map((d) => d.invariant).filter(Boolean);
+    super(`${status} ${e.code || 'ERROR'}: ${e.message || 'request failed'}`
+      + (rules.length ? ` (${rules.join(', ')})` : ''));
+    this.status = status;
+    this.code = e.code;
+    this.body = body;
+  }
+}
+
+export async function api(method, path, body, headers = {}) {
+  const init = { method, headers: { ...headers, Authorization: `Bearer ${session.token}` } };
+  if (body !== undefined) {
+    init.headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const res = await fetch(path, init);
+  const text = await res.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch { data = { error: { message: text } }; }
+  if (!res.ok) throw new ApiError(res.status, data);
+  return data;
+}
+
+export const get = (path) => api('GET', path);
+export const post = (path, body) => api('POST', path, body ?? {});
+export const put = (path, body) => api('PUT', path, body);
+export const patch = (path, body) => api('PATCH', path, body);
+
+/** Every page of a list route. */
+export async function all(path, max = 2000) {
+  const items = [];
+  let cursor = null;
+  do {
+    const sep = path.includes('?') ? '&' : '?';
+    const page = await get(`${path}${sep}limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    items.push(...page.items);
+    cursor = page.nextCursor;
+  } while (cursor && items.length < max);
+  return items;
+}
+
+/**
+ * A run's Server-Sent Events. EventSource cannot send an Authorization header, so this reads
+ * the stream with fetch and parses the frames. Calls onEvent(name, data) for each; resolves
+ * when the stream ends. `signal` stops it.
+ */
+export async function runEvents(runId, onEvent, signal) {
+  const res = await fetch(`/v1/runs/${encodeURIComponent(runId)}/events`, {
+    headers: { Authorization: `Bearer ${session.token}`, Accept: 'text/event-stream' },
+    signal,
+  });
+  if (!res.ok) throw new ApiError(res.status, await res.json().catch(() => null));
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value.replace(/\r\n/g, '\n');
+    let end;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const frame = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let name = 'message';
+      const data = [];
+      for (const line of frame.split('\n')) {
+        if (line.startsWith('event:')) name = line.slice(6).trim();
+        else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+      }
+      if (!data.length) continue;
+      let parsed;
+      try { parsed = JSON.parse(data.join('\n')); } catch { parsed = data.join('\n'); }
+      onEvent(name, parsed);
+    }
+  }
+}

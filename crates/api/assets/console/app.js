@@ -1,0 +1,109 @@
+// The console's shell: sign-in with a bearer token (session storage only), navigation, and a
+// hash router, so `aiden serve` answers every page with the same `/` and the API does the rest.
+
+import { ApiError, get, session } from './api.js';
+import { h, mount } from './dom.js';
+import { conversationList, conversationPage } from './conversations.js';
+import { runList, runPage } from './runs.js';
+import { processList, processPage, serviceList, toolList, workerList } from './catalog.js';
+
+// The page's view element; each route swaps in a fresh one, so a page left behind (its SSE
+// streams, its timers) cannot draw into the next.
+const viewEl = () => document.getElementById('main');
+const nav = document.getElementById('nav');
+const errors = document.getElementById('errors');
+
+function showError(err) {
+  mount(errors, h('p.error', { role: 'alert' }, err instanceof Error ? err.message : String(err),
+    ' ', h('button', { type: 'button', onclick: () => mount(errors) }, 'Dismiss')));
+}
+
+const routes = [
+  [/^#?\/?(\?.*)?$/, (v) => conversationList(v, { showError })],
+  [/^#\/c\/([^/?]+)/, (v, id) => conversationPage(v, id, { showError })],
+  [/^#\/runs(\?.*)?$/, (v) => runList(v)],
+  [/^#\/runs\/([^/?]+)/, (v, id) => runPage(v, id, { showError })],
+  [/^#\/processes(\?.*)?$/, (v) => processList(v)],
+  [/^#\/processes\/([^/?]+)/, (v, id) => processPage(v, id)],
+  [/^#\/tools/, (v) => toolList(v)],
+  [/^#\/services/, (v) => serviceList(v)],
+  [/^#\/workers/, (v) => workerList(v)],
+];
+
+function signIn(message) {
+  nav.hidden = true;
+  const main = viewEl();
+  const token = h('input#token', { type: 'password', autocomplete: 'off', required: true });
+  mount(main,
+    h('h1', 'Sign in to Aiden'),
+    h('form#sign-in', {
+      onsubmit: async (e) => {
+        e.preventDefault();
+        session.token = token.value.trim();
+        try {
+          session.me = await get('/v1/me');
+          location.hash = '#/';
+          route();
+        } catch (err) {
+          session.token = null;
+          const why = err instanceof ApiError && err.status === 401
+            ? 'That token was not accepted. Check it and try again.' : `Sign-in failed: ${err.message}`;
+          signIn(why);
+        }
+      },
+    },
+    h('label', { for: 'token' }, 'API token'), token,
+    h('button', { type: 'submit' }, 'Sign in')),
+    message ? h('p#sign-in-error.error', { role: 'alert' }, message) : null,
+    h('p.muted', 'The token stays in this tab (session storage) and is sent only as the Authorization header.'));
+  token.focus();
+}
+
+function renderNav() {
+  nav.hidden = false;
+  const here = location.hash || '#/';
+  const link = (href, text, match) => h('a', { href, 'aria-current': match(here) ? 'page' : null }, text);
+  mount(nav,
+    h('span.brand', 'Aiden'),
+    link('#/', 'Conversations', (x) => x === '#/' || x.startsWith('#/c/') || x.startsWith('#/?')),
+    link('#/runs', 'Runs', (x) => x.startsWith('#/runs')),
+    link('#/processes', 'Processes', (x) => x.startsWith('#/processes')),
+    link('#/tools', 'Tools', (x) => x.startsWith('#/tools')),
+    link('#/services', 'Services', (x) => x.startsWith('#/services')),
+    link('#/workers', 'Workers', (x) => x.startsWith('#/workers')),
+    h('span.who', `${session.me.name} (${session.me.role})`),
+    h('button#sign-out', { type: 'button', onclick: () => { session.token = null; session.me = null; signIn(); } }, 'Sign out'));
+}
+
+async function route() {
+  const old = viewEl();
+  old.dispatchEvent(new Event('console:leave'));
+  const view = old.cloneNode(false);
+  old.replaceWith(view);
+  mount(errors);
+  if (!session.token) return signIn();
+  try {
+    if (!session.me) session.me = await get('/v1/me');
+  } catch (err) {
+    session.token = null;
+    return signIn(err instanceof ApiError && err.status === 401
+      ? 'Your token is no longer accepted. Sign in again.' : err.message);
+  }
+  renderNav();
+  const hash = location.hash || '#/';
+  for (const [pattern, page] of routes) {
+    const m = hash.match(pattern);
+    if (!m) continue;
+    mount(view, h('p.muted', 'Loading…'));
+    try { await page(view, m[1] && !m[1].startsWith('?') ? decodeURIComponent(m[1]) : undefined); } catch (err) {
+      mount(view, h('h1', 'Could not load this page'));
+      showError(err);
+    }
+    return undefined;
+  }
+  mount(view, h('h1', 'Not found'), h('p', h('a', { href: '#/' }, 'Back to conversations')));
+  return undefined;
+}
+
+window.addEventListener('hashchange', route);
+route();

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The console's browser test (issue #14): a real `aiden serve` with an llm_call worker pool and
+# the scripted model, driven in Debian's headless Chromium over WebDriver (chromedriver) from
+# Python (selenium from PyPI; no browser is downloaded). Screenshots of every screen go to
+# $AIDEN_SCREENSHOTS (default target/console-screenshots).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+# shellcheck disable=SC1091
+. .stack/env
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  echo "console: installing chromium and chromium-driver from Debian's packages"
+  apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null
+fi
+VENV=.stack/console-venv
+if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import selenium, PIL' 2>/dev/null; then
+  echo "console: installing selenium and pillow into $VENV"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet 'selenium==4.38.0' 'pillow==13.0.0'
+fi
+cargo build -p aiden -p aiden-tests --bins --quiet
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}/debug"
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+PORT=${AIDEN_CONSOLE_PORT:-18184}
+MODEL_PORT=${AIDEN_CONSOLE_MODEL_PORT:-18185}
+export AIDEN_HTTP_ADDR=127.0.0.1:$PORT
+"$TARGET/aiden" serve >"$WORK/serve.log" 2>&1 &
+PIDS+=($!)
+"$TARGET/aiden" worker --type llm_call >"$WORK/worker.log" 2>&1 &
+PIDS+=($!)
+# 120 ms between streamed words: slow enough to see an answer being written.
+"$TARGET/aiden-scripted-model" "127.0.0.1:$MODEL_PORT" 120 >"$WORK/model.log" 2>&1 &
+PIDS+=($!)
+URL=http://127.0.0.1:$PORT
+for _ in $(seq 1 60); do
+  curl -fsS "$URL/readyz" >/dev/null 2>&1 && break
+  sleep 0.5
+done
+SHOTS=${AIDEN_SCREENSHOTS:-${CARGO_TARGET_DIR:-$ROOT/target}/console-screenshots}
+if ! SE_OFFLINE=true AIDEN_SERVER=$URL AIDEN_MODEL_URL="http://127.0.0.1:$MODEL_PORT/v1" \
+    AIDEN_SCREENSHOTS=$SHOTS "$VENV/bin/python" tests/console/test_console.py; then
+  tail -n 30 "$WORK/serve.log" "$WORK/worker.log"
+  exit 1
+fi
+echo "console: screenshots in $SHOTS"

@@ -1,0 +1,296 @@
+"""The web console in a real headless Chromium (issue #14), against a real `aiden serve`, an
+llm_call worker pool and the scripted model (scripts/console-test.sh starts them).
+
+Signs in (a wrong token first), creates a conversation, sends a message, watches an agent
+answer stream in, edits the message and sees `< 2/2 >` and `stale`, switches back (by click and
+by keyboard) and sees `stale` clear and return, regenerates, opens the run and sees its step
+complete, forks, visits the catalog and the run list, and checks the phone layout. Every
+screen is saved as a PNG in $AIDEN_SCREENSHOTS and checked to be non-blank.
+"""
+
+import json
+import os
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+from PIL import Image
+from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+BASE = os.environ["AIDEN_SERVER"]
+MODEL_URL = os.environ["AIDEN_MODEL_URL"]
+SHOTS = os.environ["AIDEN_SCREENSHOTS"]
+TAG = uuid.uuid4().hex[:8]
+
+
+def call(method, path, token, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(BASE + path, data=data, method=method)
+    req.add_header("Authorization", f"Bearer {token}")
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req) as res:
+            return json.loads(res.read() or b"null")
+    except urllib.error.HTTPError as e:
+        raise AssertionError(f"{method} {path}: {e.code} {e.read().decode()}") from None
+
+
+def setup():
+    """A fresh user with an agent Process whose model is the scripted one."""
+    user = call("POST", "/v1/users", os.environ["AIDEN_ADMIN_TOKEN"],
+                {"name": f"console-{TAG}", "role": "user"})
+    token = user["token"]
+    call("POST", "/v1/services", token, {
+        "id": f"console-llm-{TAG}", "name": "Scripted model", "type": "llm_provider",
+        "protocol": "http", "requiresSecret": False, "enabled": True,
+        "connectionSchema": {"type": "object", "required": ["endpoint", "model"], "properties": {
+            "endpoint": {"type": "string"}, "model": {"type": "string"}}}})
+    call("POST", "/v1/tools", token, {
+        "id": f"console-model-{TAG}", "name": "model", "serviceId": f"console-llm-{TAG}",
+        "connectionParams": {"endpoint": MODEL_URL, "model": "scripted"},
+        "operation": {"type": "llm_call", "api": "openai", "promptTemplate": "{{message}}"},
+        "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
+        "outputSchema": {"type": "object"}})
+    agent = f"console-agent-{TAG}"
+    call("POST", "/v1/processes", token, {
+        "id": agent, "name": "Console agent", "initialContext": ["userMessage"],
+        "steps": [{"id": "answer", "tool": f"console-model-{TAG}",
+                   "agent": {"tools": [], "systemPrompt": "You are the console's test agent."},
+                   "inputs": {"message": "{{userMessage}}"}, "output": {"variable": "a"}}],
+        "outputTemplate": "{{a.text}}"})
+    # A Process to draw: a plan, two parallel searches after it, and the agent as a child.
+    model = f"console-model-{TAG}"
+    call("POST", "/v1/processes", token, {
+        "id": f"console-flow-{TAG}", "name": "Plan, search, answer", "initialContext": ["q"],
+        "steps": [
+            {"id": "plan", "tool": model, "inputs": {"message": "{{q}}"},
+             "output": {"variable": "plan"}},
+            {"id": "search-web", "tool": model, "dependsOn": ["plan"],
+             "execution": {"mode": "parallel"}, "inputs": {"message": "{{plan.text}}"}},
+            {"id": "search-notes", "tool": model, "dependsOn": ["plan"],
+             "execution": {"mode": "parallel"}, "inputs": {"message": "{{plan.text}}"}},
+            {"id": "answer", "process": agent, "inputs": {"userMessage": "{{q}}"}}]})
+    return token, agent
+
+
+def browser():
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = "/usr/bin/chromium"
+    for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+                f"--user-data-dir={tempfile.mkdtemp(prefix='aiden-console-')}",
+                "--window-size=1280,800"]:
+        opts.add_argument(arg)
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+
+
+class Console:
+    def __init__(self, driver):
+        self.d = driver
+        self.shots = []
+
+    def wait(self, what, cond, timeout=30):
+        def attempt(_):
+            try:
+                return cond()
+            except StaleElementReferenceException:
+                return False
+        try:
+            return WebDriverWait(self.d, timeout, poll_frequency=0.05).until(attempt)
+        except Exception:
+            self.shot(f"failed-{len(self.shots):02d}")
+            raise AssertionError(f"timed out waiting for {what}; page: {self.d.current_url}\n"
+                                 f"{self.d.find_element(By.TAG_NAME, 'body').text[:2000]}")
+
+    def css(self, selector, root=None):
+        return (root or self.d).find_elements(By.CSS_SELECTOR, selector)
+
+    def one(self, selector, root=None):
+        return self.wait(selector, lambda: (self.css(selector, root) or [None])[0])
+
+    def turns(self):
+        return self.css("li.turn")
+
+    def turn(self, i):
+        return self.wait(f"turn {i}", lambda: len(self.turns()) > i and self.turns()[i])
+
+    def status(self, i):
+        return self.turn(i).get_attribute("data-status")
+
+    def content(self, i):
+        found = self.css(".content", self.turn(i))
+        return found[0].text if found else None
+
+    def count(self, i):
+        found = self.css(".count", self.turn(i))
+        return found[0].text if found else None
+
+    def shot(self, name):
+        os.makedirs(SHOTS, exist_ok=True)
+        path = os.path.join(SHOTS, f"{name}.png")
+        self.d.save_screenshot(path)
+        self.shots.append(path)
+        return path
+
+    def go(self, hash_):
+        self.d.get(f"{BASE}/{hash_}")
+
+
+def non_blank(path):
+    """More than a handful of colours, and not one colour over nearly all of it."""
+    img = Image.open(path).convert("RGB")
+    colours = img.getcolors(maxcolors=1 << 20) or []
+    biggest = max(n for n, _ in colours) if colours else 0
+    total = img.width * img.height
+    return len(colours) > 8 and biggest < total * 0.995
+
+
+def main():
+    os.makedirs(SHOTS, exist_ok=True)
+    for old in os.listdir(SHOTS):
+        if old.endswith(".png"):
+            os.remove(os.path.join(SHOTS, old))
+    token, agent = setup()
+    d = browser()
+    c = Console(d)
+    try:
+        run(c, token, agent)
+    finally:
+        d.quit()
+    blank = [p for p in c.shots if not non_blank(p)]
+    assert not blank, f"blank screenshots: {blank}"
+    print(f"console: {len(c.shots)} screens checked, none blank ({SHOTS})")
+
+
+def run(c, token, agent):
+    d = c.d
+    # Sign-in: a wrong token is refused with a clear message; the token never enters the URL.
+    c.go("")
+    c.one("#token").send_keys("not-a-token")
+    c.one("#sign-in button[type=submit]").click()
+    err = c.one("#sign-in-error")
+    assert "not accepted" in err.text, err.text
+    c.shot("01-sign-in-refused")
+    c.one("#token").send_keys(token)
+    c.one("#sign-in button[type=submit]").click()
+    c.one("#conversation-list")
+    assert token not in d.current_url
+    assert d.execute_script("return sessionStorage.getItem('aiden.token')") == token
+    c.one("#new-title").send_keys("Trip planning")
+    c.one("form.inline button[type=submit]").click()
+    c.wait("the new conversation", lambda: "#/c/" in d.current_url)
+    conversation = d.current_url.split("#/c/")[1]
+    c.wait("its title", lambda: "Trip planning" in c.one("h1").text)
+
+    # Send a message, then have the agent answer it: `generating` turns into the streamed text.
+    first = "Alpha plan: fly to Lisbon on Friday, stay three nights, then take the train to Porto"
+    c.one("#message").send_keys(f'script:[{{"answer": "{first}"}}]')
+    c.one("#send").click()
+    c.wait("the user turn", lambda: len(c.turns()) == 1)
+    Select(c.one('select[aria-label="Process to answer with"]')).select_by_value(agent)
+    c.one("#ask").click()
+    c.wait("a generating answer", lambda: len(c.turns()) == 2 and c.status(1) == "generating")
+    assert "generating" in c.turn(1).text
+    partial = c.wait("streamed words", lambda: (c.content(1) or "").strip("…").strip()
+                     if c.status(1) == "generating" else None, timeout=20)
+    assert first.startswith(partial) and len(partial) < len(first), partial
+    c.shot("03-generating")
+    c.wait("the answer", lambda: c.status(1) == "valid" and c.content(1) == first)
+    assert "generating" not in c.turn(1).text
+    c.shot("04-answered")
+
+    # Edit the message: a second version, and the answer now answers a different one.
+    second = "Beta plan: take the night train to Madrid instead"
+    c.one("button.edit-btn", c.turn(0)).click()
+    editor = c.one('textarea[aria-label="Edited message"]')
+    editor.clear()
+    editor.send_keys(f'script:[{{"answer": "{second}"}}]')
+    c.one("form.edit button[type=submit]").click()
+    c.wait("< 2/2 > on the message", lambda: c.count(0) == "2/2")
+    c.wait("stale on the answer", lambda: c.status(1) == "stale")
+    assert "answered a different version" in c.turn(1).text
+    c.shot("05-edited-stale")
+
+    # Switch back by click: stale clears; forward by keyboard: it returns.
+    c.one("button.prev", c.turn(0)).click()
+    c.wait("< 1/2 >", lambda: c.count(0) == "1/2" and c.status(1) == "valid")
+    assert "stale" not in c.turn(1).text
+    c.shot("06-switched-back")
+    c.turn(0).send_keys(Keys.ARROW_RIGHT)
+    c.wait("< 2/2 > by keyboard", lambda: c.count(0) == "2/2" and c.status(1) == "stale")
+
+    # Regenerate the answer for the edited message.
+    c.one("button.regenerate", c.turn(1)).click()
+    c.wait("the regenerated answer", lambda: c.count(1) == "2/2" and c.status(1) == "valid"
+           and c.content(1) == second, timeout=40)
+    c.shot("07-regenerated")
+
+    # Its run: the DAG's step fills in, and the step's details open.
+    c.one("a.run-link", c.turn(1)).click()
+    c.wait("the run page", lambda: "#/runs/" in d.current_url)
+    c.wait("the step completed", lambda: "s-completed" in (c.one('svg.dag g.node[data-step="answer"]')
+                                                         .get_attribute("class") or ""))
+    c.one('svg.dag g.node[data-step="answer"]').click()
+    detail = c.one("section.step-detail")
+    assert "Step answer" in detail.text and "completed" in detail.text, detail.text
+    c.shot("08-run")
+    run_id = d.current_url.split("#/runs/")[1]
+
+    # Fork from the answer: a new conversation with a copy of the path.
+    d.back()
+    c.wait("the conversation again", lambda: len(c.turns()) == 2 and c.content(1) == second)
+    c.one("button.fork", c.turn(1)).click()
+    c.wait("the fork", lambda: "#/c/" in d.current_url and conversation not in d.current_url)
+    c.wait("the fork's copy", lambda: len(c.turns()) == 2 and c.content(1) == second)
+    assert "Forked from" in c.one("main").text
+    c.shot("09-fork")
+
+    # The run list, the catalog and the workers.
+    c.go("#/runs")
+    c.wait("the run in the list", lambda: run_id[:13] in c.one("main").text)
+    c.shot("10-runs")
+    c.go(f"#/processes/console-flow-{TAG}")
+    c.wait("the drawn steps", lambda: len(c.css("svg.dag g.node")) == 4)
+    assert len(c.css("svg.dag path.edge")) == 4, "plan → two searches → answer"
+    c.shot("11-process")
+    for n, name, expect in [(12, "tools", f"console-model-{TAG}"),
+                            (13, "services", f"console-llm-{TAG}"), (14, "workers", "llm_call")]:
+        c.go(f"#/{name}")
+        c.wait(f"the {name} page", lambda: expect in c.one("main").text)
+        c.shot(f"{n}-{name}")
+
+    # A 390-px-wide phone: the conversation fits without sideways scrolling.
+    c.go(f"#/c/{conversation}")
+    c.wait("the conversation", lambda: len(c.turns()) == 2)
+    d.set_window_size(390, 844)
+    time.sleep(0.3)
+    wide = d.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+    assert wide[0] <= wide[1] + 1, f"wider than the phone: {wide}"
+    c.shot("15-phone")
+    d.set_window_size(1280, 800)
+    c.go("")
+    c.one("#conversation-list")
+    c.shot("02-conversations")
+
+    # A token that stops working sends the user back to sign-in with a message.
+    d.execute_script("sessionStorage.setItem('aiden.token', 'revoked')")
+    d.refresh()
+    assert "no longer accepted" in c.one("#sign-in-error").text
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except AssertionError as e:
+        print(f"console test failed: {e}", file=sys.stderr)
+        sys.exit(1)

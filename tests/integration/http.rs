@@ -330,6 +330,31 @@ async fn ops_routes_answer_without_auth() {
         .as_str()
         .unwrap_or_default()
         .contains("/openapi.json"));
+    // The console (issue #14): its page at `/`, its files under `/ui/`, all from this origin.
+    let r = anon.get("/").await;
+    let ct = r.headers.get(CONTENT_TYPE).unwrap().to_str().unwrap();
+    assert!(r.status.is_success() && ct.starts_with("text/html"), "{ct}");
+    let page = r.body.as_str().unwrap_or_default();
+    assert!(
+        page.contains("/ui/app.js") && !page.contains("http"),
+        "{page}"
+    );
+    let csp = r.headers.get("content-security-policy").unwrap();
+    assert!(
+        csp.to_str().unwrap().contains("script-src 'self'"),
+        "{csp:?}"
+    );
+    let r = anon.get("/ui/app.js").await;
+    let ct = r.headers.get(CONTENT_TYPE).unwrap().to_str().unwrap();
+    assert!(
+        r.status.is_success() && ct.starts_with("text/javascript"),
+        "{ct}"
+    );
+    let r = anon.get("/ui/style.css").await;
+    let ct = r.headers.get(CONTENT_TYPE).unwrap().to_str().unwrap();
+    assert!(r.status.is_success() && ct.starts_with("text/css"), "{ct}");
+    let r = anon.get("/ui/secrets.json").await;
+    assert_eq!((r.status.as_u16(), r.code()), (404, "NOT_FOUND"));
 }
 
 /// The contract's routes (Users; Templates, Services, Secrets, Tools; Processes).

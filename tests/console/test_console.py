@@ -235,6 +235,22 @@ def run(c, token, agent):
            and c.content(1) == second, timeout=40)
     c.shot("07-regenerated")
 
+    # The branch map: choosing the first answer makes it and the message it answers active.
+    c.one("details.branch-map summary").click()
+    agent_versions = c.css("li.map-turn li.map-turn button.map-alt")
+    # v1 answered the first message, which is no longer the active one.
+    assert [b.text for b in agent_versions] == ["v1 stale", "v2 (active)"], \
+        [b.text for b in agent_versions]
+    agent_versions[0].click()
+    c.wait("the first branch", lambda: c.count(0) == "1/2" and c.count(1) == "1/2"
+           and c.status(1) == "valid" and c.content(1) == first)
+    c.shot("07b-branch-map")
+    assert c.one("details.branch-map").get_attribute("open") is not None, "stays open"
+    agent_versions = c.css("li.map-turn li.map-turn button.map-alt")
+    agent_versions[1].click()
+    c.wait("back on the second branch", lambda: c.count(0) == "2/2" and c.count(1) == "2/2"
+           and c.content(1) == second)
+
     # Its run: the DAG's step fills in, and the step's details open.
     c.one("a.run-link", c.turn(1)).click()
     c.wait("the run page", lambda: "#/runs/" in d.current_url)

@@ -70,4 +70,12 @@ async fn metrics_count_requests_by_route_runs_by_outcome_and_steps_by_tool() {
         );
     }
     assert!(text.contains("# TYPE aiden_step_duration_seconds histogram"));
+    // Worker slots: how many the pools have, and how many hold a job (none, once it settled).
+    let slots = sample(&text, "aiden_worker_slots", &[r#"type="rest_api""#]);
+    assert!(slots.is_some_and(|n| n >= 1.0), "slots: {text}");
+    let busy = sample(&text, "aiden_worker_slots_busy", &[r#"type="rest_api""#]);
+    assert!(
+        busy.is_some_and(|n| (0.0..=slots.unwrap()).contains(&n)),
+        "busy slots {busy:?} of {slots:?}: {text}"
+    );
 }

@@ -34,7 +34,11 @@ export async function api(method, path, body, headers = {}) {
   const text = await res.text();
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch { data = { error: { message: text } }; }
-  if (!res.ok) throw new ApiError(res.status, data);
+  if (!res.ok) {
+    // A token refused mid-session (revoked, user disabled): the shell sends the user to sign-in.
+    if (res.status === 401) window.dispatchEvent(new Event('console:unauthorized'));
+    throw new ApiError(res.status, data);
+  }
   return data;
 }
 

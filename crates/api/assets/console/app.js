@@ -42,7 +42,6 @@ function signIn(message) {
         session.token = token.value.trim();
         try {
           session.me = await get('/v1/me');
-          location.hash = '#/';
           route();
         } catch (err) {
           session.token = null;
@@ -72,10 +71,11 @@ function renderNav() {
     link('#/services', 'Services', (x) => x.startsWith('#/services')),
     link('#/workers', 'Workers', (x) => x.startsWith('#/workers')),
     h('span.who', `${session.me.name} (${session.me.role})`),
-    h('button#sign-out', { type: 'button', onclick: () => { session.token = null; session.me = null; signIn(); } }, 'Sign out'));
+    h('button#sign-out', { type: 'button', onclick: () => { session.token = null; session.me = null; route(); } }, 'Sign out'));
 }
 
 async function route() {
+  if (location.hash === '#main') return undefined; // the skip link, not a page
   const old = viewEl();
   old.dispatchEvent(new Event('console:leave'));
   const view = old.cloneNode(false);
@@ -85,9 +85,12 @@ async function route() {
   try {
     if (!session.me) session.me = await get('/v1/me');
   } catch (err) {
-    session.token = null;
-    return signIn(err instanceof ApiError && err.status === 401
-      ? 'Your token is no longer accepted. Sign in again.' : err.message);
+    if (err instanceof ApiError && err.status === 401) {
+      session.token = null;
+      return signIn('Your token is no longer accepted. Sign in again.');
+    }
+    mount(view, h('h1', 'Aiden is not answering'), h('p', err.message, ' ', h('button', { type: 'button', onclick: route }, 'Try again')));
+    return undefined;
   }
   renderNav();
   const hash = location.hash || '#/';
@@ -106,4 +109,12 @@ async function route() {
 }
 
 window.addEventListener('hashchange', route);
+// Only once signed in: sign-in and the first `/v1/me` handle their own 401.
+window.addEventListener('console:unauthorized', () => {
+  if (!session.token || !session.me) return;
+  session.token = null;
+  session.me = null;
+  viewEl().dispatchEvent(new Event('console:leave'));
+  signIn('Your token is no longer accepted. Sign in again.');
+});
 route();

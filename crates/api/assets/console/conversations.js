@@ -36,9 +36,15 @@ export async function conversationList(view, { showError }) {
       : h('li.muted', 'No conversations yet.')));
 }
 
-/** The Turns along the current path: from the root, each time into the child Turn that answers
- * the active Alternative (the newest such), else the newest child (its answer is then stale). */
-export function threadOf(turns) {
+/** The Turns along the current path: from the root, each time into the child Turn on the way to
+ * the conversation's current Alternative, else the one that answers the active Alternative (the
+ * newest such), else the newest child (its answer is then stale). */
+export function threadOf(turns, currentAlternativeId) {
+  const altById = new Map(turns.flatMap((t) => t.alternatives.map((a) => [a.id, a])));
+  const onWay = new Set();
+  for (let a = altById.get(currentAlternativeId); a && !onWay.has(a.id); a = altById.get(a.respondsTo)) {
+    onWay.add(a.id);
+  }
   const kids = new Map();
   for (const t of turns) {
     const k = t.parentTurnId || '';
@@ -53,8 +59,9 @@ export function threadOf(turns) {
     const active = activeOf(next);
     const children = kids.get(next.id) || [];
     if (!children.length) break;
+    const towards = children.filter((c) => c.alternatives.some((a) => onWay.has(a.id) && a.respondsTo === active?.id));
     const answering = children.filter((c) => c.alternatives.some((a) => a.respondsTo === active?.id));
-    next = newest(answering.length ? answering : children);
+    next = newest(towards.length ? towards : answering.length ? answering : children);
   }
   return thread;
 }
@@ -63,46 +70,69 @@ const activeOf = (turn) => turn.alternatives.find((a) => a.isActive) || turn.alt
 const speakerName = { user: 'You', agent: 'Agent', system: 'System' };
 
 export async function conversationPage(view, id, { showError }) {
-  const state = { replyTo: null, editing: null, live: new Map(), streams: new Map(), processes: [] };
+  const state = {
+    replyTo: null, editing: null, mapOpen: false, draft: '', seq: 0, left: false,
+    live: new Map(), streams: new Map(), processes: [],
+  };
+  view.addEventListener('console:leave', () => {
+    state.left = true;
+    state.streams.forEach((s) => s.abort());
+  }, { once: true });
   state.processes = (await all('/v1/processes')).filter((p) => p.enabled);
 
+  // Answers can overlap; only the newest request's is drawn.
   async function reload() {
+    const n = ++state.seq;
     try {
-      const [tree, memory] = await Promise.all([
-        get(`/v1/conversations/${id}/tree`),
-        get(`/v1/conversations/${id}/working-memory`),
-      ]);
+      const tree = await get(`/v1/conversations/${id}/tree`);
+      const thread = threadOf(tree.turns, tree.conversation.currentAlternativeId);
+      const last = thread[thread.length - 1];
+      const at = last ? `?alternativeId=${encodeURIComponent(activeOf(last).id)}` : '';
+      const memory = await get(`/v1/conversations/${id}/working-memory${at}`);
+      if (n !== state.seq || state.left) return;
+      const focused = document.activeElement?.closest?.('[data-turn-id]')?.dataset.turnId;
       render(tree, memory);
+      if (focused) view.querySelector(`[data-turn-id="${focused}"]`)?.focus();
       follow(tree);
-    } catch (err) { showError(err); }
+    } catch (err) { if (!state.left) showError(err); }
   }
 
+  // Runs a change, then redraws; its button stays disabled meanwhile (no double submits).
   const act = (fn) => async (e) => {
     e?.preventDefault?.();
-    try { await fn(e); await reload(); } catch (err) { showError(err); }
+    const button = e?.submitter || (e?.currentTarget instanceof HTMLButtonElement ? e.currentTarget : null);
+    if (button) button.disabled = true;
+    try { await fn(e); await reload(); } catch (err) { showError(err); } finally { if (button) button.disabled = false; }
   };
 
   // Opens one SSE stream per generating answer; deltas fill its text, the end reloads.
   function follow(tree) {
+    if (state.left) return;
     for (const turn of tree.turns) {
       for (const alt of turn.alternatives) {
         if (alt.cacheStatus !== 'generating' || !alt.runId || state.streams.has(alt.runId)) continue;
         const stop = new AbortController();
         state.streams.set(alt.runId, stop);
+        let piece = null;
         runEvents(alt.runId, (kind, data) => {
-          if (kind === 'step.delta') {
-            state.live.set(alt.id, (state.live.get(alt.id) || '') + data.text);
-            const el = view.querySelector(`[data-alt-id="${alt.id}"] .content`);
-            if (el) el.textContent = state.live.get(alt.id);
-          }
-        }, stop.signal).catch(() => {}).finally(() => {
+          if (kind !== 'step.delta') return;
+          // Each model turn (and each attempt) streams its own text from index 0.
+          if (data.index === 0 || data.stepId !== piece) state.live.set(alt.id, '');
+          piece = data.stepId;
+          state.live.set(alt.id, (state.live.get(alt.id) || '') + data.text);
+          const el = view.querySelector(`[data-alt-id="${alt.id}"] .content`);
+          if (el) el.textContent = state.live.get(alt.id);
+        }, stop.signal).then(() => 0, (err) => {
+          if (err.name === 'AbortError') return 0;
+          showError(err);
+          return 2000; // the stream broke: look again a little later, not in a tight loop
+        }).then((delay) => {
           state.streams.delete(alt.runId);
-          if (view.isConnected && !stop.signal.aborted) reload();
+          if (!state.left && !stop.signal.aborted) setTimeout(() => { if (!state.left) reload(); }, delay);
         });
       }
     }
   }
-  view.addEventListener('console:leave', () => state.streams.forEach((s) => s.abort()), { once: true });
 
   function processSelect(selected, label) {
     return h('select', { 'aria-label': label },
@@ -136,8 +166,8 @@ export async function conversationPage(view, id, { showError }) {
     const body = editing
       ? h('form.edit', {
         onsubmit: act(async () => {
-          state.editing = null;
           await post(`/v1/turns/${turn.id}/alternatives`, { content: editor.value });
+          state.editing = null;
         }),
       }, editor, h('button', { type: 'submit' }, 'Save as new version'),
       h('button', { type: 'button', onclick: () => { state.editing = null; reload(); } }, 'Cancel'))
@@ -200,17 +230,58 @@ export async function conversationPage(view, id, { showError }) {
       m.summaries.length ? h('ul', m.summaries.map((s) => h('li', s.content.slice(0, 200),
         h('span.muted', ` (level ${s.compressionLevel}, ${s.tokenCount} tokens)`)))) : h('p.muted', 'None'),
       h('h3', 'Entities'),
-      m.activeEntities.length ? h('ul', m.activeEntities.map((e) => h('li', e.name || e.uuid, e.summary ? h('span.muted', ` — ${e.summary}`) : null)))
+      m.activeEntities.length ? h('ul', m.activeEntities.map((e) => h('li', e.name || e.entityUuid)))
         : h('p.muted', 'None'));
+  }
+
+  // Makes an Alternative and every Alternative it answers active, root first, so the thread
+  // then runs through it.
+  async function goTo(alt, altById) {
+    const chain = [];
+    for (let a = alt; a; a = a.respondsTo ? altById.get(a.respondsTo) : null) chain.unshift(a);
+    for (const a of chain) {
+      if (!a.isActive) await put(`/v1/turns/${a.turnId}/active`, { alternativeId: a.id });
+    }
+  }
+
+  /** The whole tree, compact: each Turn with its versions; choosing one moves the thread there. */
+  function branchMap(turns) {
+    const kids = new Map();
+    for (const t of turns) {
+      const k = t.parentTurnId || '';
+      if (!kids.has(k)) kids.set(k, []);
+      kids.get(k).push(t);
+    }
+    const altById = new Map(turns.flatMap((t) => t.alternatives.map((a) => [a.id, a])));
+    const branch = (parentId) => {
+      const list = kids.get(parentId) || [];
+      if (!list.length) return null;
+      return h('ul', list.map((t) => h('li.map-turn',
+        h('span.muted', `${speakerName[t.speaker] || t.speaker} · turn ${t.sequence}: `),
+        [...t.alternatives].sort((a, b) => a.sequence - b.sequence).map((a) => h('button.map-alt', {
+          type: 'button',
+          'aria-pressed': a.isActive ? 'true' : 'false',
+          title: (a.content || a.cacheStatus).slice(0, 120),
+          onclick: act(() => goTo(a, altById)),
+        }, `v${a.sequence}${a.isActive ? ' (active)' : ''}${a.cacheStatus === 'stale' ? ' stale' : ''}`)),
+        branch(t.id))));
+    };
+    return h('details.branch-map', {
+      open: state.mapOpen,
+      ontoggle: (e) => { state.mapOpen = e.currentTarget.open; },
+    }, h('summary', `Branch map (${turns.length} turns)`), branch(''));
   }
 
   function render(tree, memory) {
     const conv = tree.conversation;
-    const thread = threadOf(tree.turns);
+    const thread = threadOf(tree.turns, conv.currentAlternativeId);
     const byId = new Map(tree.turns.map((t) => [t.id, t]));
     const parent = (state.replyTo && byId.get(state.replyTo)) || thread[thread.length - 1] || null;
     const rename = h('input#conv-title', { value: conv.title || '', maxlength: 500 });
-    const message = h('textarea#message', { rows: 3, required: true, placeholder: 'Write a message' });
+    const message = h('textarea#message', {
+      rows: 3, required: true, placeholder: 'Write a message', oninput: (e) => { state.draft = e.target.value; },
+    });
+    message.value = state.draft;
     const answerWith = processSelect(conv.defaultProcessId || '', 'Process to answer with');
     const archived = conv.status === 'archived';
     mount(view,
@@ -226,6 +297,7 @@ export async function conversationPage(view, id, { showError }) {
         conv.forkedFrom ? h('p.muted', 'Forked from ', h('a', { href: `#/c/${conv.forkedFrom.conversationId}` }, 'another conversation')) : null),
       h('div.split',
         h('section.thread-wrap',
+          tree.turns.length > 1 ? branchMap(tree.turns) : null,
           h('ol.thread', { 'aria-label': 'Conversation' }, thread.map((t, i) => turnItem(t, i === thread.length - 1))),
           state.replyTo && parent ? h('p.replying', `Continuing from turn ${parent.sequence}. `,
             h('button', { type: 'button', onclick: () => { state.replyTo = null; reload(); } }, 'Continue at the end instead')) : null,
@@ -235,6 +307,7 @@ export async function conversationPage(view, id, { showError }) {
               if (parent) body.parentTurnId = parent.id;
               await post(`/v1/conversations/${id}/turns`, body);
               state.replyTo = null;
+              state.draft = '';
             }),
           },
           h('label', { for: 'message' }, 'Message'), message,

@@ -54,8 +54,7 @@ export function drawDag(steps, status = () => undefined, onSelect = null, note =
   });
   const width = (Math.max(0, ...column) + 1) * (W + GAP_X);
   const height = Math.max(1, ...rows.filter(Boolean)) * (H + GAP_Y) + 8;
-  const root = svg('svg', { class: 'dag', viewBox: `0 0 ${width} ${height}`, width, height, role: 'img' });
-  root.append(svg('title', {}, `Steps: ${steps.map((s) => s.id).join(', ')}`));
+  const root = svg('svg', { class: 'dag', viewBox: `0 0 ${width} ${height}`, width, height, role: 'group', 'aria-label': 'Steps' });
   const defs = svg('defs', {});
   const marker = svg('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto' });
   marker.append(svg('path', { d: 'M0,0 L10,5 L0,10 z', class: 'arrowhead' }));
@@ -70,7 +69,11 @@ export function drawDag(steps, status = () => undefined, onSelect = null, note =
   for (const s of steps) {
     const p = pos.get(s.id);
     const word = status(s.id);
-    const g = svg('g', { class: `node s-${word || 'none'}`, transform: `translate(${p.x},${p.y})`, 'data-step': s.id, tabindex: onSelect ? 0 : -1 });
+    const g = svg('g', {
+      class: `node s-${word || 'none'}`, transform: `translate(${p.x},${p.y})`, 'data-step': s.id,
+      tabindex: onSelect ? 0 : -1, role: onSelect ? 'button' : 'img',
+      'aria-label': `${s.id}: ${[word || 'not started', note(s.id)].filter(Boolean).join(', ')}`,
+    });
     g.append(svg('rect', { width: W, height: H, rx: 6 }));
     g.append(svg('text', { x: 8, y: 18, class: 'step-id' }, s.id));
     const what = s.process ? `▸ Process ${s.process}` : s.tool ? `Tool ${s.tool}` : 'agent';

@@ -52,9 +52,9 @@ export function badge(word, title) {
 }
 
 export function table(headers, rows, caption) {
-  return h('table',
+  return h('div.table-wrap', h('table',
     caption && h('caption', caption),
     h('thead', h('tr', headers.map((x) => h('th', { scope: 'col' }, x)))),
     h('tbody', rows.length ? rows.map((r) => h('tr', r.map((c) => h('td', c))))
-      : h('tr', h('td', { colspan: headers.length }, 'Nothing here yet.'))));
+      : h('tr', h('td', { colspan: headers.length }, 'Nothing here yet.')))));
 }

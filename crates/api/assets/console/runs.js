@@ -28,7 +28,7 @@ export async function runList(view) {
     h('h1', 'Runs', process ? h('span.muted', ` of ${process}`) : null),
     h('p', h('label', { for: 'run-status' }, 'Status '), filter),
     table(['Run', 'Process', 'Status', 'Depth', 'Created', 'Finished'], page.items.map((r) => [
-      h('a', { href: `#/runs/${r.id}` }, r.id.slice(0, 13)),
+      h('a', { href: `#/runs/${r.id}` }, r.id),
       h('a', { href: `#/processes/${r.processId}` }, `${r.processId} v${r.processVersion}`),
       badge(r.status), String(r.depth), when(r.createdAt), when(r.finishedAt),
     ]), 'Newest first'));
@@ -40,12 +40,15 @@ async function versionOf(processId, number) {
 }
 
 export async function runPage(view, id, { showError }) {
+  const stop = new AbortController();
+  let pending = null;
+  view.addEventListener('console:leave', () => { stop.abort(); clearTimeout(pending); }, { once: true });
   let run = await get(`/v1/runs/${id}`);
   const version = await versionOf(run.processId, run.processVersion).catch(() => null);
-  const steps = version?.steps || run.steps.map((s) => ({ id: s.stepId }));
+  // An agent's model turns and tool calls are step runs `<step>#…`: not steps of the version.
+  const steps = version?.steps || run.steps.filter((s) => !s.stepId.includes('#')).map((s) => ({ id: s.stepId }));
   let selected = null;
-  const stop = new AbortController();
-  view.addEventListener('console:leave', () => stop.abort(), { once: true });
+  let seq = 0;
 
   function stepDetail(s) {
     if (!s) return h('p.muted', 'Choose a step to see its attempts, worker, telemetry, output and error.');
@@ -91,16 +94,25 @@ export async function runPage(view, id, { showError }) {
   }
 
   async function refresh() {
-    try { run = await get(`/v1/runs/${id}`); render(); } catch (err) { showError(err); }
+    const n = ++seq;
+    try {
+      const next = await get(`/v1/runs/${id}`);
+      if (n !== seq || stop.signal.aborted) return;
+      run = next;
+      const focused = document.activeElement?.closest?.('[data-step]')?.dataset.step;
+      render();
+      if (focused) view.querySelector(`[data-step="${focused}"]`)?.focus();
+    } catch (err) { if (!stop.signal.aborted) showError(err); }
   }
 
   render();
   if (!TERMINAL.includes(run.status)) {
-    let pending = null;
     runEvents(id, (kind) => {
       if (kind === 'step.delta') return;
       clearTimeout(pending);
       pending = setTimeout(refresh, 50);
-    }, stop.signal).catch(() => {}).finally(() => { if (!stop.signal.aborted) refresh(); });
+    }, stop.signal).catch((err) => {
+      if (err.name !== 'AbortError') showError(new Error(`Live updates stopped (${err.message}); reload the page to resume.`));
+    }).finally(() => { if (!stop.signal.aborted) refresh(); });
   }
 }

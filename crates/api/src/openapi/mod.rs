@@ -243,7 +243,7 @@ impl Spec {
             Answer::Empty(status) => (status, json!({"description": "done"})),
             Answer::EventStream => (
                 200,
-                json!({"description": "Server-Sent Events: `id` is the event's sequence, `event` its type, `data` a JSON object; ends after the run's terminal event", "content": {"text/event-stream": {"schema": {"type": "string"}}}}),
+                json!({"description": "Server-Sent Events: `id` is the event's sequence, `event` its type, `data` a JSON object; ends after the run's terminal event", "content": {"text/event-stream": {"schema": sse_event()}}}),
             ),
             Answer::Text(media_type) => (
                 200,
@@ -432,4 +432,19 @@ fn error_schema() -> Value {
             }
         }}
     })
+}
+
+/// The stream's text, or one of its events as fields. Before OpenAPI 3.2 tools disagree on
+/// what `schema` describes: generators read it as the whole body (a string), SSE-aware checkers
+/// (schemathesis) as each event; this schema is true under both readings.
+fn sse_event() -> Value {
+    json!({"anyOf": [
+        {"type": "string"},
+        {"type": "object", "required": ["data"], "properties": {
+            "id": {"type": "string"},
+            "event": {"type": "string"},
+            "data": {"type": "string", "contentMediaType": "application/json"},
+            "retry": {"type": "integer", "minimum": 0}
+        }}
+    ]})
 }

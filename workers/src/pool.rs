@@ -150,7 +150,7 @@ pub async fn run(config: PoolConfig) -> anyhow::Result<()> {
         seen: Mutex::new(SeenJobs::default()),
     });
     metrics::gauge!("aiden_worker_slots", "type" => shared.ty.clone())
-        .increment(config.concurrency.max(1) as f64);
+        .set(config.concurrency.max(1) as f64);
     heartbeat(&shared, "idle").await;
     let beat = {
         let shared = shared.clone();
@@ -290,14 +290,12 @@ async fn release_slot(shared: &Shared, slot: usize) {
 
 async fn set_job(shared: &Shared, slot: usize, job: Option<String>, failed: Option<bool>) {
     let mut slots = shared.slots.lock().await;
-    // Counted up and down (not set), so several pools of one type in a process add up.
-    let busy = metrics::gauge!("aiden_worker_slots_busy", "type" => shared.ty.clone());
-    match (slots[slot].current_job.is_some(), job.is_some()) {
-        (false, true) => busy.increment(1.0),
-        (true, false) => busy.decrement(1.0),
-        _ => {}
-    }
     slots[slot].current_job = job;
+    // Set from the slots themselves (one pool per `aiden worker` process), so a gauge never
+    // drifts, whenever the exporter was installed.
+    let busy = slots.iter().filter(|s| s.current_job.is_some()).count();
+    metrics::gauge!("aiden_worker_slots_busy", "type" => shared.ty.clone()).set(busy as f64);
+    metrics::gauge!("aiden_worker_slots", "type" => shared.ty.clone()).set(slots.len() as f64);
     match failed {
         Some(true) => {
             slots[slot].processed += 1;

@@ -14,14 +14,9 @@ if [ ! -x "$VENV/bin/openapi-python-client" ]; then
   "$VENV/bin/pip" install --quiet 'openapi-python-client==0.29.1'
 fi
 cargo build -p aiden --quiet
-BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/aiden"
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+# shellcheck source=scripts/lib/serve-for-test.sh
+. scripts/lib/serve-for-test.sh
+BIN=$TARGET/aiden
 
 "$BIN" openapi >"$WORK/openapi.json"
 printf 'post_hooks: []\n' >"$WORK/config.yaml"
@@ -34,17 +29,7 @@ if ! (cd "$WORK" && "$ROOT/$VENV/bin/openapi-python-client" generate --path open
   exit 1
 fi
 
-PORT=${AIDEN_CLIENT_PORT:-18183}
-export AIDEN_HTTP_ADDR=127.0.0.1:$PORT
-"$BIN" serve >"$WORK/serve.log" 2>&1 &
-PIDS+=($!)
-"$BIN" worker --type graph_query >"$WORK/worker.log" 2>&1 &
-PIDS+=($!)
-URL=http://127.0.0.1:$PORT
-for _ in $(seq 1 60); do
-  curl -fsS "$URL/readyz" >/dev/null 2>&1 && break
-  sleep 0.5
-done
+serve_for_test "${AIDEN_CLIENT_PORT:-18183}" graph_query
 AIDEN_SERVER=$URL AIDEN_TOKEN=$AIDEN_ADMIN_TOKEN "$BIN" apply -f seed/ >/dev/null
 if ! PYTHONPATH="$WORK" AIDEN_SERVER=$URL "$VENV/bin/python" tests/client/test_generated_client.py; then
   tail -n 30 "$WORK/serve.log" "$WORK/worker.log"

@@ -20,30 +20,13 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import selenium, PIL'
   "$VENV/bin/pip" install --quiet 'selenium==4.38.0' 'pillow==13.0.0'
 fi
 cargo build -p aiden -p aiden-tests --bins --quiet
-TARGET="${CARGO_TARGET_DIR:-$ROOT/target}/debug"
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
+# shellcheck source=scripts/lib/serve-for-test.sh
+. scripts/lib/serve-for-test.sh
 PORT=${AIDEN_CONSOLE_PORT:-18184}
 MODEL_PORT=${AIDEN_CONSOLE_MODEL_PORT:-18185}
-export AIDEN_HTTP_ADDR=127.0.0.1:$PORT
-"$TARGET/aiden" serve >"$WORK/serve.log" 2>&1 &
-PIDS+=($!)
-"$TARGET/aiden" worker --type llm_call >"$WORK/worker.log" 2>&1 &
-PIDS+=($!)
+serve_for_test "$PORT" llm_call
 # 120 ms between streamed words: slow enough to see an answer being written.
-"$TARGET/aiden-scripted-model" "127.0.0.1:$MODEL_PORT" 120 >"$WORK/model.log" 2>&1 &
-PIDS+=($!)
-URL=http://127.0.0.1:$PORT
-for _ in $(seq 1 60); do
-  curl -fsS "$URL/readyz" >/dev/null 2>&1 && break
-  sleep 0.5
-done
+track model "$TARGET/aiden-scripted-model" "127.0.0.1:$MODEL_PORT" 120
 SHOTS=${AIDEN_SCREENSHOTS:-${CARGO_TARGET_DIR:-$ROOT/target}/console-screenshots}
 if ! SE_OFFLINE=true AIDEN_SERVER=$URL AIDEN_MODEL_URL="http://127.0.0.1:$MODEL_PORT/v1" \
     AIDEN_SCREENSHOTS=$SHOTS "$VENV/bin/python" tests/console/test_console.py; then

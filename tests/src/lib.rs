@@ -201,6 +201,14 @@ pub fn server() -> &'static Server {
                 }
                 let app = aiden_service::App::new(graph, vault).with_broker(&amqp);
                 app.bootstrap_admin(&token).await.expect("bootstrap admin");
+                // Memory upkeep, ticking fast so its tests settle quickly.
+                tokio::spawn(
+                    aiden_service::upkeep::runner::Runner::new(
+                        app.clone(),
+                        std::time::Duration::from_millis(200),
+                    )
+                    .run(),
+                );
                 let server = aiden_api::Application::build(app, "127.0.0.1:0", amqp, notifier)
                     .await
                     .expect("bind");

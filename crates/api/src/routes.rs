@@ -13,7 +13,7 @@ use axum::{
 use crate::{
     handlers::{
         catalog as c, console, conversations as cv, knowledge as k, ops, processes as p, runs as r,
-        users as u,
+        upkeep as m, users as u,
     },
     openapi::{Op, Spec},
     request_id, State,
@@ -57,7 +57,68 @@ fn table() -> Table {
     let t = catalog_routes(t);
     let t = process_routes(t);
     let t = conversation_routes(t);
-    knowledge_routes(t)
+    let t = knowledge_routes(t);
+    upkeep_routes(t)
+}
+
+fn upkeep_routes(t: Table) -> Table {
+    use aiden_domain::conversation::upkeep::{MemorySettings, SettingsPatch};
+    use aiden_service::upkeep::{IntrospectionView, NewIntrospection, NoteCorrection};
+    let t = route!(
+        t,
+        GET,
+        "/v1/settings",
+        m::get_settings,
+        Op::new("Memory upkeep settings (admin)")
+            .ok::<MemorySettings>()
+            .errors(&[403])
+    );
+    let t = route!(
+        t,
+        PATCH,
+        "/v1/settings",
+        m::patch_settings,
+        Op::new("Change memory upkeep settings (admin; MEM-1..5, INT-1)")
+            .body::<SettingsPatch>()
+            .ok::<MemorySettings>()
+            .errors(&[403, 409, 422])
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/introspections",
+        m::carousel,
+        Op::new("The caller's introspection carousel, by position (INT-1)")
+            .ok::<Page<IntrospectionView>>()
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/introspections/archive",
+        m::archive,
+        Op::new("The caller's replaced introspection notes, newest first")
+            .ok::<Page<IntrospectionView>>()
+    );
+    let t = route!(
+        t,
+        POST,
+        "/v1/introspections",
+        m::inject,
+        Op::new("Inject a note into the caller's carousel (INT-1: the note in its position is archived)")
+            .body::<NewIntrospection>()
+            .created_unlocated::<IntrospectionView>()
+            .errors(&[409, 422])
+    );
+    route!(
+        t,
+        PUT,
+        "/v1/introspections/{id}/content",
+        m::correct,
+        Op::new("Correct a current note: new content and Episode; the old ones are kept")
+            .body::<NoteCorrection>()
+            .ok::<IntrospectionView>()
+            .errors(&[409, 422])
+    )
 }
 
 /// The OpenAPI document, without a server (`aiden openapi`).

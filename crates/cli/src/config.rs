@@ -58,6 +58,10 @@ pub struct ServeArgs {
     pub admin_token: Option<String>,
     #[arg(long, env = "AIDEN_MASTER_KEY", hide_env_values = true)]
     pub master_key: Option<String>,
+    /// How often memory upkeep looks for work (compression, introspection, enrichment), in
+    /// milliseconds; 0 turns the loop off in this instance.
+    #[arg(long, env = "AIDEN_UPKEEP_INTERVAL_MS", default_value_t = 1000)]
+    pub upkeep_interval_ms: u64,
 }
 
 /// `RUST_LOG` filter (default info); JSON lines when `AIDEN_LOG_FORMAT=json`.

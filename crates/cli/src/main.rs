@@ -86,6 +86,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     tokio::spawn(
         aiden_service::outbox::Relay::new(graph, args.amqp_uri.clone(), app.outbox_wake()).run(),
     );
+    // Memory upkeep: compression, introspection and enrichment runs (issue #15).
+    if args.upkeep_interval_ms > 0 {
+        let every = std::time::Duration::from_millis(args.upkeep_interval_ms);
+        tokio::spawn(aiden_service::upkeep::runner::Runner::new(app.clone(), every).run());
+    }
     match args.admin_token.as_deref() {
         Some(token) => app
             .bootstrap_admin(token)

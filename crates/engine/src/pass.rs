@@ -841,6 +841,7 @@ impl<'a> Pass<'a> {
                 .collect(),
             alternative_id: None,
             expected_process_revision: None,
+            trigger: None,
         };
         let state = RunState {
             id: child_id.clone(),

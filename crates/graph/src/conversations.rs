@@ -35,6 +35,11 @@ pub struct ConversationRow {
     pub revision: i64,
     pub created_at: String,
     pub updated_at: String,
+    /// Memory upkeep overrides (issue #15); null: the settings' value.
+    #[serde(default)]
+    pub compression_token_budget: Option<i64>,
+    #[serde(default)]
+    pub compression_process_id: Option<String>,
 }
 
 pub struct NewConversation<'a> {
@@ -113,6 +118,20 @@ pub async fn update(
         .param("status", status)
         .param("now", now);
     Ok(tx.one::<IdRow>(q).await?.is_some())
+}
+
+/// Memory upkeep's per-Conversation overrides (MEM-1, MEM-5), null to inherit.
+pub async fn set_upkeep(
+    tx: &mut Tx,
+    id: &str,
+    budget: Option<i64>,
+    process_id: Option<&str>,
+) -> Result<(), Error> {
+    let q = cypher(query_file!("conversation/set_upkeep.cypher"), None)
+        .param("id", id)
+        .param("budget", budget)
+        .param("processId", process_id);
+    tx.run(q).await
 }
 
 pub async fn set_default_process(

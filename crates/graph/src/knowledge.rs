@@ -21,6 +21,7 @@ fn label(kind: TargetKind) -> &'static str {
     match kind {
         TargetKind::Message => "Alternative",
         TargetKind::Summary => "Summary",
+        TargetKind::Introspection => "Introspection",
     }
 }
 
@@ -94,12 +95,27 @@ pub struct Target {
     /// Root-most first.
     #[serde(default)]
     pub context: Vec<ContextItem>,
+    /// An introspection note's content revision: a correction is a new Episode.
+    #[serde(default)]
+    pub revision: Option<i64>,
+}
+
+impl Target {
+    /// The id an Episode's uuid and name derive from: the target's, plus `#n` for a corrected
+    /// (revision n > 1) introspection note.
+    pub fn episode_key(&self) -> String {
+        match self.revision {
+            Some(r) if r > 1 => format!("{}#{r}", self.id),
+            _ => self.id.clone(),
+        }
+    }
 }
 
 pub async fn target(graph: &Graph, kind: TargetKind, id: &str) -> Result<Option<Target>, Error> {
     let text = match kind {
         TargetKind::Message => query_file!("knowledge/target_message.cypher"),
         TargetKind::Summary => query_file!("knowledge/target_summary.cypher"),
+        TargetKind::Introspection => query_file!("knowledge/target_introspection.cypher"),
     };
     let q = cypher(text, None).param("id", id);
     Ok(graph.read_rows(q).await?.into_iter().next())

@@ -14,6 +14,7 @@ pub mod runs;
 pub mod secrets;
 pub mod tools;
 mod tx;
+pub mod upkeep;
 pub mod users;
 
 use std::time::Duration;

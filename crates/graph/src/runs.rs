@@ -65,6 +65,9 @@ pub struct NewRun {
     /// Create only if the Process is still at this revision, enabled and on this version (a
     /// plan from a cache); otherwise nothing is created and [`create`] answers `StalePlan`.
     pub expected_process_revision: Option<i64>,
+    /// What started the run when no request did: `(kind, subjectId)`, e.g. memory upkeep's
+    /// `("compression", conversationId)`.
+    pub trigger: Option<(String, String)>,
 }
 
 impl NewRun {
@@ -85,6 +88,8 @@ impl NewRun {
                 "parentRunId": self.parent_run_id, "parentStepRunId": self.parent_step_run_id,
                 "ownerId": self.owner_id, "inputs": self.inputs, "plan": self.plan,
                 "eventSeq": 0, "createdAt": now, "alternativeId": self.alternative_id,
+                "triggerKind": self.trigger.as_ref().map(|t| &t.0),
+                "triggerSubjectId": self.trigger.as_ref().map(|t| &t.1),
             }),
             steps,
         }
@@ -107,6 +112,11 @@ pub async fn create(tx: &mut Tx, run: &NewRun, now: &str) -> Result<(), Error> {
         .param("plan", run.plan.as_str())
         .param("now", now)
         .param("expectedRevision", run.expected_process_revision)
+        .param("triggerKind", run.trigger.as_ref().map(|t| t.0.clone()))
+        .param(
+            "triggerSubjectId",
+            run.trigger.as_ref().map(|t| t.1.clone()),
+        )
         .param("steps", bolt(steps)?);
     #[derive(Deserialize)]
     struct N {
@@ -174,6 +184,10 @@ pub struct RunListRow {
     pub created_at: String,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
+    #[serde(default)]
+    pub trigger_kind: Option<String>,
+    #[serde(default)]
+    pub trigger_subject_id: Option<String>,
 }
 
 /// What the run list is narrowed to; `owner_id: None` lists every owner's runs.

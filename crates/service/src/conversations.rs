@@ -17,6 +17,7 @@ use crate::{
     common::check_precondition,
     now,
     tx::{read_tx, write_tx},
+    upkeep,
     views::{ConversationStatus, ConversationView, ForkedFrom},
     App, Page, PageRequest, Result,
 };
@@ -43,6 +44,8 @@ pub(crate) fn conversation_view(c: &ConversationRow) -> ConversationView {
         revision: c.revision,
         created_at: c.created_at.clone(),
         updated_at: c.updated_at.clone(),
+        compression_token_budget: c.compression_token_budget,
+        compression_process_id: c.compression_process_id.clone(),
     }
 }
 
@@ -75,7 +78,11 @@ fn check_title(title: Option<&str>) -> Result<()> {
 }
 
 /// A Process the caller can see (OWN-2): `Some(enabled)`, or `None` when absent or invisible.
-async fn visible_process(tx: &mut Tx, caller: &Caller, id: &str) -> Result<Option<bool>> {
+pub(crate) async fn visible_process(
+    tx: &mut Tx,
+    caller: &Caller,
+    id: &str,
+) -> Result<Option<bool>> {
     let doc: Option<Value> = resources::get(tx, Kind::Process, id).await?;
     Ok(doc.and_then(|d| {
         let flag = |k: &str| d.get(k).and_then(Value::as_bool).unwrap_or(false);
@@ -224,6 +231,22 @@ impl App {
             if let Some(p) = &patch.default_process_id {
                 conv::set_default_process(&mut tx, id, p.as_deref(), &now).await?;
             }
+            if patch.compression_token_budget.is_some() || patch.compression_process_id.is_some() {
+                let budget = match &patch.compression_token_budget {
+                    Some(b) => b.as_ref().map(upkeep::check_budget).transpose()?,
+                    None => row.compression_token_budget,
+                };
+                let process = match &patch.compression_process_id {
+                    Some(Some(p)) => {
+                        upkeep::check_process(&mut tx, caller, "/compressionProcessId", p, false)
+                            .await?;
+                        Some(p.clone())
+                    }
+                    Some(None) => None,
+                    None => row.compression_process_id.clone(),
+                };
+                conv::set_upkeep(&mut tx, id, budget, process.as_deref()).await?;
+            }
             Ok(conv::get(&mut tx, id).await?.ok_or(Rule::NotFound)?)
         })?;
         Ok(conversation_view(&row))
@@ -367,86 +390,7 @@ impl App {
         if b.token_count.is_some_and(|t| t < 0) {
             return Err(Rule::validation("/tokenCount", "must not be negative").into());
         }
-        let record = write_tx!(self, |tx| {
-            let (facts, turn) = conv::facts_with_turn(&mut tx, id, Some(&b.covers_up_to_turn_id))
-                .await?
-                .ok_or(Rule::NotFound)?;
-            ensure_own(caller, &facts.owner_id)?;
-            if turn.as_ref().is_none_or(|t| t.conversation_id != id) {
-                return Err(Rule::invariant(
-                    "WM-3",
-                    "/coversUpToTurnId",
-                    format!(
-                        "`{}` is not a turn of this conversation",
-                        b.covers_up_to_turn_id
-                    ),
-                )
-                .into());
-            }
-            let found = conv::summary_sources(&mut tx, &b.sources).await?;
-            let mut levels = Vec::with_capacity(found.len());
-            let (mut alternative_sources, mut summary_sources) = (Vec::new(), Vec::new());
-            for (i, s) in found.iter().enumerate() {
-                match s.kind.as_deref() {
-                    Some("Alternative") => alternative_sources.push(s.id.clone()),
-                    Some("Summary") => summary_sources.push(s.id.clone()),
-                    _ => {}
-                }
-                // OWN-2: another user's source answers exactly like an unknown id.
-                let visible = s.owner_id.as_deref() == Some(caller.id.as_str());
-                match (&s.kind, &s.conversation_id) {
-                    _ if !visible => {
-                        return Err(Rule::invariant(
-                            "SUM-1",
-                            format!("/sources/{i}"),
-                            format!("`{}` is not an Alternative, Summary or Episode", s.id),
-                        )
-                        .into())
-                    }
-                    (Some(_), Some(c)) if c == id => levels.push(s.level),
-                    _ => {
-                        return Err(Rule::invariant(
-                            "WM-3",
-                            format!("/sources/{i}"),
-                            format!("`{}` belongs to another conversation", s.id),
-                        )
-                        .into())
-                    }
-                }
-            }
-            let compression_level = memory::compression_level(&levels)?;
-            let created_by = summary_origin(&mut tx, caller, &b).await?;
-            if let Some(p) = &created_by {
-                if visible_process(&mut tx, caller, p).await?.is_none() {
-                    return Err(Rule::invariant(
-                        "SUM-1",
-                        "/createdByProcessId",
-                        format!("`{p}` is not a Process you can use"),
-                    )
-                    .into());
-                }
-            }
-            let record = SummaryRecord {
-                id: uuid::Uuid::now_v7().to_string(),
-                conversation_id: id.to_owned(),
-                content: b.content.clone(),
-                covers_up_to_turn_id: b.covers_up_to_turn_id.clone(),
-                compression_level,
-                token_count: b
-                    .token_count
-                    .unwrap_or_else(|| estimate_text_tokens(&b.content) as i64),
-                sources: b.sources.clone(),
-                created_by_process_id: created_by,
-                run_id: b.run_id.clone(),
-                created_at: now(),
-                alternative_sources,
-                summary_sources,
-                episode_id: None,
-                binding: Some(Binding::Pending.as_str().to_owned()),
-            };
-            conv::create_summary(&mut tx, &record).await?;
-            Ok(record)
-        })?;
+        let record = write_tx!(self, |tx| { summary_in_tx(&mut tx, caller, id, &b).await })?;
         self.content_committed();
         Ok(record)
     }
@@ -462,6 +406,94 @@ impl App {
             next_cursor: None,
         })
     }
+}
+
+/// SUM-1 / WM-3 checks and the write of a Summary, inside the caller's transaction (the API's
+/// create and memory upkeep's compression settle both come here).
+pub(crate) async fn summary_in_tx(
+    tx: &mut Tx,
+    caller: &Caller,
+    id: &str,
+    b: &NewSummary,
+) -> Result<SummaryRecord> {
+    let (facts, turn) = conv::facts_with_turn(tx, id, Some(&b.covers_up_to_turn_id))
+        .await?
+        .ok_or(Rule::NotFound)?;
+    ensure_own(caller, &facts.owner_id)?;
+    if turn.as_ref().is_none_or(|t| t.conversation_id != id) {
+        return Err(Rule::invariant(
+            "WM-3",
+            "/coversUpToTurnId",
+            format!(
+                "`{}` is not a turn of this conversation",
+                b.covers_up_to_turn_id
+            ),
+        )
+        .into());
+    }
+    let found = conv::summary_sources(tx, &b.sources).await?;
+    let mut levels = Vec::with_capacity(found.len());
+    let (mut alternative_sources, mut summary_sources) = (Vec::new(), Vec::new());
+    for (i, s) in found.iter().enumerate() {
+        match s.kind.as_deref() {
+            Some("Alternative") => alternative_sources.push(s.id.clone()),
+            Some("Summary") => summary_sources.push(s.id.clone()),
+            _ => {}
+        }
+        // OWN-2: another user's source answers exactly like an unknown id.
+        let visible = s.owner_id.as_deref() == Some(caller.id.as_str());
+        match (&s.kind, &s.conversation_id) {
+            _ if !visible => {
+                return Err(Rule::invariant(
+                    "SUM-1",
+                    format!("/sources/{i}"),
+                    format!("`{}` is not an Alternative, Summary or Episode", s.id),
+                )
+                .into())
+            }
+            (Some(_), Some(c)) if c == id => levels.push(s.level),
+            _ => {
+                return Err(Rule::invariant(
+                    "WM-3",
+                    format!("/sources/{i}"),
+                    format!("`{}` belongs to another conversation", s.id),
+                )
+                .into())
+            }
+        }
+    }
+    let compression_level = memory::compression_level(&levels)?;
+    let created_by = summary_origin(tx, caller, b).await?;
+    if let Some(p) = &created_by {
+        if visible_process(tx, caller, p).await?.is_none() {
+            return Err(Rule::invariant(
+                "SUM-1",
+                "/createdByProcessId",
+                format!("`{p}` is not a Process you can use"),
+            )
+            .into());
+        }
+    }
+    let record = SummaryRecord {
+        id: uuid::Uuid::now_v7().to_string(),
+        conversation_id: id.to_owned(),
+        content: b.content.clone(),
+        covers_up_to_turn_id: b.covers_up_to_turn_id.clone(),
+        compression_level,
+        token_count: b
+            .token_count
+            .unwrap_or_else(|| estimate_text_tokens(&b.content) as i64),
+        sources: b.sources.clone(),
+        created_by_process_id: created_by,
+        run_id: b.run_id.clone(),
+        created_at: now(),
+        alternative_sources,
+        summary_sources,
+        episode_id: None,
+        binding: Some(Binding::Pending.as_str().to_owned()),
+    };
+    conv::create_summary(tx, &record).await?;
+    Ok(record)
 }
 
 /// GRAPH-2: a Summary may name the run that made it; the run must be one the caller can see

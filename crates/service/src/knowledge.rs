@@ -3,7 +3,8 @@
 //! Visibility (ENT-2, OWN-2): an Entity is visible to its creator and to the owners of the
 //! conversations it was extracted in or is mentioned by; anything else answers 404.
 
-use aiden_domain::conversation::memory::WorkingMemory;
+use aiden_domain::conversation::memory::{IntrospectionRef, WorkingMemory};
+use aiden_domain::execution::budget::estimate_text_tokens;
 use aiden_domain::knowledge::entity::EntityReference;
 use aiden_domain::knowledge::entity::{self, ActiveEntityFlags, NewEntity};
 use aiden_domain::{user::Caller, Error as Rule};
@@ -254,15 +255,27 @@ impl App {
     }
 
     /// WM-2: working memory with its active entities (chosen ones, then those mentioned by the
-    /// extracted Episodes of the path) and their tokens in the total.
+    /// extracted Episodes of the path) and the owner's introspection carousel, their tokens in
+    /// the total.
     pub(crate) async fn with_entities(&self, wm: WorkingMemory) -> Result<WorkingMemory> {
         let positions = wm.extracted_positions();
-        let (chosen, mentioned) = tokio::join!(
+        let (chosen, mentioned, notes) = tokio::join!(
             kg::active_entities(&self.graph, &wm.conversation_id),
-            kg::mentioned_entities(&self.graph, &positions)
+            kg::mentioned_entities(&self.graph, &positions),
+            aiden_graph::upkeep::carousel_of_conversation(&self.graph, &wm.conversation_id)
         );
         let depth = wm.depth();
         let refs = entity::active_entities(chosen?, mentioned?, depth);
-        Ok(wm.with_entities(refs))
+        let notes = notes?
+            .into_iter()
+            .map(|n| IntrospectionRef {
+                tokens: estimate_text_tokens(&n.content),
+                id: n.id,
+                carousel_position: n.carousel_position,
+                content: n.content,
+                episode_id: n.episode_id,
+            })
+            .collect();
+        Ok(wm.with_entities(refs).with_introspections(notes))
     }
 }

@@ -21,6 +21,7 @@ mod templates;
 mod tools;
 mod turns;
 mod tx;
+pub mod upkeep;
 pub mod vault;
 pub mod views;
 

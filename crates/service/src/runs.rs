@@ -15,7 +15,10 @@ use serde_json::{json, Map, Value};
 
 use crate::{
     tx::{read_tx, write_tx},
-    views::{ApprovalAnswer, CancelAnswer, Decision, RunStatus, RunSummary, RunView, WorkerView},
+    views::{
+        ApprovalAnswer, CancelAnswer, Decision, RunStatus, RunSummary, RunTrigger, RunView,
+        WorkerView,
+    },
     App, Error, Page, PageRequest, Result,
 };
 
@@ -168,6 +171,7 @@ pub(crate) fn top_level_run(
             .collect(),
         alternative_id,
         expected_process_revision: None,
+        trigger: None,
     }
 }
 
@@ -178,6 +182,20 @@ impl App {
         process_id: &str,
         inputs: Map<String, Value>,
         idempotency_key: Option<&str>,
+    ) -> Result<RunStarted> {
+        self.start_run_for(caller, process_id, inputs, idempotency_key, None)
+            .await
+    }
+
+    /// A run started on `caller`'s behalf by something other than a request (memory upkeep):
+    /// `trigger` says what, and shows in the run's views.
+    pub(crate) async fn start_run_for(
+        &self,
+        caller: &Caller,
+        process_id: &str,
+        inputs: Map<String, Value>,
+        idempotency_key: Option<&str>,
+        trigger: Option<(String, String)>,
     ) -> Result<RunStarted> {
         let request_key = idempotency_key.map(|k| format!("{}#{k}", caller.id.as_str()));
         let total = std::time::Instant::now();
@@ -232,6 +250,7 @@ impl App {
             let mut new_run = top_level_run(&run_id, caller, process_id, loaded, &inputs, None);
             new_run.plan = cached.plan_json.clone();
             new_run.expected_process_revision = Some(loaded.revision);
+            new_run.trigger = trigger.clone();
             let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
             if let Err(e) = runs::create(&mut tx, &new_run, &now).await {
                 // The Process changed since its plan was read: read it again (the retry).
@@ -328,6 +347,7 @@ impl App {
                     created_at: r.created_at,
                     started_at: r.started_at,
                     finished_at: r.finished_at,
+                    trigger: RunTrigger::from_parts(r.trigger_kind, r.trigger_subject_id),
                 })
             })
             .collect::<Result<_>>()?;
@@ -530,6 +550,10 @@ pub fn run_view(row: &runs::RunRow) -> Result<RunView> {
         "output": parsed(r.get("output")), "error": parsed(r.get("error")),
         "createdAt": r.get("createdAt"), "startedAt": r.get("startedAt").cloned().unwrap_or(Value::Null),
         "finishedAt": r.get("finishedAt").cloned().unwrap_or(Value::Null),
+        "trigger": match (r.get("triggerKind"), r.get("triggerSubjectId")) {
+            (Some(Value::String(k)), Some(Value::String(s))) => json!({"kind": k, "subjectId": s}),
+            _ => Value::Null,
+        },
         "steps": steps,
     }))
 }

@@ -26,6 +26,9 @@ pub struct ConversationView {
     pub revision: i64,
     pub created_at: String,
     pub updated_at: String,
+    /// Memory upkeep overrides (`GET /v1/settings` has the defaults); null inherits.
+    pub compression_token_budget: Option<i64>,
+    pub compression_process_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
@@ -200,7 +203,28 @@ pub struct RunView {
     pub created_at: String,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
+    /// Set when no request started the run (memory upkeep, issue #15).
+    #[serde(default)]
+    pub trigger: Option<RunTrigger>,
     pub steps: Vec<StepView>,
+}
+
+/// What started a background run: `kind` (`compression`, `introspection`, `enrichment`) and
+/// the Conversation, user or Entity it works on.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunTrigger {
+    pub kind: String,
+    pub subject_id: String,
+}
+
+impl RunTrigger {
+    pub fn from_parts(kind: Option<String>, subject_id: Option<String>) -> Option<Self> {
+        Some(Self {
+            kind: kind?,
+            subject_id: subject_id?,
+        })
+    }
 }
 
 /// One line of `GET /v1/runs`: a run without its steps.
@@ -217,6 +241,7 @@ pub struct RunSummary {
     pub created_at: String,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
+    pub trigger: Option<RunTrigger>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema)]

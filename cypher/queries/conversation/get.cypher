@@ -4,4 +4,5 @@ RETURN c.id AS id, c.ownerId AS ownerId, c.title AS title, c.status AS status,
        c.originTurnId AS originTurnId, c.originAlternativeId AS originAlternativeId,
        c.currentTurnId AS currentTurnId, c.currentAlternativeId AS currentAlternativeId,
        c.turnCount AS turnCount, c.revision AS revision, c.createdAt AS createdAt,
-       c.updatedAt AS updatedAt
+       c.updatedAt AS updatedAt, c.compressionTokenBudget AS compressionTokenBudget,
+       c.compressionProcessId AS compressionProcessId

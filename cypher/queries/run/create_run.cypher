@@ -11,7 +11,7 @@ CREATE (r:Run {id: $id, processId: $processId, processVersion: $number, versionI
                status: 'queued', depth: $depth, parentRunId: $parentRunId,
                parentStepRunId: $parentStepRunId, ownerId: $ownerId, inputs: $inputs,
                plan: $plan, eventSeq: 0, createdAt: $now, alternativeId: $alternativeId,
-               linked: false})
+               triggerKind: $triggerKind, triggerSubjectId: $triggerSubjectId, linked: false})
 WITH r
 UNWIND $steps AS s
 CREATE (r)-[:HAS_STEP_RUN {order: s.order}]->(sr:StepRun {id: s.id, runId: r.id, stepId: s.stepId,

@@ -7,6 +7,7 @@ WHERE ($ownerId IS NULL OR r.ownerId = $ownerId)
   AND ($status IS NULL OR r.status = $status)
 RETURN r.id AS id, r.processId AS processId, r.processVersion AS processVersion,
        r.status AS status, r.depth AS depth, r.parentRunId AS parentRunId, r.ownerId AS ownerId,
-       r.createdAt AS createdAt, r.startedAt AS startedAt, r.finishedAt AS finishedAt
+       r.createdAt AS createdAt, r.startedAt AS startedAt, r.finishedAt AS finishedAt,
+       r.triggerKind AS triggerKind, r.triggerSubjectId AS triggerSubjectId
 ORDER BY r.id DESC
 LIMIT $limit

@@ -131,7 +131,7 @@ impl Ingestor {
         };
         let draft = episode::draft(
             kind,
-            &t.id,
+            &t.episode_key(),
             &t.conversation_id,
             t.speaker.as_deref(),
             text,

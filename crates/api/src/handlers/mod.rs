@@ -7,4 +7,5 @@ pub mod knowledge;
 pub mod ops;
 pub mod processes;
 pub mod runs;
+pub mod upkeep;
 pub mod users;

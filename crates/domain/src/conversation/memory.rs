@@ -5,7 +5,6 @@
 use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::execution::budget::estimate_text_tokens;
 use crate::knowledge::EntityReference;
@@ -83,10 +82,21 @@ pub struct WorkingMemory {
     pub summaries: Vec<SummaryEntry>,
     /// Chosen (`HAS_ACTIVE_ENTITY`) and path-mentioned Entities (issue #9).
     pub active_entities: Vec<EntityReference>,
-    /// The user's introspection carousel; empty until introspection lands.
-    pub introspection_context: Vec<Value>,
+    /// The owner's introspection carousel (user-scoped, INT-1), by position.
+    pub introspection_context: Vec<IntrospectionRef>,
     pub total_tokens: u64,
     pub last_updated: String,
+}
+
+/// A current carousel note as working memory carries it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IntrospectionRef {
+    pub id: String,
+    pub carousel_position: i64,
+    pub content: String,
+    pub episode_id: Option<String>,
+    pub tokens: u64,
 }
 
 /// Assembles the view. `path` is every Alternative from the current one back to the root (any
@@ -203,6 +213,13 @@ impl WorkingMemory {
     /// The current Turn's depth (0 for an empty path).
     pub fn depth(&self) -> i64 {
         self.immediate_path.last().map_or(0, |p| p.sequence)
+    }
+
+    /// WM-2: the introspection notes join the view and their tokens the total.
+    pub fn with_introspections(mut self, notes: Vec<IntrospectionRef>) -> Self {
+        self.total_tokens += notes.iter().map(|n| n.tokens).sum::<u64>();
+        self.introspection_context = notes;
+        self
     }
 
     /// WM-2: the active entities join the view and their tokens the total.

@@ -5,6 +5,7 @@
 pub mod memory;
 pub mod rules;
 pub mod tree;
+pub mod upkeep;
 
 use serde::{Deserialize, Serialize};
 
@@ -142,6 +143,13 @@ pub struct ConversationPatch {
     pub status: Option<Status>,
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub default_process_id: Option<Option<String>>,
+    /// Memory upkeep (MEM-1): this conversation's compression budget; null inherits.
+    #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[schemars(with = "Option<i64>")]
+    pub compression_token_budget: Option<Option<serde_json::Value>>,
+    /// Memory upkeep (MEM-5): this conversation's compression Process; null inherits.
+    #[serde(default, deserialize_with = "nullable::deserialize")]
+    pub compression_process_id: Option<Option<String>>,
 }
 
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]

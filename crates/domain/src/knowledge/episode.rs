@@ -22,6 +22,8 @@ pub enum EpisodeSource {
     Message,
     /// A Summary's content (Graphiti `EpisodeType.text`, source description `summary`).
     Summary,
+    /// An introspection note (`EpisodeType.text`, group `system_introspection`, issue #15).
+    Introspection,
 }
 
 impl EpisodeSource {
@@ -29,6 +31,7 @@ impl EpisodeSource {
         match self {
             Self::Message => "message",
             Self::Summary => "summary",
+            Self::Introspection => "introspection",
         }
     }
 
@@ -36,6 +39,7 @@ impl EpisodeSource {
         match s {
             "message" | "alternative" => Some(Self::Message),
             "summary" => Some(Self::Summary),
+            "introspection" => Some(Self::Introspection),
             _ => None,
         }
     }
@@ -45,6 +49,7 @@ impl EpisodeSource {
         match self {
             Self::Message => "Turn",
             Self::Summary => "Summary",
+            Self::Introspection => "Introspection",
         }
     }
 }
@@ -97,11 +102,12 @@ pub fn draft(
         group_id: conversation_id.to_owned(),
         source: match source {
             EpisodeSource::Message => "message",
-            EpisodeSource::Summary => "text",
+            EpisodeSource::Summary | EpisodeSource::Introspection => "text",
         },
         source_description: match source {
             EpisodeSource::Message => "aiden conversation turn".to_owned(),
             EpisodeSource::Summary => "summary".to_owned(),
+            EpisodeSource::Introspection => "introspection".to_owned(),
         },
         content,
         valid_at: created_at.to_owned(),

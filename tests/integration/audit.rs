@@ -3,7 +3,7 @@
 //! import or a bug elsewhere would; every test repairs what it broke, so the suite leaves the
 //! graph clean for the final `aiden check`.
 
-use aiden_tests::{aiden_graph_query, fixtures, server, unique, user};
+use aiden_tests::{aiden_graph_query, fixtures, graph_write as write, server, unique, user};
 use serde_json::json;
 
 async fn findings_for(id: &str) -> Vec<&'static str> {
@@ -19,15 +19,6 @@ async fn findings_for(id: &str) -> Vec<&'static str> {
         .filter(|f| f.id == id)
         .map(|f| f.invariant)
         .collect()
-}
-
-async fn write(q: neo4rs::Query) {
-    let graph = aiden_graph::Graph::connect(&server().graph)
-        .await
-        .expect("graph");
-    let mut tx = graph.begin().await.expect("tx");
-    tx.run(q).await.expect("write");
-    tx.commit().await.expect("commit");
 }
 
 /// SVC-3: a schema change leaves a Tool whose params no longer validate; check reports it.

@@ -492,6 +492,17 @@ pub fn aiden_graph_query(text: &str) -> neo4rs::Query {
     neo4rs::query(text)
 }
 
+/// Writes to the graph directly: what another component (Graphiti's mirror, a bad actor for
+/// the audit) would have written.
+pub async fn graph_write(q: neo4rs::Query) {
+    let graph = aiden_graph::Graph::connect(&server().graph)
+        .await
+        .expect("graph");
+    let mut tx = graph.begin().await.expect("tx");
+    tx.run(q).await.expect("write");
+    tx.commit().await.expect("commit");
+}
+
 /// Runs a read query against the graph for assertions.
 pub async fn graph_rows<T: serde::de::DeserializeOwned>(q: neo4rs::Query) -> Vec<T> {
     let graph = aiden_graph::Graph::connect(&graph_settings())

@@ -17,6 +17,7 @@ mod lifecycle;
 mod memory;
 mod scenario;
 mod turns;
+mod upkeep;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -68,7 +68,10 @@ impl Runner {
         let mut since = String::new();
         let mut tick = 0u32;
         loop {
-            if let Err(e) = self.tick(&mut since, tick.is_multiple_of(ENRICH_EVERY)).await {
+            if let Err(e) = self
+                .tick(&mut since, tick.is_multiple_of(ENRICH_EVERY))
+                .await
+            {
                 tracing::warn!(error = %e, "memory upkeep tick failed; next tick retries");
             }
             tick = tick.wrapping_add(1);
@@ -259,8 +262,10 @@ impl Runner {
                 Ok(())
             }
             Err(e) if !matches!(e, crate::Error::Domain(_)) => Err(e),
+            // Refused (the Process is gone, disabled or not the owner's, its inputs do not fit,
+            // a quota is spent): trying again at once would be refused again.
             Err(e) => {
-                self.failed(c, &format!("the run could not start: {e}"))
+                self.give_up(c, &format!("the run could not start: {e}"))
                     .await
             }
         }

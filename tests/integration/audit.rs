@@ -476,3 +476,53 @@ async fn graph_1_2_3_check_reports_reference_edges_that_disagree_with_their_ids(
     write(q("MATCH (x:ToolCallAudit {id: $audit}), (sr:StepRun {id: x.stepRunId}) CREATE (sr)-[:HAS_AUDIT]->(x)")).await;
     assert!(findings_for(&audit).await.is_empty());
 }
+
+/// INT-1 / SUM-1: check reports a carousel note outside the carousel and a Summary whose level
+/// is not one above its sources'; the same records made through the API are clean.
+#[tokio::test]
+async fn int_1_sum_1_check_reports_bad_carousel_notes_and_summary_levels() {
+    let u = user().await;
+    let note = u
+        .post("/v1/introspections", json!({"content": "a note"}))
+        .await
+        .ok(201)
+        .clone();
+    let note_id = note["id"].as_str().unwrap().to_owned();
+    assert_eq!(findings_for(&note_id).await, Vec::<&str>::new());
+    write(
+        aiden_graph_query("MATCH (i:Introspection {id: $id}) SET i.carouselPosition = 99")
+            .param("id", note_id.as_str()),
+    )
+    .await;
+    assert_eq!(findings_for(&note_id).await, ["INT-1"]);
+
+    let c = u.post("/v1/conversations", json!({})).await.ok(201)["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let turn = u
+        .post(
+            &format!("/v1/conversations/{c}/turns"),
+            json!({"speaker": "user", "content": "hello"}),
+        )
+        .await
+        .ok(201)
+        .clone();
+    let summary = u
+        .post(
+            &format!("/v1/conversations/{c}/summaries"),
+            json!({"content": "a greeting", "coversUpToTurnId": turn["id"],
+                   "sources": [turn["alternatives"][0]["id"]]}),
+        )
+        .await
+        .ok(201)
+        .clone();
+    let summary_id = summary["id"].as_str().unwrap().to_owned();
+    assert_eq!(findings_for(&summary_id).await, Vec::<&str>::new());
+    write(
+        aiden_graph_query("MATCH (s:Summary {id: $id}) SET s.compressionLevel = 3")
+            .param("id", summary_id.as_str()),
+    )
+    .await;
+    assert_eq!(findings_for(&summary_id).await, ["SUM-1"]);
+}

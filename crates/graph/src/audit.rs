@@ -115,7 +115,7 @@ const fn check(invariant: &'static str, text: &'static str, message: &'static st
 
 /// The conversation (TURN-1, 2, 3, 5, 6, 7), knowledge-layer (EPI-3, ENT-2, ENT-3) and
 /// reference-edge (GRAPH-1..3) audits.
-const ID_CHECKS: [IdCheck; 13] = [
+const ID_CHECKS: [IdCheck; 15] = [
     check(
         "TURN-1",
         query_file!("audit/turn_sequence.cypher"),
@@ -165,6 +165,16 @@ const ID_CHECKS: [IdCheck; 13] = [
         "ENT-3",
         query_file!("audit/orphan_entities.cypher"),
         "entity mirrored from Graphiti without a MENTIONS from an Episode",
+    ),
+    check(
+        "INT-1",
+        query_file!("audit/carousel.cypher"),
+        "introspection note outside the carousel, sharing a position, archived without a date, or with an Episode outside system_introspection",
+    ),
+    check(
+        "SUM-1",
+        query_file!("audit/summary_levels.cypher"),
+        "Summary without sources, with a level not one above its deepest source, or not covering up to its last Alternative's Turn",
     ),
     IdCheck {
         label: Some("Alternative"),

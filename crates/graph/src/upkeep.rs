@@ -25,12 +25,14 @@ pub async fn settings_autocommit(graph: &Graph) -> Result<Option<SettingsRow>, E
 pub async fn put_settings(
     tx: &mut Tx,
     doc: &str,
+    max_rotation: i64,
     expected: i64,
     by: &str,
     now: &str,
 ) -> Result<bool, Error> {
     let q = cypher(query_file!("upkeep/settings_put.cypher"), None)
         .param("doc", doc)
+        .param("maxRotation", max_rotation)
         .param("expectedRevision", expected)
         .param("by", by)
         .param("now", now);

@@ -102,7 +102,16 @@ impl App {
             }
             let doc = serde_json::to_string(&next).unwrap_or_default();
             let now = now();
-            if !store::put_settings(&mut tx, &doc, revision, caller.id.as_str(), &now).await? {
+            if !store::put_settings(
+                &mut tx,
+                &doc,
+                next.max_rotation,
+                revision,
+                caller.id.as_str(),
+                &now,
+            )
+            .await?
+            {
                 return Err(crate::Error::LostRace);
             }
             if next.max_rotation < current.max_rotation {

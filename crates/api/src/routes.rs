@@ -85,6 +85,27 @@ fn upkeep_routes(t: Table) -> Table {
     );
     let t = route!(
         t,
+        PATCH,
+        "/v1/summaries/{id}",
+        m::patch_summary,
+        Op::new(
+            "Repair a Summary (admin): tokenCount, corrected content (a new Episode; the old kept)"
+        )
+        .body::<aiden_domain::conversation::SummaryPatch>()
+        .ok::<aiden_graph::conversations::SummaryRecord>()
+        .errors(&[403, 404, 409, 422])
+    );
+    let t = route!(
+        t,
+        DELETE,
+        "/v1/summaries/{id}",
+        m::delete_summary,
+        Op::new("Delete a Summary (admin): working memory falls back to the path (409 SUM-1 while another summarizes it)")
+            .no_content()
+            .errors(&[403, 404, 409])
+    );
+    let t = route!(
+        t,
         GET,
         "/v1/introspections",
         m::carousel,

@@ -88,6 +88,9 @@ pub struct EpisodeIdentity {
     pub conversation_id: String,
     pub name: Option<String>,
     pub group_id: Option<String>,
+    /// A corrected Summary's content revision (its Episode is derived from `id#revision`).
+    #[serde(default)]
+    pub revision: Option<i64>,
 }
 
 pub async fn episode_identities(tx: &mut Tx) -> Result<Vec<EpisodeIdentity>, Error> {

@@ -120,6 +120,56 @@ pub async fn update(
     Ok(tx.one::<IdRow>(q).await?.is_some())
 }
 
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SummaryAdminRow {
+    pub id: String,
+    pub conversation_id: String,
+    pub content: String,
+    pub revision: i64,
+    pub summarized: bool,
+}
+
+pub async fn summary_admin(tx: &mut Tx, id: &str) -> Result<Option<SummaryAdminRow>, Error> {
+    tx.one(cypher(query_file!("conversation/summary_admin.cypher"), None).param("id", id))
+        .await
+}
+
+/// An admin repair; `false` when the revision moved meanwhile. With `content`, the content is
+/// replaced (the old one kept) and re-ingested.
+pub async fn correct_summary(
+    tx: &mut Tx,
+    id: &str,
+    expected: i64,
+    token_count: Option<i64>,
+    content: Option<&str>,
+    now: &str,
+) -> Result<bool, Error> {
+    let q = cypher(query_file!("conversation/correct_summary.cypher"), None)
+        .param("id", id)
+        .param("expectedRevision", expected)
+        .param("tokenCount", token_count)
+        .param("rebind", content.is_some())
+        .param("content", content)
+        .param("now", now);
+    let matched = tx.one::<IdRow>(q).await?.is_some() || content.is_none();
+    if matched && content.is_some() {
+        let q = cypher(query_file!("conversation/summary_reingest.cypher"), None)
+            .param("id", id)
+            .param("now", now);
+        tx.run(q).await?;
+    }
+    Ok(matched)
+}
+
+/// An admin delete; `false` when it is gone or another Summary summarizes it.
+pub async fn delete_summary(tx: &mut Tx, id: &str, now: &str) -> Result<bool, Error> {
+    let q = cypher(query_file!("conversation/delete_summary.cypher"), None)
+        .param("id", id)
+        .param("now", now);
+    Ok(tx.one::<IdRow>(q).await?.is_some())
+}
+
 /// Memory upkeep's per-Conversation overrides (MEM-1, MEM-5), null to inherit.
 pub async fn set_upkeep(
     tx: &mut Tx,
@@ -540,6 +590,9 @@ pub struct SummaryRecord {
     pub episode_id: Option<String>,
     #[serde(default)]
     pub binding: Option<String>,
+    /// 1, plus one per admin correction of its content (a new Episode each time).
+    #[serde(default)]
+    pub revision: Option<i64>,
 }
 
 impl From<&SummaryRecord> for SummaryRow {

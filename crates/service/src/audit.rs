@@ -125,14 +125,18 @@ impl Auditor {
 fn episode_identity_problem(row: &audit::EpisodeIdentity) -> Option<String> {
     use aiden_domain::knowledge::episode::{episode_name, episode_uuid, EpisodeSource};
     let source = EpisodeSource::parse(&row.kind)?;
-    let uuid = episode_uuid(source, &row.id);
+    let key = match row.revision {
+        Some(r) if r > 1 => format!("{}#{r}", row.id),
+        _ => row.id.clone(),
+    };
+    let uuid = episode_uuid(source, &key);
     if row.episode_id != uuid {
         return Some(format!(
             "episodeId {} is not the derived {uuid}",
             row.episode_id
         ));
     }
-    if row.name.as_deref() != Some(episode_name(source, &row.id).as_str()) {
+    if row.name.as_deref() != Some(episode_name(source, &key).as_str()) {
         return Some("its Episode's name is not the derived one".into());
     }
     if row.group_id.as_deref() != Some(row.conversation_id.as_str()) {

@@ -491,6 +491,7 @@ pub(crate) async fn summary_in_tx(
         summary_sources,
         episode_id: None,
         binding: Some(Binding::Pending.as_str().to_owned()),
+        revision: Some(1),
     };
     conv::create_summary(tx, &record).await?;
     Ok(record)

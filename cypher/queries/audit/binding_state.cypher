@@ -9,12 +9,17 @@ WHERE NOT coalesce(x.binding, '') IN ['pending', 'bound', 'extracted', 'skipped'
    OR (x.binding = 'pending' AND (n > 0 OR x.episodeId IS NOT NULL))
 RETURN x.id AS id
 UNION
+// A Summary whose content an admin corrected keeps the HAS_CONTENT edges of its earlier
+// Episodes (listed in previousEpisodeIds); only the current one counts.
 MATCH (x:Summary)
 WHERE x.binding IS NOT NULL OR x.episodeId IS NOT NULL
 OPTIONAL MATCH (x)-[:HAS_CONTENT]->(e:Episodic)
-WITH x, count(e) AS n
+WITH x, collect(e.uuid) AS uuids
+WITH x, size([u IN uuids WHERE u = x.episodeId]) AS n,
+     size([u IN uuids WHERE u <> coalesce(x.episodeId, '')
+                        AND NOT u IN coalesce(x.previousEpisodeIds, [])]) AS stray
 WHERE NOT coalesce(x.binding, '') IN ['pending', 'bound', 'extracted', 'skipped', 'failed']
-   OR n > 1
+   OR stray > 0
    OR (x.binding IN ['bound', 'extracted', 'skipped'] AND (n <> 1 OR x.episodeId IS NULL))
-   OR (x.binding = 'pending' AND (n > 0 OR x.episodeId IS NOT NULL))
+   OR (x.binding = 'pending' AND x.episodeId IS NOT NULL)
 RETURN x.id AS id

@@ -4,10 +4,12 @@ MATCH (x:Alternative)
 WHERE x.episodeId IS NOT NULL
 OPTIONAL MATCH (x)-[:HAS_CONTENT]->(e:Episodic)
 RETURN x.id AS id, 'message' AS kind, x.episodeId AS episodeId,
-       x.conversationId AS conversationId, e.name AS name, e.group_id AS groupId
+       x.conversationId AS conversationId, e.name AS name, e.group_id AS groupId,
+       null AS revision
 UNION
 MATCH (x:Summary)
 WHERE x.episodeId IS NOT NULL
-OPTIONAL MATCH (x)-[:HAS_CONTENT]->(e:Episodic)
+OPTIONAL MATCH (x)-[:HAS_CONTENT]->(e:Episodic {uuid: x.episodeId})
 RETURN x.id AS id, 'summary' AS kind, x.episodeId AS episodeId,
-       x.conversationId AS conversationId, e.name AS name, e.group_id AS groupId
+       x.conversationId AS conversationId, e.name AS name, e.group_id AS groupId,
+       x.revision AS revision

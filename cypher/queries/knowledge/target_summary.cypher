@@ -14,4 +14,5 @@ WITH s, collect(CASE WHEN src IS NULL THEN null
                            binding: CASE WHEN src.uuid IS NOT NULL AND src.id IS NULL THEN 'bound'
                                          ELSE src.binding END} END) AS context
 RETURN s.id AS id, s.conversationId AS conversationId, null AS speaker, s.content AS content,
-       s.createdAt AS createdAt, s.binding AS binding, s.episodeId AS episodeId, context
+       coalesce(s.correctedAt, s.createdAt) AS createdAt, s.binding AS binding,
+       s.episodeId AS episodeId, context, s.revision AS revision

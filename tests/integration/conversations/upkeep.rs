@@ -549,3 +549,101 @@ async fn mem_settings_are_checked_with_their_rules() {
     .await
     .rejects(422, "MEM-5");
 }
+
+/// SUM-1 (admin repair): tokenCount adjusted, content corrected (old content kept, a new
+/// Episode to bind), deletes refused while another Summary summarizes it, and working memory
+/// falls back to what is left.
+#[tokio::test]
+async fn sum_1_admin_adjusts_corrects_and_deletes_summaries() {
+    let u = user().await;
+    let a = admin();
+    let c = conversation(&u).await;
+    let turns = chain(&u, &c, 0, 3, None).await;
+    let post = |body: Value| {
+        let (u, c) = (u.clone(), c.clone());
+        async move {
+            u.post(&format!("/v1/conversations/{c}/summaries"), body)
+                .await
+                .ok(201)
+                .clone()
+        }
+    };
+    let s1 = post(
+        json!({"content": "first two", "coversUpToTurnId": id(&turns[1]),
+                         "sources": [first(&turns[0]), first(&turns[1])]}),
+    )
+    .await;
+    let s2 = post(
+        json!({"content": "all three", "coversUpToTurnId": id(&turns[2]),
+                         "sources": [id(&s1), first(&turns[2])]}),
+    )
+    .await;
+    assert_eq!(s2["compressionLevel"], 2);
+
+    let denied = u
+        .patch(
+            &format!("/v1/summaries/{}", id(&s2)),
+            json!({"tokenCount": 7}),
+        )
+        .await;
+    assert_eq!(denied.status.as_u16(), 403);
+    let adjusted = a
+        .patch(
+            &format!("/v1/summaries/{}", id(&s2)),
+            json!({"tokenCount": 7}),
+        )
+        .await
+        .ok(200)
+        .clone();
+    assert_eq!(adjusted["tokenCount"], 7);
+    assert_eq!(wm(&u, &c, "").await["totalTokens"], 7);
+    let corrected = a
+        .patch(
+            &format!("/v1/summaries/{}", id(&s2)),
+            json!({"content": "all three, fixed"}),
+        )
+        .await
+        .ok(200)
+        .clone();
+    assert_eq!(corrected["content"], "all three, fixed");
+    assert_eq!(corrected["revision"], 2);
+    assert_eq!(corrected["compressionLevel"], 2, "SUM-1: immutable");
+    assert_eq!(corrected["sources"], s2["sources"], "SUM-1: immutable");
+    #[derive(serde::Deserialize)]
+    struct Kept {
+        previous: Vec<String>,
+    }
+    let kept: Vec<Kept> = graph_rows(
+        aiden_graph_query("MATCH (s:Summary {id: $id}) RETURN s.previousContents AS previous")
+            .param("id", id(&s2)),
+    )
+    .await;
+    assert_eq!(kept[0].previous, ["all three"]);
+
+    a.delete(&format!("/v1/summaries/{}", id(&s1)))
+        .await
+        .rejects(409, "SUM-1");
+    assert_eq!(
+        a.delete(&format!("/v1/summaries/{}", id(&s2)))
+            .await
+            .status
+            .as_u16(),
+        204
+    );
+    let memory = wm(&u, &c, "").await;
+    assert_eq!(
+        memory["summaries"][0]["id"], s1["id"],
+        "falls back to the one below"
+    );
+    assert_eq!(
+        a.delete(&format!("/v1/summaries/{}", id(&s1)))
+            .await
+            .status
+            .as_u16(),
+        204
+    );
+    let memory = wm(&u, &c, "").await;
+    assert_eq!(memory["summaries"], json!([]));
+    assert_eq!(path(&memory).len(), 3, "the uncompressed path again");
+    assert_eq!(summaries(&u, &c).await, Vec::<Value>::new());
+}

@@ -28,6 +28,24 @@ pub async fn patch_settings(
     Ok(ok(st.app.patch_memory_settings(&c, b).await?))
 }
 
+pub async fn patch_summary(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+    AppJson(b): AppJson<aiden_domain::conversation::SummaryPatch>,
+) -> ApiResult<Response> {
+    Ok(ok(st.app.patch_summary(&c, &id, b).await?))
+}
+
+pub async fn delete_summary(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    st.app.delete_summary(&c, &id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
 pub async fn carousel(S(st): S<State>, Auth(c): Auth) -> ApiResult<Response> {
     Ok(ok(st.app.carousel(&c).await?))
 }

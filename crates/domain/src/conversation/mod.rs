@@ -215,6 +215,18 @@ pub struct NewSummary {
     pub token_count: Option<i64>,
 }
 
+/// `PATCH /v1/summaries/{id}` (admin repair, seed 001 Summary "Update"): `tokenCount`, and/or
+/// corrected `content` (a new Episode; the old content and Episode are kept).
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SummaryPatch {
+    #[schemars(range(min = 0))]
+    pub token_count: Option<i64>,
+    #[serde(default)]
+    #[schemars(schema_with = "crate::wire::content_or_null")]
+    pub content: Option<String>,
+}
+
 /// The names an agent run's initial context offers (contract: agent-turns).
 pub const AGENT_CONTEXT: [&str; 5] = [
     "conversationId",

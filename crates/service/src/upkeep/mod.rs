@@ -4,6 +4,7 @@
 
 mod carousel;
 pub mod runner;
+mod summaries;
 
 use aiden_domain::access::ensure_admin;
 use aiden_domain::conversation::upkeep::{self as rules, MemorySettings, SettingsPatch};

@@ -399,6 +399,96 @@ async fn faults_graph_4_agt_4_runs_and_agent_loops_survive_killed_workers_a_brok
     }
     assert_check_clean(None);
 
+    // 6. Memory upkeep (issue #15): SIGKILL `aiden serve` (engine and upkeep loop) while a
+    //    compression run is in flight: no half-made Summary, and after the restart exactly one
+    //    Summary from that one run (its slow step not run again).
+    let tag = format!("compress-{}", &suffix[20..]);
+    let process = define(&api, &upstream, &tag, 1500).await;
+    let (s, b) = api
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/v1/processes/{process}"),
+            Some(json!({"outputTemplate": "summary of {{c.body.tag}}"})),
+        )
+        .await;
+    assert_eq!(s, 200, "{b}");
+    let (s, conv) = api
+        .call(reqwest::Method::POST, "/v1/conversations", Some(json!({})))
+        .await;
+    assert_eq!(s, 201, "{conv}");
+    let conv = conv["id"].as_str().unwrap().to_owned();
+    let (s, b) = api
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/v1/conversations/{conv}"),
+            Some(json!({"compressionTokenBudget": 200, "compressionProcessId": process})),
+        )
+        .await;
+    assert_eq!(s, 200, "{b}");
+    let mut parent = Value::Null;
+    for i in 0..14 {
+        let (s, t) = api
+            .call(
+                reqwest::Method::POST,
+                &format!("/v1/conversations/{conv}/turns"),
+                Some(json!({"speaker": "user", "parentTurnId": parent,
+                    "content": format!("turn {i:03}: a message long enough to matter for the budget of this conversation, twice over")})),
+            )
+            .await;
+        assert_eq!(s, 201, "{t}");
+        parent = t["id"].clone();
+    }
+    let b = format!("{tag}-b");
+    wait_until(
+        "the compression's slow step",
+        Duration::from_secs(30),
+        || up.calls_for(&b) == 1,
+    )
+    .await;
+    sigkill(&mut serve);
+    let summaries = || async {
+        aiden_tests::graph_rows::<Value>(
+            aiden_tests::aiden_graph_query(
+                "MATCH (s:Summary {conversationId: $c}) RETURN s.content AS content",
+            )
+            .param("c", conv.as_str()),
+        )
+        .await
+    };
+    assert!(summaries().await.is_empty(), "nothing written mid-run");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    serve = spawn(&["serve"], port);
+    api.wait_ready().await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while summaries().await.is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no Summary after the restart"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let written = summaries().await;
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert_eq!(written[0]["content"], json!(format!("summary of {tag}-c")));
+    assert_eq!(
+        up.calls_for(&b),
+        1,
+        "the compression's slow step was not re-run"
+    );
+    let claims = aiden_tests::graph_rows::<Value>(
+        aiden_tests::aiden_graph_query(
+            "MATCH (k:UpkeepClaim {key: 'compression:' + $c}) RETURN k.key AS key",
+        )
+        .param("c", conv.as_str()),
+    )
+    .await;
+    assert!(
+        claims.is_empty(),
+        "the claim went with the Summary: {claims:?}"
+    );
+    assert_check_clean(None);
+
     sigkill(&mut llm_worker);
     sigkill(&mut worker);
     sigkill(&mut serve);

@@ -495,6 +495,13 @@ async fn int_1_sum_1_check_reports_bad_carousel_notes_and_summary_levels() {
     )
     .await;
     assert_eq!(findings_for(&note_id).await, ["INT-1"]);
+    // Put it back: `aiden check` runs over the whole shared graph in other tests.
+    write(
+        aiden_graph_query("MATCH (i:Introspection {id: $id}) SET i.carouselPosition = 0")
+            .param("id", note_id.as_str()),
+    )
+    .await;
+    assert_eq!(findings_for(&note_id).await, Vec::<&str>::new());
 
     let c = u.post("/v1/conversations", json!({})).await.ok(201)["id"]
         .as_str()
@@ -525,4 +532,10 @@ async fn int_1_sum_1_check_reports_bad_carousel_notes_and_summary_levels() {
     )
     .await;
     assert_eq!(findings_for(&summary_id).await, ["SUM-1"]);
+    write(
+        aiden_graph_query("MATCH (s:Summary {id: $id}) SET s.compressionLevel = 1")
+            .param("id", summary_id.as_str()),
+    )
+    .await;
+    assert_eq!(findings_for(&summary_id).await, Vec::<&str>::new());
 }

@@ -32,7 +32,10 @@ use crate::{
 };
 
 const CLAIMS_PER_TICK: i64 = 100;
-const CONVERSATIONS_PER_TICK: i64 = 200;
+const CONVERSATIONS_PER_TICK: i64 = 50;
+/// At start, changes this old are looked at (older ones wait for their next change; claims
+/// under way are resumed whatever their age).
+const LOOK_BACK: chrono::Duration = chrono::Duration::minutes(1);
 const ENTITIES_PER_TICK: i64 = 20;
 /// Enrichment candidates are looked for every this many ticks (a scan of MENTIONS).
 const ENRICH_EVERY: u32 = 5;
@@ -65,7 +68,7 @@ impl Runner {
     }
 
     pub async fn run(self) {
-        let mut since = String::new();
+        let mut since = stamp(chrono::Utc::now() - LOOK_BACK);
         let mut tick = 0u32;
         loop {
             if let Err(e) = self

@@ -43,6 +43,8 @@ if [ "$MODE" = --short ]; then
 else
   ARGS=(--max-examples 100 --workers 2 --phases examples,coverage,fuzzing,stateful --checks all)
 fi
+# The memory upkeep settings are global and the fuzzer may change them: put them back after.
+SETTINGS=$(curl -fsS "$URL/v1/settings" -H "Authorization: Bearer $AIDEN_ADMIN_TOKEN")
 status=0
 for who in admin user; do
   token=$AIDEN_ADMIN_TOKEN
@@ -59,5 +61,7 @@ for who in admin user; do
   [ $status = 0 ] || { cat "$LOG.$who" | head -200; }
   rm -f "$LOG.$who"
 done
+curl -fsS -o /dev/null -X PATCH "$URL/v1/settings" -H "Authorization: Bearer $AIDEN_ADMIN_TOKEN" \
+  -H 'content-type: application/json' -d "$SETTINGS" || echo "fuzz: the settings could not be put back (a Process they name is gone)" >&2
 "$BIN" check
 exit $status

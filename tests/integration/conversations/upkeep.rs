@@ -227,6 +227,7 @@ async fn int_1_five_compressions_make_one_introspection_that_replaces_the_oldest
         true,
     )
     .await;
+    let before = admin().get("/v1/settings").await.ok(200).clone();
     admin()
         .patch(
             "/v1/settings",
@@ -344,6 +345,14 @@ async fn int_1_five_compressions_make_one_introspection_that_replaces_the_oldest
         memory["totalTokens"].as_u64().unwrap(),
         note_tokens + path_tokens + summary_tokens
     );
+    // The settings are global: leave them as they were for the tests that follow.
+    admin()
+        .patch(
+            "/v1/settings",
+            json!({"introspectionProcessId": before["introspectionProcessId"]}),
+        )
+        .await
+        .ok(200);
 }
 
 /// INT-1: an injected note at a named position archives the note there; a position outside
@@ -418,6 +427,7 @@ async fn ent_4_an_entity_mentioned_five_times_is_enriched_once() {
     let u = user().await;
     let answer = r#"{"summary": "A mathematician.", "facets": {"field": {"values": ["mathematics"], "confidence": 0.9}}}"#;
     let enrich = scripted_process(&u, &script(answer), &["name"], true).await;
+    let before = admin().get("/v1/settings").await.ok(200).clone();
     admin()
         .patch("/v1/settings", json!({"enrichmentProcessId": enrich}))
         .await
@@ -485,6 +495,13 @@ async fn ent_4_an_entity_mentioned_five_times_is_enriched_once() {
     assert_eq!(runs_of(&u, &enrich).await.len(), 1);
     let seen = u.get(&format!("/v1/entities/{uuid}")).await.ok(200).clone();
     assert_eq!(seen["name"], entity["name"], "name and sources untouched");
+    admin()
+        .patch(
+            "/v1/settings",
+            json!({"enrichmentProcessId": before["enrichmentProcessId"]}),
+        )
+        .await
+        .ok(200);
 }
 
 /// MEM-1..5: settings are admin-only; bad thresholds (0, 21, a string) are refused with the
@@ -515,11 +532,17 @@ async fn mem_settings_are_checked_with_their_rules() {
     a.patch("/v1/settings", json!({"compressionProcessId": private}))
         .await
         .rejects(422, "MEM-5");
-    assert_eq!(
-        a.get("/v1/settings").await.ok(200),
-        &before,
-        "nothing changed"
-    );
+    // Nothing changed (the Process ids are left out: other tests change those meanwhile).
+    let after = a.get("/v1/settings").await.ok(200).clone();
+    for field in [
+        "compressionTokenBudget",
+        "introspectionCompressionThreshold",
+        "maxRotation",
+        "enrichmentEdgeThreshold",
+        "compressionProcessId",
+    ] {
+        assert_eq!(after[field], before[field], "{field} unchanged");
+    }
     assert_eq!(u.get("/v1/settings").await.status.as_u16(), 403);
     let denied = u.patch("/v1/settings", json!({"maxRotation": 10})).await;
     assert_eq!(denied.status.as_u16(), 403);

@@ -160,13 +160,7 @@ async fn build(api: &Api, args: &Args, process: Option<&str>) -> anyhow::Result<
             )
             .await?;
         parent = t["id"].as_str().map(str::to_owned);
-        wm = api
-            .send(
-                reqwest::Method::GET,
-                &format!("/v1/conversations/{c}/working-memory"),
-                None,
-            )
-            .await?;
+        wm = working_memory(api, &c).await?;
         track(&wm, budget, &mut crossed, &mut last_summary, &mut lags);
         total += wm["totalTokens"].as_u64().unwrap_or(0);
         tokio::time::sleep(Duration::from_millis(args.pause_ms)).await;
@@ -175,13 +169,7 @@ async fn build(api: &Api, args: &Args, process: Option<&str>) -> anyhow::Result<
     let until = Instant::now() + Duration::from_secs(30);
     while crossed.is_some() && Instant::now() < until {
         tokio::time::sleep(Duration::from_millis(50)).await;
-        wm = api
-            .send(
-                reqwest::Method::GET,
-                &format!("/v1/conversations/{c}/working-memory"),
-                None,
-            )
-            .await?;
+        wm = working_memory(api, &c).await?;
         track(&wm, budget, &mut crossed, &mut last_summary, &mut lags);
     }
     let summaries = api
@@ -199,6 +187,11 @@ async fn build(api: &Api, args: &Args, process: Option<&str>) -> anyhow::Result<
         summaries,
         lags,
     })
+}
+
+async fn working_memory(api: &Api, c: &str) -> anyhow::Result<Value> {
+    let path = format!("/v1/conversations/{c}/working-memory");
+    api.send(reqwest::Method::GET, &path, None).await
 }
 
 /// Notes when path + summaries first exceed the budget, and when a new Summary is in use.

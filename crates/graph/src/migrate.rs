@@ -77,6 +77,13 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
             "/../../cypher/schema/0010_quotas.cypher"
         )),
     ),
+    (
+        "0011_memory_upkeep",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../cypher/schema/0011_memory_upkeep.cypher"
+        )),
+    ),
 ];
 
 /// Statements of one file: comment lines dropped (they may contain `;`), then split on `;`.

@@ -434,15 +434,6 @@ async fn findings(ids: &HashSet<String>) -> Vec<String> {
         .collect()
 }
 
-async fn write(q: neo4rs::Query) {
-    let graph = aiden_graph::Graph::connect(&server().graph)
-        .await
-        .expect("graph");
-    let mut tx = graph.begin().await.expect("tx");
-    tx.run(q).await.expect("write");
-    tx.commit().await.expect("commit");
-}
-
 /// `aiden check` (TURN-1/2/3/5/6/7, OWN-1) finds nothing wrong in conversations built through
 /// the API — edits, regenerations by two Processes, a failed and a canceled run, a stale branch,
 /// system and tool_result Turns, Summaries and a fork — and does see those nodes (a corrupted
@@ -517,13 +508,13 @@ async fn audit_is_clean_for_conversations_built_through_the_api() {
 
     // Not vacuous: the audit does look at these Turns.
     let leaf = id(&turns_of(&tree(u, &f).await)[3]);
-    write(
+    aiden_tests::graph_write(
         aiden_graph_query("MATCH (t:ConversationTurn {id: $t}) SET t.sequence = 9")
             .param("t", leaf.as_str()),
     )
     .await;
     let found = findings(&ids).await;
-    write(
+    aiden_tests::graph_write(
         aiden_graph_query("MATCH (t:ConversationTurn {id: $t}) SET t.sequence = 4")
             .param("t", leaf.as_str()),
     )

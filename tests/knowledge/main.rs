@@ -201,6 +201,65 @@ impl World {
         rows.into_iter().map(|r| r.row).collect()
     }
 
+    /// Waits until the corrected (revision 2) `id` listed at `path` is extracted under the
+    /// Episode derived from `id#2`, with the first Episode's HAS_CONTENT edge still there.
+    async fn wait_corrected(
+        &self,
+        what: &str,
+        path: &str,
+        id: &str,
+        source: aiden_domain::knowledge::EpisodeSource,
+        within: Duration,
+    ) {
+        use aiden_domain::knowledge::episode::episode_uuid;
+        let expected = episode_uuid(source, &format!("{id}#2"));
+        self.wait_extracted(what, path, id, &expected, within).await;
+        let label = match source {
+            aiden_domain::knowledge::EpisodeSource::Summary => "Summary",
+            _ => "Introspection",
+        };
+        let edges = self
+            .rows(
+                &format!("MATCH (:{label} {{id: $id}})-[:HAS_CONTENT]->(e:Episodic) RETURN {{uuid: e.uuid}} AS row"),
+                &[("id", id)],
+            )
+            .await;
+        let mut uuids: Vec<String> = edges
+            .iter()
+            .map(|e| e["uuid"].as_str().unwrap().to_owned())
+            .collect();
+        uuids.sort();
+        let mut want = vec![episode_uuid(source, id), expected];
+        want.sort();
+        assert_eq!(
+            uuids, want,
+            "{what}: the old Episode's edge is kept beside the new one"
+        );
+    }
+
+    /// Waits until `id`, listed at `path`, is extracted under the Episode `uuid`.
+    async fn wait_extracted(&self, what: &str, path: &str, id: &str, uuid: &str, within: Duration) {
+        let deadline = Instant::now() + within;
+        loop {
+            let list = self.ok(Method::GET, path, None, 200).await;
+            let me = list["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| x["id"] == id)
+                .cloned()
+                .unwrap_or_else(|| panic!("{id} not in {what}: {list}"));
+            if me["binding"] == "extracted" && me["episodeId"] == uuid {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: {id} never extracted as {uuid}: {me}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
     /// A user Turn in `c` with `body`: its id and its first Alternative's.
     async fn user_turn(&self, c: &str, body: Value) -> (String, String) {
         let path = format!("/v1/conversations/{c}/turns");
@@ -1007,6 +1066,73 @@ async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_
         summary_ctx[0]["previous_episode_uuids"],
         json!([episode_uuid(&u1), episode_uuid(&g2_id)])
     );
+
+    // 6b. Corrections are new Episodes beside the old ones (issue #15): an admin's repair of the
+    //     Summary, and an introspection note (group `system_introspection`) and its correction.
+    let fixed = w
+        .ok(
+            Method::PATCH,
+            &format!("/v1/summaries/{sid}"),
+            Some(json!({"content": "Ada Lovelace and Charles Babbage met in London"})),
+            200,
+        )
+        .await;
+    assert_eq!(fixed["revision"], 2, "{fixed}");
+    w.wait_corrected(
+        "summaries",
+        &format!("/v1/conversations/{c}/summaries"),
+        &sid,
+        aiden_domain::knowledge::EpisodeSource::Summary,
+        long,
+    )
+    .await;
+    let note = w
+        .ok(
+            Method::POST,
+            "/v1/introspections",
+            Some(json!({"content": "The user researches Ada Lovelace"})),
+            201,
+        )
+        .await;
+    let nid = note["id"].as_str().unwrap().to_owned();
+    let first_episode = aiden_domain::knowledge::episode::episode_uuid(
+        aiden_domain::knowledge::EpisodeSource::Introspection,
+        &nid,
+    );
+    w.wait_extracted(
+        "introspections",
+        "/v1/introspections",
+        &nid,
+        &first_episode,
+        long,
+    )
+    .await;
+    w.ok(
+        Method::PUT,
+        &format!("/v1/introspections/{nid}/content"),
+        Some(json!({"content": "The user researches Ada Lovelace and Babbage"})),
+        200,
+    )
+    .await;
+    w.wait_corrected(
+        "introspections",
+        "/v1/introspections",
+        &nid,
+        aiden_domain::knowledge::EpisodeSource::Introspection,
+        long,
+    )
+    .await;
+    let groups = w
+        .rows(
+            "MATCH (:Introspection {id: $id})-[:HAS_CONTENT]->(e:Episodic) RETURN {group: e.group_id} AS row",
+            &[("id", &nid)],
+        )
+        .await;
+    assert!(
+        !groups.is_empty() && groups.iter().all(|g| g["group"] == "system_introspection"),
+        "{groups:?}"
+    );
+    assert_check_clean(Some(&db));
 
     // 7. No LLM configured: binding completes and extraction is reported as skipped.
     sigkill(&mut service);

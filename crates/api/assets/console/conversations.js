@@ -231,6 +231,11 @@ export async function conversationPage(view, id, { showError }) {
         h('span.muted', ` (level ${s.compressionLevel}, ${s.tokenCount} tokens)`)))) : h('p.muted', 'None'),
       h('h3', 'Entities'),
       m.activeEntities.length ? h('ul', m.activeEntities.map((e) => h('li', e.name || e.entityUuid)))
+        : h('p.muted', 'None'),
+      h('h3', 'Notes to self'),
+      (m.introspectionContext || []).length
+        ? h('ol.notes', m.introspectionContext.map((n) => h('li', n.content.slice(0, 200),
+          h('span.muted', ` (position ${n.carouselPosition}, ${n.tokens} tokens)`))))
         : h('p.muted', 'None'));
   }
 

@@ -130,6 +130,15 @@ fn upkeep_routes(t: Table) -> Table {
             .created_unlocated::<IntrospectionView>()
             .errors(&[409, 422])
     );
+    let t = route!(
+        t,
+        DELETE,
+        "/v1/introspections/{id}",
+        m::retire,
+        Op::new("Retire a note: it leaves the carousel, archived (INT-1); its position is free")
+            .no_content()
+            .errors(&[404])
+    );
     route!(
         t,
         PUT,

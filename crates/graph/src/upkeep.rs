@@ -122,11 +122,18 @@ pub async fn claim(tx: &mut Tx, c: &NewClaim<'_>, now: &str) -> Result<Option<St
     Ok(tx.one::<IdRow>(q).await?.map(|r| r.id))
 }
 
-pub async fn claim_started(graph: &Graph, key: &str, run_id: &str) -> Result<(), Error> {
+/// Records the run a claim started and the Process it runs.
+pub async fn claim_started(
+    graph: &Graph,
+    key: &str,
+    run_id: &str,
+    process_id: &str,
+) -> Result<(), Error> {
     let mut tx = graph.begin().await?;
     let q = cypher(query_file!("upkeep/claim_started.cypher"), None)
         .param("key", key)
-        .param("runId", run_id);
+        .param("runId", run_id)
+        .param("processId", process_id);
     tx.run(q).await?;
     tx.commit().await
 }
@@ -320,6 +327,15 @@ pub async fn correct_note(
         .param("ownerId", owner_id)
         .param("expectedRevision", expected)
         .param("content", content)
+        .param("now", now);
+    Ok(tx.one::<IdRow>(q).await?.is_some())
+}
+
+/// Archives a current note of `owner_id`; `false` when there is none with that id.
+pub async fn retire_note(tx: &mut Tx, id: &str, owner_id: &str, now: &str) -> Result<bool, Error> {
+    let q = cypher(query_file!("introspection/retire.cypher"), None)
+        .param("id", id)
+        .param("ownerId", owner_id)
         .param("now", now);
     Ok(tx.one::<IdRow>(q).await?.is_some())
 }

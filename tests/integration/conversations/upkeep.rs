@@ -409,6 +409,27 @@ async fn int_1_inject_at_a_position_and_correct_keep_the_old_notes() {
     )
     .await;
     assert_eq!(rows[0].previous, ["second"], "the old content is kept");
+    // Retired: out of the carousel, archived, its position free again.
+    assert_eq!(
+        u.delete(&format!("/v1/introspections/{}", id(&b)))
+            .await
+            .status
+            .as_u16(),
+        204
+    );
+    assert_eq!(
+        u.get("/v1/introspections").await.ok(200)["items"],
+        json!([])
+    );
+    let archive = u.get("/v1/introspections/archive").await.ok(200)["items"].clone();
+    assert_eq!(archive[0]["id"], b["id"]);
+    assert_eq!(archive[0]["content"], "second, corrected");
+    let again = u
+        .post("/v1/introspections", json!({"content": "third"}))
+        .await
+        .ok(201)
+        .clone();
+    assert_eq!(again["carouselPosition"], 0, "the lowest free position");
     // Another user's note is not there for them.
     let other = user()
         .await
@@ -416,6 +437,11 @@ async fn int_1_inject_at_a_position_and_correct_keep_the_old_notes() {
             &format!("/v1/introspections/{}/content", id(&b)),
             json!({"content": "mine now"}),
         )
+        .await;
+    assert_eq!(other.status.as_u16(), 404);
+    let other = user()
+        .await
+        .delete(&format!("/v1/introspections/{}", id(&again)))
         .await;
     assert_eq!(other.status.as_u16(), 404);
 }

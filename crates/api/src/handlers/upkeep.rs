@@ -63,6 +63,11 @@ pub async fn inject(
     Ok((StatusCode::CREATED, Json(note)).into_response())
 }
 
+pub async fn retire(S(st): S<State>, Auth(c): Auth, Path(id): Path<String>) -> ApiResult<Response> {
+    st.app.retire_introspection(&c, &id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
 pub async fn correct(
     S(st): S<State>,
     Auth(c): Auth,

@@ -175,6 +175,20 @@ impl App {
     }
 }
 
+impl App {
+    /// `DELETE /v1/introspections/{id}`: the note leaves the carousel, archived (INT-1); to move
+    /// a note, retire it and inject it at the new position.
+    pub async fn retire_introspection(&self, caller: &Caller, id: &str) -> Result<()> {
+        write_tx!(self, |tx| {
+            if store::retire_note(&mut tx, id, caller.id.as_str(), &now()).await? {
+                Ok(())
+            } else {
+                Err(Rule::NotFound.into())
+            }
+        })
+    }
+}
+
 fn page(items: Vec<NoteRow>) -> Page<IntrospectionView> {
     Page {
         items: items.into_iter().map(Into::into).collect(),

@@ -250,17 +250,21 @@ impl Runner {
         let Some(owner) = self.owner(&c.owner_id).await? else {
             return self.give_up(c, "its owner no longer exists").await;
         };
+        // The Process as configured now: a retry after the settings changed runs the new one.
+        let Some(process) = self.process_for(c).await? else {
+            return self.give_up(c, "its loop was turned off").await;
+        };
         let payload: Value = serde_json::from_str(&c.payload).unwrap_or_default();
         let inputs: Map<String, Value> = payload["inputs"].as_object().cloned().unwrap_or_default();
         let key = format!("upkeep:{}#{}", c.id, c.attempts);
         let trigger = Some((c.kind.clone(), c.subject_id.clone()));
         match self
             .app
-            .start_run_for(&owner, &c.process_id, inputs, Some(&key), trigger)
+            .start_run_for(&owner, &process, inputs, Some(&key), trigger)
             .await
         {
             Ok(started) => {
-                store::claim_started(&self.app.graph, &c.key, &started.run_id).await?;
+                store::claim_started(&self.app.graph, &c.key, &started.run_id, &process).await?;
                 tracing::info!(claim = %c.key, run = %started.run_id, "upkeep run started");
                 Ok(())
             }
@@ -272,6 +276,22 @@ impl Runner {
                     .await
             }
         }
+    }
+
+    /// The Process a claim's loop runs now (a Conversation's override first for compression);
+    /// None when the loop is off.
+    async fn process_for(&self, c: &Claim) -> Result<Option<String>> {
+        let app = &self.app;
+        let settings = read_tx!(app, |tx| { Ok(load_settings(&mut tx).await?.0) })?;
+        Ok(match c.kind.as_str() {
+            "compression" => store::conversation_facts(&app.graph, &c.subject_id)
+                .await?
+                .and_then(|f| f.compression_process_id)
+                .or(settings.compression_process_id),
+            "introspection" => settings.introspection_process_id,
+            "enrichment" => settings.enrichment_process_id,
+            _ => Some(c.process_id.clone()),
+        })
     }
 
     /// A failed attempt: retried with backoff up to [`MAX_ATTEMPTS`], then given up.

@@ -58,9 +58,11 @@ pub async fn changed_conversations(
     graph.read_rows(q).await
 }
 
-/// Conversations whose failed compression is due again.
-pub async fn due_retries(graph: &Graph, now: &str) -> Result<Vec<Changed>, Error> {
-    let q = cypher(query_file!("upkeep/due_retries.cypher"), None).param("now", now);
+/// Conversations whose give-up wait ended in `[since, now]`.
+pub async fn due_retries(graph: &Graph, since: &str, now: &str) -> Result<Vec<Changed>, Error> {
+    let q = cypher(query_file!("upkeep/due_retries.cypher"), None)
+        .param("since", since)
+        .param("now", now);
     graph.read_rows(q).await
 }
 

@@ -97,16 +97,16 @@ impl Runner {
             store::changed_conversations(&app.graph, since, CONVERSATIONS_PER_TICK).await?;
         let full = changed.len() as i64 == CONVERSATIONS_PER_TICK;
         let mut ids: Vec<String> = changed.iter().map(|c| c.id.clone()).collect();
-        *since = match changed.last().and_then(|c| c.updated_at.clone()) {
-            Some(last) if full => last,
-            _ => stamp(started - OVERLAP),
-        };
         ids.extend(
-            store::due_retries(&app.graph, &stamp(started))
+            store::due_retries(&app.graph, since, &stamp(started))
                 .await?
                 .into_iter()
                 .map(|c| c.id),
         );
+        *since = match changed.last().and_then(|c| c.updated_at.clone()) {
+            Some(last) if full => last,
+            _ => stamp(started - OVERLAP),
+        };
         ids.sort();
         ids.dedup();
         for id in ids {

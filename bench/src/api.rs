@@ -3,6 +3,25 @@
 use anyhow::bail;
 use serde_json::Value;
 
+/// `--server` / `--token`: where every benchmark finds the API and who it is.
+#[derive(clap::Args)]
+pub struct Target {
+    #[arg(long, env = "AIDEN_SERVER", default_value = "http://127.0.0.1:8080")]
+    pub server: String,
+    #[arg(long, env = "AIDEN_TOKEN")]
+    pub token: String,
+}
+
+impl Target {
+    pub fn api(&self, http: reqwest::Client) -> Api {
+        Api {
+            http,
+            base: self.server.trim_end_matches('/').to_owned(),
+            token: self.token.clone(),
+        }
+    }
+}
+
 pub struct Api {
     pub http: reqwest::Client,
     pub base: String,

@@ -13,14 +13,12 @@ use clap::Parser;
 use serde_json::{json, Value};
 
 mod api;
-use api::Api;
+use api::Target;
 
 #[derive(Parser)]
 struct Args {
-    #[arg(long, env = "AIDEN_SERVER", default_value = "http://127.0.0.1:8080")]
-    server: String,
-    #[arg(long, env = "AIDEN_TOKEN")]
-    token: String,
+    #[command(flatten)]
+    target: Target,
     #[arg(long, default_value_t = 1000)]
     turns: usize,
     #[arg(long, default_value_t = 50)]
@@ -80,11 +78,7 @@ fn millis_between(from: &str, to: &str) -> Option<f64> {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let a = Args::parse();
-    let api = Api {
-        http: reqwest::Client::new(),
-        base: a.server.clone(),
-        token: a.token.clone(),
-    };
+    let api = a.target.api(reqwest::Client::new());
     let post = reqwest::Method::POST;
     let mut convs = Vec::with_capacity(a.conversations);
     for i in 0..a.conversations.max(1) {

@@ -16,14 +16,12 @@ use clap::Parser;
 use futures::StreamExt;
 use serde_json::{json, Value};
 
-use api::Api;
+use api::{Api, Target};
 
 #[derive(Parser)]
 struct Args {
-    #[arg(long, env = "AIDEN_SERVER", default_value = "http://127.0.0.1:8080")]
-    server: String,
-    #[arg(long, env = "AIDEN_TOKEN")]
-    token: String,
+    #[command(flatten)]
+    target: Target,
     #[arg(long, default_value = "http://127.0.0.1:18080")]
     echo: String,
     /// Scenarios to run (default: all three).
@@ -261,14 +259,14 @@ async fn setup(api: &Api, ids: &Ids, echo: &str) -> anyhow::Result<()> {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let api = Arc::new(Api {
-        http: reqwest::Client::builder()
-            .pool_max_idle_per_host(64)
-            .tcp_nodelay(true)
-            .build()?,
-        base: args.server.trim_end_matches('/').to_owned(),
-        token: args.token.clone(),
-    });
+    let api = Arc::new(
+        args.target.api(
+            reqwest::Client::builder()
+                .pool_max_idle_per_host(64)
+                .tcp_nodelay(true)
+                .build()?,
+        ),
+    );
     let ids = Ids::new();
     setup(&api, &ids, &args.echo).await?;
     let scaled = |n: usize| ((n as f64 * args.scale).round() as usize).max(1);

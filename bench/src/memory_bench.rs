@@ -13,14 +13,12 @@ use clap::Parser;
 use serde_json::{json, Value};
 
 mod api;
-use api::Api;
+use api::{Api, Target};
 
 #[derive(Parser)]
 struct Args {
-    #[arg(long, env = "AIDEN_SERVER", default_value = "http://127.0.0.1:8080")]
-    server: String,
-    #[arg(long, env = "AIDEN_TOKEN")]
-    token: String,
+    #[command(flatten)]
+    target: Target,
     /// The scripted OpenAI-compatible model (`aiden-scripted-model`).
     #[arg(long)]
     model: String,
@@ -229,11 +227,7 @@ fn track(
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let api = Api {
-        http: reqwest::Client::new(),
-        base: args.server.trim_end_matches('/').to_owned(),
-        token: args.token.clone(),
-    };
+    let api = args.target.api(reqwest::Client::new());
     let process = compression_process(&api, &args.model).await?;
     for (phase, p) in [("without", None), ("with", Some(process.as_str()))] {
         let mut o = build(&api, &args, p).await?;

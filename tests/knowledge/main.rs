@@ -1022,45 +1022,23 @@ async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_
                         "sources": [u1, g2_id]})), 201)
         .await;
     let sid = s["id"].as_str().unwrap().to_owned();
-    let deadline = Instant::now() + long;
-    loop {
-        let list = w
-            .ok(
-                Method::GET,
-                &format!("/v1/conversations/{c}/summaries"),
-                None,
-                200,
-            )
-            .await;
-        let me = list["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|x| x["id"] == sid.as_str())
-            .cloned()
-            .unwrap();
-        if me["binding"] == "extracted" {
-            let expected = aiden_domain::knowledge::episode::episode_uuid(
-                aiden_domain::knowledge::EpisodeSource::Summary,
-                &sid,
-            );
-            assert_eq!(me["episodeId"], expected.as_str());
-            break;
-        }
-        assert!(Instant::now() < deadline, "summary never extracted: {me}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let summary_episode = aiden_domain::knowledge::episode::episode_uuid(
+        aiden_domain::knowledge::EpisodeSource::Summary,
+        &sid,
+    );
+    w.wait_extracted(
+        "summaries",
+        &format!("/v1/conversations/{c}/summaries"),
+        &sid,
+        &summary_episode,
+        long,
+    )
+    .await;
     let summary_ctx: Vec<Value> = w
         .extractions()
         .await
         .into_iter()
-        .filter(|e| {
-            e["uuid"].as_str()
-                == Some(&aiden_domain::knowledge::episode::episode_uuid(
-                    aiden_domain::knowledge::EpisodeSource::Summary,
-                    &sid,
-                ))
-        })
+        .filter(|e| e["uuid"].as_str() == Some(summary_episode.as_str()))
         .collect();
     assert_eq!(
         summary_ctx[0]["previous_episode_uuids"],

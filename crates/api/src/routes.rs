@@ -63,7 +63,7 @@ fn table() -> Table {
 
 fn upkeep_routes(t: Table) -> Table {
     use aiden_domain::conversation::upkeep::{MemorySettings, SettingsPatch};
-    use aiden_service::upkeep::{IntrospectionView, NewIntrospection, NoteCorrection};
+    use aiden_service::upkeep::{IntrospectionRecord, NewIntrospection, NoteCorrection};
     let t = route!(
         t,
         GET,
@@ -110,7 +110,7 @@ fn upkeep_routes(t: Table) -> Table {
         "/v1/introspections",
         m::carousel,
         Op::new("The caller's introspection carousel, by position (INT-1)")
-            .ok::<Page<IntrospectionView>>()
+            .ok::<Page<IntrospectionRecord>>()
     );
     let t = route!(
         t,
@@ -118,7 +118,7 @@ fn upkeep_routes(t: Table) -> Table {
         "/v1/introspections/archive",
         m::archive,
         Op::new("The caller's replaced introspection notes, newest first")
-            .ok::<Page<IntrospectionView>>()
+            .ok::<Page<IntrospectionRecord>>()
     );
     let t = route!(
         t,
@@ -127,7 +127,7 @@ fn upkeep_routes(t: Table) -> Table {
         m::inject,
         Op::new("Inject a note into the caller's carousel (INT-1: the note in its position is archived)")
             .body::<NewIntrospection>()
-            .created_unlocated::<IntrospectionView>()
+            .created_unlocated::<IntrospectionRecord>()
             .errors(&[409, 422])
     );
     let t = route!(
@@ -146,7 +146,7 @@ fn upkeep_routes(t: Table) -> Table {
         m::correct,
         Op::new("Correct a current note: new content and Episode; the old ones are kept")
             .body::<NoteCorrection>()
-            .ok::<IntrospectionView>()
+            .ok::<IntrospectionRecord>()
             .errors(&[409, 422])
     )
 }

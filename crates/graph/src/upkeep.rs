@@ -250,28 +250,36 @@ pub async fn recent_summaries(
     tx.rows(q).await
 }
 
-/// A current or archived carousel note.
-#[derive(Debug, Clone, Deserialize)]
+/// A current or archived carousel note, as stored and as the API shows it.
+#[derive(Debug, Clone, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct NoteRow {
+pub struct IntrospectionRecord {
     pub id: String,
     pub carousel_position: i64,
     pub content: String,
+    /// Its Episode (group `system_introspection`), null until bound.
     pub episode_id: Option<String>,
     pub binding: Option<String>,
+    /// Which conversation and compressions led to it (null for an injected note).
     pub conversation_context: Option<String>,
     pub created_at: String,
+    /// Set once it was replaced or retired.
     pub archived_at: Option<String>,
+    /// 1, plus one per correction.
     pub revision: i64,
+    /// The introspection run that wrote it.
     pub run_id: Option<String>,
 }
 
-pub async fn carousel(tx: &mut Tx, owner_id: &str) -> Result<Vec<NoteRow>, Error> {
+pub async fn carousel(tx: &mut Tx, owner_id: &str) -> Result<Vec<IntrospectionRecord>, Error> {
     let q = cypher(query_file!("introspection/current.cypher"), None).param("ownerId", owner_id);
     tx.rows(q).await
 }
 
-pub async fn carousel_autocommit(graph: &Graph, owner_id: &str) -> Result<Vec<NoteRow>, Error> {
+pub async fn carousel_autocommit(
+    graph: &Graph,
+    owner_id: &str,
+) -> Result<Vec<IntrospectionRecord>, Error> {
     let q = cypher(query_file!("introspection/current.cypher"), None).param("ownerId", owner_id);
     graph.read_rows(q).await
 }
@@ -280,13 +288,17 @@ pub async fn carousel_autocommit(graph: &Graph, owner_id: &str) -> Result<Vec<No
 pub async fn carousel_of_conversation(
     graph: &Graph,
     conversation_id: &str,
-) -> Result<Vec<NoteRow>, Error> {
+) -> Result<Vec<IntrospectionRecord>, Error> {
     let q = cypher(query_file!("introspection/of_conversation.cypher"), None)
         .param("conversationId", conversation_id);
     graph.read_rows(q).await
 }
 
-pub async fn archive(graph: &Graph, owner_id: &str, limit: i64) -> Result<Vec<NoteRow>, Error> {
+pub async fn archive(
+    graph: &Graph,
+    owner_id: &str,
+    limit: i64,
+) -> Result<Vec<IntrospectionRecord>, Error> {
     let q = cypher(query_file!("introspection/archive.cypher"), None)
         .param("ownerId", owner_id)
         .param("limit", limit);

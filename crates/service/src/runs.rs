@@ -522,6 +522,10 @@ fn typed<T: serde::de::DeserializeOwned>(v: Value) -> Result<T> {
     })
 }
 
+fn text_of(map: &Value, key: &str) -> Option<String> {
+    map.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
 /// The contract's run shape.
 pub fn run_view(row: &runs::RunRow) -> Result<RunView> {
     let r = &row.run;
@@ -550,10 +554,7 @@ pub fn run_view(row: &runs::RunRow) -> Result<RunView> {
         "output": parsed(r.get("output")), "error": parsed(r.get("error")),
         "createdAt": r.get("createdAt"), "startedAt": r.get("startedAt").cloned().unwrap_or(Value::Null),
         "finishedAt": r.get("finishedAt").cloned().unwrap_or(Value::Null),
-        "trigger": match (r.get("triggerKind"), r.get("triggerSubjectId")) {
-            (Some(Value::String(k)), Some(Value::String(s))) => json!({"kind": k, "subjectId": s}),
-            _ => Value::Null,
-        },
+        "trigger": RunTrigger::from_parts(text_of(r, "triggerKind"), text_of(r, "triggerSubjectId")),
         "steps": steps,
     }))
 }

@@ -106,7 +106,7 @@ async fn chain(u: &Client, c: &str, from: usize, n: usize, parent: Option<String
 /// even with 20 concurrent appends), whose Summary replaces the covered span in working
 /// memory; a branch that leaves the covered path does not use it.
 #[tokio::test]
-async fn mem_6_one_compression_replaces_the_span_and_only_on_its_own_path() {
+async fn mem_6_sum_1_wm_3_one_compression_replaces_the_span_and_only_on_its_own_path() {
     let u = user().await;
     let process = scripted_process(
         &u,
@@ -211,7 +211,7 @@ async fn mem_6_one_compression_replaces_the_span_and_only_on_its_own_path() {
 /// INT-1 / MEM-2: five compressions in a conversation start one introspection run, told which
 /// position it replaces; its note takes that position and the old note is archived.
 #[tokio::test]
-async fn int_1_five_compressions_make_one_introspection_that_replaces_the_oldest_note() {
+async fn int_1_mem_2_wm_2_five_compressions_make_one_introspection_that_replaces_the_oldest_note() {
     let u = user().await;
     let compress = scripted_process(
         &u,
@@ -533,7 +533,7 @@ async fn ent_4_an_entity_mentioned_five_times_is_enriched_once() {
 /// MEM-1..5: settings are admin-only; bad thresholds (0, 21, a string) are refused with the
 /// rule's ID and change nothing; an upkeep Process must be enabled and shared.
 #[tokio::test]
-async fn mem_settings_are_checked_with_their_rules() {
+async fn mem_1_to_5_settings_are_checked_with_their_rules() {
     let a = admin();
     let before = a.get("/v1/settings").await.ok(200).clone();
     for (body, rule) in [

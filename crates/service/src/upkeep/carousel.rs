@@ -4,50 +4,12 @@
 use aiden_domain::conversation::rules::check_content;
 use aiden_domain::conversation::upkeep::{check_position, next_position, Slot};
 use aiden_domain::{user::Caller, Error as Rule};
-use aiden_graph::upkeep::{self as store, NewNote, NoteRow};
+use aiden_graph::upkeep::{self as store, IntrospectionRecord, NewNote};
 use aiden_graph::Tx;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::load_settings;
 use crate::{now, tx::write_tx, App, Page, Result};
-
-/// One note of a user's carousel (current or archived).
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct IntrospectionView {
-    pub id: String,
-    pub carousel_position: i64,
-    pub content: String,
-    /// Its Episode (group `system_introspection`), null until bound.
-    pub episode_id: Option<String>,
-    pub binding: Option<String>,
-    /// Which conversation and compressions led to it (null for an injected note).
-    pub conversation_context: Option<String>,
-    pub created_at: String,
-    /// Set once it was replaced.
-    pub archived_at: Option<String>,
-    /// 1, plus one per correction.
-    pub revision: i64,
-    /// The introspection run that wrote it.
-    pub run_id: Option<String>,
-}
-
-impl From<NoteRow> for IntrospectionView {
-    fn from(n: NoteRow) -> Self {
-        Self {
-            id: n.id,
-            carousel_position: n.carousel_position,
-            content: n.content,
-            episode_id: n.episode_id,
-            binding: n.binding,
-            conversation_context: n.conversation_context,
-            created_at: n.created_at,
-            archived_at: n.archived_at,
-            revision: n.revision,
-            run_id: n.run_id,
-        }
-    }
-}
 
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -75,7 +37,7 @@ pub(crate) async fn place(
     content: &str,
     conversation_context: Option<&str>,
     run_id: Option<&str>,
-) -> Result<NoteRow> {
+) -> Result<IntrospectionRecord> {
     let (settings, _) = load_settings(tx).await?;
     let current = store::carousel(tx, owner_id).await?;
     let position = match position {
@@ -101,7 +63,7 @@ pub(crate) async fn place(
         .ok_or(crate::Error::LostRace)
 }
 
-pub(crate) fn slots(notes: &[NoteRow]) -> Vec<Slot> {
+pub(crate) fn slots(notes: &[IntrospectionRecord]) -> Vec<Slot> {
     notes
         .iter()
         .map(|n| Slot {
@@ -113,13 +75,13 @@ pub(crate) fn slots(notes: &[NoteRow]) -> Vec<Slot> {
 
 impl App {
     /// `GET /v1/introspections`: the caller's carousel, by position.
-    pub async fn carousel(&self, caller: &Caller) -> Result<Page<IntrospectionView>> {
+    pub async fn carousel(&self, caller: &Caller) -> Result<Page<IntrospectionRecord>> {
         let items = store::carousel_autocommit(&self.graph, caller.id.as_str()).await?;
         Ok(page(items))
     }
 
     /// `GET /v1/introspections/archive`: replaced notes, newest first.
-    pub async fn carousel_archive(&self, caller: &Caller) -> Result<Page<IntrospectionView>> {
+    pub async fn carousel_archive(&self, caller: &Caller) -> Result<Page<IntrospectionRecord>> {
         let items = store::archive(&self.graph, caller.id.as_str(), 500).await?;
         Ok(page(items))
     }
@@ -129,7 +91,7 @@ impl App {
         &self,
         caller: &Caller,
         b: NewIntrospection,
-    ) -> Result<IntrospectionView> {
+    ) -> Result<IntrospectionRecord> {
         check_content(&b.content)?;
         let note = write_tx!(self, |tx| {
             place(
@@ -143,7 +105,7 @@ impl App {
             .await
         })?;
         self.content_committed();
-        Ok(note.into())
+        Ok(note)
     }
 
     /// `PUT /v1/introspections/{id}/content`: a correction of a current note.
@@ -152,7 +114,7 @@ impl App {
         caller: &Caller,
         id: &str,
         b: NoteCorrection,
-    ) -> Result<IntrospectionView> {
+    ) -> Result<IntrospectionRecord> {
         check_content(&b.content)?;
         let owner = caller.id.as_str();
         let note = write_tx!(self, |tx| {
@@ -171,7 +133,7 @@ impl App {
                 .ok_or(Rule::NotFound.into())
         })?;
         self.content_committed();
-        Ok(note.into())
+        Ok(note)
     }
 }
 
@@ -189,9 +151,9 @@ impl App {
     }
 }
 
-fn page(items: Vec<NoteRow>) -> Page<IntrospectionView> {
+fn page(items: Vec<IntrospectionRecord>) -> Page<IntrospectionRecord> {
     Page {
-        items: items.into_iter().map(Into::into).collect(),
+        items,
         next_cursor: None,
     }
 }

@@ -19,7 +19,8 @@ use crate::{
     App, Result,
 };
 
-pub use carousel::{IntrospectionView, NewIntrospection, NoteCorrection};
+pub use aiden_graph::upkeep::IntrospectionRecord;
+pub use carousel::{NewIntrospection, NoteCorrection};
 
 /// The stored settings over the defaults (a field never stored keeps its default).
 pub(crate) async fn load_settings(tx: &mut Tx) -> Result<(MemorySettings, i64)> {

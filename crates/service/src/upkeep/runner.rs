@@ -82,8 +82,8 @@ impl Runner {
         }
     }
 
-    /// One pass (public so tests and `aiden` tools can drive it).
-    pub async fn tick(&self, since: &mut String, enrich: bool) -> Result<()> {
+    /// One pass: settle claims, measure changed conversations, maybe look for enrichments.
+    async fn tick(&self, since: &mut String, enrich: bool) -> Result<()> {
         let app = &self.app;
         let settings = read_tx!(app, |tx| { Ok(load_settings(&mut tx).await?.0) })?;
         for claim in store::claims(&app.graph, CLAIMS_PER_TICK).await? {

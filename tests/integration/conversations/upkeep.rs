@@ -4,6 +4,7 @@
 //! OpenAI-compatible server.
 
 use aiden_tests::{admin, graph_write, scripted_model, user};
+use tokio::sync::{Mutex as AsyncMutex, MutexGuard};
 
 use super::*;
 
@@ -42,6 +43,48 @@ async fn scripted_process(u: &Client, message: &str, context: &[&str], shared: b
                "outputTemplate": "{{r.text}}"}),
     )
     .await)
+}
+
+/// The settings are one global node. A test that changes them holds this lock until it has put
+/// the node back exactly as it was: through the graph, since PATCH would refuse (MEM-5) default
+/// Process ids that name unseeded Processes, as on a fresh stack.
+static SETTINGS: AsyncMutex<()> = AsyncMutex::const_new(());
+
+struct SavedSettings {
+    _lock: MutexGuard<'static, ()>,
+    node: Option<(String, i64)>,
+}
+
+#[derive(serde::Deserialize)]
+struct SettingsRow {
+    doc: String,
+    #[serde(rename = "maxRotation")]
+    max_rotation: i64,
+}
+
+async fn save_settings() -> SavedSettings {
+    let lock = SETTINGS.lock().await;
+    let rows: Vec<SettingsRow> = graph_rows(aiden_graph_query(
+        "MATCH (s:MemorySettings {id: 'memory'}) RETURN s.doc AS doc, s.maxRotation AS maxRotation",
+    ))
+    .await;
+    SavedSettings {
+        _lock: lock,
+        node: rows.into_iter().next().map(|r| (r.doc, r.max_rotation)),
+    }
+}
+
+async fn restore_settings(saved: SavedSettings) {
+    let q = match &saved.node {
+        None => aiden_graph_query("MATCH (s:MemorySettings {id: 'memory'}) DETACH DELETE s"),
+        Some((doc, max_rotation)) => aiden_graph_query(
+            "MATCH (s:MemorySettings {id: 'memory'}) \
+             SET s.doc = $doc, s.maxRotation = $maxRotation, s.revision = s.revision + 1",
+        )
+        .param("doc", doc.as_str())
+        .param("maxRotation", *max_rotation),
+    };
+    graph_write(q).await;
 }
 
 /// A script the model answers with `answer` (Handlebars still fills `{{…}}` in it).
@@ -227,7 +270,7 @@ async fn int_1_mem_2_wm_2_five_compressions_make_one_introspection_that_replaces
         true,
     )
     .await;
-    let before = admin().get("/v1/settings").await.ok(200).clone();
+    let saved = save_settings().await;
     admin()
         .patch(
             "/v1/settings",
@@ -345,14 +388,7 @@ async fn int_1_mem_2_wm_2_five_compressions_make_one_introspection_that_replaces
         memory["totalTokens"].as_u64().unwrap(),
         note_tokens + path_tokens + summary_tokens
     );
-    // The settings are global: leave them as they were for the tests that follow.
-    admin()
-        .patch(
-            "/v1/settings",
-            json!({"introspectionProcessId": before["introspectionProcessId"]}),
-        )
-        .await
-        .ok(200);
+    restore_settings(saved).await;
 }
 
 /// INT-1: an injected note at a named position archives the note there; a position outside
@@ -453,7 +489,7 @@ async fn ent_4_an_entity_mentioned_five_times_is_enriched_once() {
     let u = user().await;
     let answer = r#"{"summary": "A mathematician.", "facets": {"field": {"values": ["mathematics"], "confidence": 0.9}}}"#;
     let enrich = scripted_process(&u, &script(answer), &["name"], true).await;
-    let before = admin().get("/v1/settings").await.ok(200).clone();
+    let saved = save_settings().await;
     admin()
         .patch("/v1/settings", json!({"enrichmentProcessId": enrich}))
         .await
@@ -521,13 +557,7 @@ async fn ent_4_an_entity_mentioned_five_times_is_enriched_once() {
     assert_eq!(runs_of(&u, &enrich).await.len(), 1);
     let seen = u.get(&format!("/v1/entities/{uuid}")).await.ok(200).clone();
     assert_eq!(seen["name"], entity["name"], "name and sources untouched");
-    admin()
-        .patch(
-            "/v1/settings",
-            json!({"enrichmentProcessId": before["enrichmentProcessId"]}),
-        )
-        .await
-        .ok(200);
+    restore_settings(saved).await;
 }
 
 /// MEM-1..5: settings are admin-only; bad thresholds (0, 21, a string) are refused with the
@@ -535,6 +565,7 @@ async fn ent_4_an_entity_mentioned_five_times_is_enriched_once() {
 #[tokio::test]
 async fn mem_1_to_5_settings_are_checked_with_their_rules() {
     let a = admin();
+    let saved = save_settings().await;
     let before = a.get("/v1/settings").await.ok(200).clone();
     for (body, rule) in [
         (json!({"introspectionCompressionThreshold": 0}), "MEM-2"),
@@ -558,31 +589,36 @@ async fn mem_1_to_5_settings_are_checked_with_their_rules() {
     a.patch("/v1/settings", json!({"compressionProcessId": private}))
         .await
         .rejects(422, "MEM-5");
-    // Nothing changed (the Process ids are left out: other tests change those meanwhile).
-    let after = a.get("/v1/settings").await.ok(200).clone();
-    for field in [
-        "compressionTokenBudget",
-        "introspectionCompressionThreshold",
-        "maxRotation",
-        "enrichmentEdgeThreshold",
-        "compressionProcessId",
-    ] {
-        assert_eq!(after[field], before[field], "{field} unchanged");
-    }
+    // Nothing changed.
+    assert_eq!(a.get("/v1/settings").await.ok(200), &before);
     assert_eq!(u.get("/v1/settings").await.status.as_u16(), 403);
     let denied = u.patch("/v1/settings", json!({"maxRotation": 10})).await;
     assert_eq!(denied.status.as_u16(), 403);
-    // A valid change is kept whole (the defaults' values, so concurrent tests see no change).
-    let same = a
+    // A valid change is kept whole, then put back. (Upper bounds: tests running meanwhile see
+    // fewer background runs, never more; maxRotation stays, so no note moves to the archive.)
+    let changed = a
         .patch(
             "/v1/settings",
-            json!({"introspectionCompressionThreshold": 5, "maxRotation": 10,
-                   "enrichmentEdgeThreshold": 5}),
+            json!({"introspectionCompressionThreshold": 20,
+                   "maxRotation": before["maxRotation"],
+                   "enrichmentEdgeThreshold": 1000}),
         )
         .await
         .ok(200)
         .clone();
-    assert_eq!(same["introspectionCompressionThreshold"], 5);
+    assert_eq!(
+        (
+            &changed["introspectionCompressionThreshold"],
+            &changed["maxRotation"],
+            &changed["enrichmentEdgeThreshold"]
+        ),
+        (&json!(20), &before["maxRotation"], &json!(1000))
+    );
+    assert_eq!(
+        a.get("/v1/settings").await.ok(200)["enrichmentEdgeThreshold"],
+        1000
+    );
+    restore_settings(saved).await;
     // A conversation's override follows MEM-1 and MEM-5 too.
     let c = conversation(&u).await;
     u.patch(

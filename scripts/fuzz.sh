@@ -22,6 +22,9 @@ cargo build -p aiden --quiet
 BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/aiden"
 PORT=${AIDEN_FUZZ_PORT:-18182}
 export AIDEN_HTTP_ADDR=127.0.0.1:$PORT
+# The fuzzer sends unknown tokens on purpose (its ignored_auth check wants 401 each time): no
+# failed-authentication throttling (USR-4) for this server.
+export AIDEN_AUTH_FAILURES_PER_MINUTE=0
 LOG=$(mktemp)
 "$BIN" serve >"$LOG" 2>&1 &
 PID=$!

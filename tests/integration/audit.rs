@@ -176,6 +176,48 @@ async fn sec_2_check_reports_secrets_without_ciphertext() {
     );
 }
 
+/// USR-3: a token that lost its user's HAS_TOKEN edge, or a hash kept on a User, is reported.
+#[tokio::test]
+async fn usr_3_check_reports_tokens_outside_their_user() {
+    let u = user().await;
+    let created = u
+        .post(
+            &format!("/v1/users/{}/tokens", u.id),
+            json!({"name": "audit"}),
+        )
+        .await
+        .ok(201)
+        .clone();
+    let token = created["id"].as_str().unwrap().to_owned();
+    assert!(findings_for(&token).await.is_empty());
+    write(
+        aiden_graph_query("MATCH (:User)-[h:HAS_TOKEN]->(:ApiToken {id: $id}) DELETE h")
+            .param("id", token.as_str()),
+    )
+    .await;
+    assert_eq!(findings_for(&token).await, vec!["USR-3"]);
+    write(
+        aiden_graph_query(
+            "MATCH (u:User {id: $u}), (t:ApiToken {id: $id}) CREATE (u)-[:HAS_TOKEN]->(t) \
+             SET u.tokenHash = t.hash",
+        )
+        .param("u", u.id.as_str())
+        .param("id", token.as_str()),
+    )
+    .await;
+    assert!(findings_for(&token).await.is_empty(), "edge repaired");
+    assert_eq!(
+        findings_for(&u.id).await,
+        vec!["USR-3"],
+        "a hash on the User"
+    );
+    write(
+        aiden_graph_query("MATCH (u:User {id: $u}) REMOVE u.tokenHash").param("u", u.id.as_str()),
+    )
+    .await;
+    assert!(findings_for(&u.id).await.is_empty());
+}
+
 /// A conversation built through the API: root user turn → child user turn. Returns
 /// `(conversation, root turn, root alternative, child turn, child alternative)`.
 async fn small_conversation(u: &aiden_tests::Client) -> (String, String, String, String, String) {

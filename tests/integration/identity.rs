@@ -27,23 +27,6 @@ async fn users_are_created_by_admins_and_tokens_authenticate() {
     assert_eq!(r.status.as_u16(), 401);
 }
 
-#[tokio::test]
-async fn tokens_are_stored_only_as_hashes() {
-    let u = user().await;
-    #[derive(serde::Deserialize)]
-    struct Row {
-        hash: String,
-    }
-    let rows: Vec<Row> = graph_rows(
-        aiden_tests::aiden_graph_query("MATCH (u:User {id: $id}) RETURN u.tokenHash AS hash")
-            .param("id", u.id.as_str()),
-    )
-    .await;
-    assert_eq!(rows.len(), 1);
-    assert_ne!(rows[0].hash, u.token);
-    assert!(!rows[0].hash.contains(&u.token));
-}
-
 /// OWN-1: one OWNED_BY edge to the creator, set from the caller, never changing.
 #[tokio::test]
 async fn own_1_owner_is_the_caller_and_has_one_owned_by_edge() {

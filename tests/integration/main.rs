@@ -15,3 +15,4 @@ mod queries;
 mod runs;
 mod secrets;
 mod tools;
+mod users;

@@ -199,7 +199,15 @@ pub fn server() -> &'static Server {
                     };
                     tokio::spawn(aiden_workers::pool::run(config));
                 }
-                let app = aiden_service::App::new(graph, vault).with_broker(&amqp);
+                // Requests name their source in x-forwarded-for where a test needs its own
+                // (USR-4); the rest share the peer address 127.0.0.1.
+                let auth = aiden_service::AuthPolicy {
+                    source_header: Some("x-forwarded-for".into()),
+                    ..Default::default()
+                };
+                let app = aiden_service::App::new(graph, vault)
+                    .with_broker(&amqp)
+                    .with_auth_policy(&auth);
                 app.bootstrap_admin(&token).await.expect("bootstrap admin");
                 // Memory upkeep, ticking fast so its tests settle quickly.
                 tokio::spawn(
@@ -248,6 +256,15 @@ impl Server {
 }
 
 /// A fresh id with a readable prefix, unique across tests and runs.
+/// A source address no other test of this binary uses (the test server counts failed
+/// authentications per source, USR-4).
+pub fn unique_source() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(1);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("10.77.{}.{}", (n >> 8) & 0xff, n & 0xff)
+}
+
 pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}", uuid::Uuid::now_v7().simple())
 }
@@ -326,6 +343,8 @@ pub struct Client {
     pub token: String,
     http: reqwest::Client,
     base: String,
+    /// The address the test server takes as the request's source (x-forwarded-for, USR-4).
+    source: Option<String>,
 }
 
 impl Client {
@@ -335,7 +354,15 @@ impl Client {
             token: token.to_owned(),
             http: reqwest::Client::new(),
             base: server().base.clone(),
+            source: None,
         }
+    }
+
+    /// The same caller, its requests counted as coming from `ip` (USR-4): a test that sends
+    /// unknown tokens on purpose uses a source of its own, so no other test's is throttled.
+    pub fn from_source(mut self, ip: &str) -> Self {
+        self.source = Some(ip.to_owned());
+        self
     }
 
     pub async fn send(
@@ -345,10 +372,7 @@ impl Client {
         body: Option<&Value>,
         headers: &[(&str, &str)],
     ) -> Reply {
-        let mut req = self.http.request(method, format!("{}{path}", self.base));
-        if !self.token.is_empty() {
-            req = req.bearer_auth(&self.token);
-        }
+        let mut req = self.raw(method, path);
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
@@ -415,7 +439,10 @@ impl Client {
 
     /// The raw client, for requests the helpers do not cover (bad bodies, odd headers).
     pub fn raw(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
-        let req = self.http.request(method, format!("{}{path}", self.base));
+        let mut req = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(ip) = &self.source {
+            req = req.header("x-forwarded-for", ip);
+        }
         if self.token.is_empty() {
             req
         } else {

@@ -12,6 +12,8 @@ use serde_json::json;
 pub enum ApiError {
     Service(aiden_service::Error),
     Unauthenticated,
+    /// USR-4: too many unknown tokens from this source; retry after this long.
+    RateLimited(std::time::Duration),
     PayloadTooLarge,
     UnsupportedMediaType(String),
 }
@@ -53,6 +55,14 @@ impl ApiError {
                 "UNAUTHENTICATED",
                 "missing or unknown bearer token".into(),
             ),
+            ApiError::RateLimited(wait) => Body {
+                retry_after: Some(wait.as_secs_f64().ceil().max(1.0) as u64),
+                ..plain(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "RATE_LIMITED",
+                    "too many failed authentications from this source; retry later".into(),
+                )
+            },
             ApiError::PayloadTooLarge => plain(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "PAYLOAD_TOO_LARGE",

@@ -1,7 +1,7 @@
 //! Extractors that answer in our error shape: JSON bodies, the caller, `If-Match`, paging.
 
 use aiden_domain::{user::Caller, Error as Rule, Violation};
-use aiden_service::PageRequest;
+use aiden_service::{AuthRefusal, PageRequest};
 use axum::{
     extract::{rejection::JsonRejection, FromRequest, FromRequestParts, Query, Request},
     http::{request::Parts, StatusCode},
@@ -88,11 +88,42 @@ impl FromRequestParts<State> for Auth {
             .map(str::trim)
             .filter(|t| !t.is_empty())
             .ok_or(ApiError::Unauthenticated)?;
-        match state.app.authenticate(token).await? {
-            Some(caller) => Ok(Auth(caller)),
-            None => Err(ApiError::Unauthenticated),
+        match state
+            .app
+            .authenticate_from(source(parts, state), token)
+            .await
+        {
+            Ok(caller) => Ok(Auth(caller)),
+            Err(AuthRefusal::Unknown) => Err(ApiError::Unauthenticated),
+            Err(AuthRefusal::Throttled(wait)) => Err(ApiError::RateLimited(wait)),
+            Err(AuthRefusal::Failed(e)) => Err(e.into()),
         }
     }
+}
+
+/// Where a request comes from (USR-4): the configured proxy header's first address, else the
+/// TCP peer (unspecified when neither is known, e.g. a request built in a test).
+fn source(parts: &Parts, state: &State) -> std::net::IpAddr {
+    let from_header = state.app.auth_source_header().and_then(|name| {
+        parts
+            .headers
+            .get(name)?
+            .to_str()
+            .ok()?
+            .split(',')
+            .next()?
+            .trim()
+            .parse()
+            .ok()
+    });
+    from_header
+        .or_else(|| {
+            parts
+                .extensions
+                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+                .map(|c| c.0.ip())
+        })
+        .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED))
 }
 
 /// `If-Match: "<revision>"` (quotes optional): the revision the client last read.

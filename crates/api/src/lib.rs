@@ -63,7 +63,11 @@ impl Application {
         let listener = self.listener.tap_io(|tcp| {
             let _ = tcp.set_nodelay(true);
         });
-        axum::serve(listener, self.router)
+        // The peer address is a request's source for authentication throttling (USR-4).
+        let service = self
+            .router
+            .into_make_service_with_connect_info::<SocketAddr>();
+        axum::serve(listener, service)
             .with_graceful_shutdown(shutdown_signal())
             .await
     }

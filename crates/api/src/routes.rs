@@ -238,12 +238,59 @@ fn ops_routes(t: Table) -> Table {
             .created_unlocated::<aiden_service::User>()
             .errors(&[403, 409])
     );
-    route!(
+    let t = route!(
         t,
         GET,
         "/v1/me",
         u::get_me,
         Op::new("The caller").ok::<aiden_service::User>()
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/users/{id}",
+        u::get_user,
+        Op::new("A user (admin, or the user themselves)")
+            .ok::<aiden_service::User>()
+            .errors(&[404])
+    );
+    let t = route!(
+        t,
+        PATCH,
+        "/v1/users/{id}",
+        u::patch_user,
+        Op::new("Change a user's role or disable them (admin; USR-1, USR-2)")
+            .body::<aiden_domain::user::UserPatch>()
+            .ok::<aiden_service::User>()
+            .errors(&[403, 404, 422])
+    );
+    let t = route!(
+        t,
+        POST,
+        "/v1/users/{id}/tokens",
+        u::create_token,
+        Op::new("A new token for the user (admin or self; shown once, USR-3)")
+            .body::<aiden_service::NewToken>()
+            .created_unlocated::<aiden_service::Token>()
+            .errors(&[404])
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/users/{id}/tokens",
+        u::list_tokens,
+        Op::new("The user's tokens, live and revoked (admin or self; never the values)")
+            .ok::<Page<aiden_service::Token>>()
+            .errors(&[404])
+    );
+    route!(
+        t,
+        DELETE,
+        "/v1/users/{id}/tokens/{tokenId}",
+        u::revoke_token,
+        Op::new("Revoke a token for good (admin or self; USR-3)")
+            .no_content()
+            .errors(&[404, 422])
     )
 }
 

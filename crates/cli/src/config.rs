@@ -62,6 +62,35 @@ pub struct ServeArgs {
     /// milliseconds; 0 turns the loop off in this instance.
     #[arg(long, env = "AIDEN_UPKEEP_INTERVAL_MS", default_value_t = 1000)]
     pub upkeep_interval_ms: u64,
+    #[command(flatten)]
+    pub auth: AuthArgs,
+}
+
+/// Authentication across instances (USR-2) and against guessing (USR-4).
+#[derive(Args, Clone)]
+pub struct AuthArgs {
+    /// How long a known token is trusted without asking the graph, in milliseconds: the bound
+    /// within which every instance refuses a disabled user or a revoked token.
+    #[arg(long, env = "AIDEN_AUTH_CACHE_TTL_MS", default_value_t = 5_000)]
+    pub auth_cache_ttl_ms: u64,
+    /// Unknown tokens one source may send per minute before it is refused (429 RATE_LIMITED);
+    /// 0 turns the throttle off.
+    #[arg(long, env = "AIDEN_AUTH_FAILURES_PER_MINUTE", default_value_t = 20)]
+    pub auth_failures_per_minute: u32,
+    /// Behind a proxy: the header that carries the client's address (e.g. x-forwarded-for).
+    /// Only set it when the proxy overwrites that header: clients could forge it otherwise.
+    #[arg(long, env = "AIDEN_AUTH_SOURCE_HEADER")]
+    pub auth_source_header: Option<String>,
+}
+
+impl AuthArgs {
+    pub fn policy(&self) -> aiden_service::AuthPolicy {
+        aiden_service::AuthPolicy {
+            cache_ttl: std::time::Duration::from_millis(self.auth_cache_ttl_ms),
+            failures_per_minute: self.auth_failures_per_minute,
+            source_header: self.auth_source_header.clone(),
+        }
+    }
 }
 
 /// `RUST_LOG` filter (default info); JSON lines when `AIDEN_LOG_FORMAT=json`.

@@ -80,7 +80,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         args.amqp_uri.clone(),
         notifier.clone(),
     ));
-    let app = aiden_service::App::new(graph.clone(), vault).with_broker(&args.amqp_uri);
+    let app = aiden_service::App::new(graph.clone(), vault)
+        .with_broker(&args.amqp_uri)
+        .with_auth_policy(&args.auth.policy());
     tokio::spawn(watch_queues(args.amqp_uri.clone()));
     // The outbox relay: content to ingest reaches RabbitMQ (issue #9).
     tokio::spawn(

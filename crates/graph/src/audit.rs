@@ -63,6 +63,12 @@ pub async fn bad_workers(tx: &mut Tx) -> Result<Vec<IdRow>, Error> {
         .await
 }
 
+/// USR-3: tokens without a hash or their user's HAS_TOKEN edge; users holding a token.
+pub async fn bad_tokens(tx: &mut Tx) -> Result<Vec<IdRow>, Error> {
+    tx.rows(cypher(query_file!("audit/tokens.cypher"), None))
+        .await
+}
+
 /// EXEC-5: settled runs that still have a step pending, queued or running.
 pub async fn unsettled_steps_of_settled_runs(tx: &mut Tx) -> Result<Vec<IdRow>, Error> {
     tx.rows(cypher(

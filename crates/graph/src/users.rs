@@ -1,4 +1,4 @@
-//! Users and their bearer-token hashes.
+//! Users and their bearer tokens (ApiToken nodes holding only SHA-256 hashes).
 
 use serde::Deserialize;
 
@@ -11,6 +11,28 @@ pub struct UserRow {
     pub name: String,
     pub role: String,
     pub created_at: Option<String>,
+    #[serde(default)]
+    pub disabled: bool,
+}
+
+/// A token as recorded: never its hash.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenRow {
+    pub id: String,
+    pub name: Option<String>,
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub bootstrap: bool,
+    pub revoked_at: Option<String>,
+}
+
+/// A new token's identity: its id, hash and who made it.
+pub struct NewToken<'a> {
+    pub id: &'a str,
+    pub hash: &'a str,
+    pub by: &'a str,
+    pub now: &'a str,
 }
 
 pub async fn create(
@@ -18,23 +40,32 @@ pub async fn create(
     id: &str,
     name: &str,
     role: &str,
-    token_hash: &str,
-    now: &str,
+    token: &NewToken<'_>,
 ) -> Result<(), Error> {
     let q = cypher(query_file!("user/create_user.cypher"), None)
         .param("id", id)
         .param("name", name)
         .param("role", role)
-        .param("tokenHash", token_hash)
-        .param("now", now);
+        .param("tokenId", token.id)
+        .param("tokenHash", token.hash)
+        .param("by", token.by)
+        .param("now", token.now);
     tx.one::<IdRow>(q).await.map(|_| ())
 }
 
-/// The bootstrap admin: created once, its token hash kept in step with `AIDEN_ADMIN_TOKEN`.
-pub async fn ensure_admin(tx: &mut Tx, id: &str, token_hash: &str, now: &str) -> Result<(), Error> {
+/// The bootstrap admin: created once, enabled and admin, its token kept in step with
+/// `AIDEN_ADMIN_TOKEN`.
+pub async fn ensure_admin(
+    tx: &mut Tx,
+    id: &str,
+    token_id: &str,
+    token_hash: &str,
+    now: &str,
+) -> Result<(), Error> {
     let q = cypher(query_file!("user/ensure_admin.cypher"), None)
         .param("id", id)
         .param("name", "admin")
+        .param("tokenId", token_id)
         .param("tokenHash", token_hash)
         .param("now", now);
     tx.one::<IdRow>(q).await.map(|_| ())
@@ -51,4 +82,72 @@ pub async fn find_by_token_hash(tx: &mut Tx, token_hash: &str) -> Result<Option<
 pub async fn get(tx: &mut Tx, id: &str) -> Result<Option<UserRow>, Error> {
     tx.one(cypher(query_file!("user/get_user.cypher"), None).param("id", id))
         .await
+}
+
+pub async fn update(
+    tx: &mut Tx,
+    id: &str,
+    role: Option<&str>,
+    disabled: Option<bool>,
+    by: &str,
+    now: &str,
+) -> Result<Option<UserRow>, Error> {
+    tx.one(
+        cypher(query_file!("user/update_user.cypher"), None)
+            .param("id", id)
+            .param("role", role)
+            .param("disabled", disabled)
+            .param("by", by)
+            .param("now", now),
+    )
+    .await
+}
+
+pub async fn create_token(
+    tx: &mut Tx,
+    user: &str,
+    name: &str,
+    token: &NewToken<'_>,
+) -> Result<Option<TokenRow>, Error> {
+    tx.one(
+        cypher(query_file!("user/create_token.cypher"), None)
+            .param("userId", user)
+            .param("name", name)
+            .param("tokenId", token.id)
+            .param("tokenHash", token.hash)
+            .param("by", token.by)
+            .param("now", token.now),
+    )
+    .await
+}
+
+pub async fn list_tokens(tx: &mut Tx, user: &str) -> Result<Vec<TokenRow>, Error> {
+    tx.rows(cypher(query_file!("user/list_tokens.cypher"), None).param("userId", user))
+        .await
+}
+
+pub async fn get_token(tx: &mut Tx, user: &str, token: &str) -> Result<Option<TokenRow>, Error> {
+    tx.one(
+        cypher(query_file!("user/get_token.cypher"), None)
+            .param("userId", user)
+            .param("tokenId", token),
+    )
+    .await
+}
+
+pub async fn revoke_token(
+    tx: &mut Tx,
+    user: &str,
+    token: &str,
+    by: &str,
+    now: &str,
+) -> Result<Option<TokenRow>, Error> {
+    tx.one(
+        cypher(query_file!("user/revoke_token.cypher"), None)
+            .param("userId", user)
+            .param("tokenId", token)
+            .param("by", by)
+            .param("now", now),
+    )
+    .await
 }

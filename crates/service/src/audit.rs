@@ -85,6 +85,13 @@ impl Auditor {
                         .into(),
                 });
             }
+            for row in audit::bad_tokens(&mut tx).await? {
+                findings.push(Finding {
+                    invariant: "USR-3",
+                    id: row.id,
+                    message: "token without a hash or its user, or a token kept on a User".into(),
+                });
+            }
             for row in audit::unsettled_steps_of_settled_runs(&mut tx).await? {
                 findings.push(Finding {
                     invariant: "EXEC-5",

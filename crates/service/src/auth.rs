@@ -1,9 +1,11 @@
-//! Identity: users with bearer tokens stored only as SHA-256 hashes (tokens are 256-bit random,
-//! so a fast hash is enough and lets the token be looked up by index), and the bootstrap admin.
+//! Identity: users with any number of bearer tokens, stored only as SHA-256 hashes (tokens are
+//! 256-bit random, so a fast hash is enough and lets the token be looked up by index); the
+//! bootstrap admin; disabling, roles, token rotation and revocation (USR-1..3); and
+//! failed-authentication throttling per source (USR-4, `throttle.rs`).
 
 use aiden_domain::{
     access::ensure_admin,
-    user::{Caller, Role},
+    user::{check_token_manager, check_user_patch, Caller, Role, UserPatch},
     Id,
 };
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
@@ -19,6 +21,8 @@ use crate::{
 
 /// The id of the admin that `AIDEN_ADMIN_TOKEN` authenticates.
 pub const BOOTSTRAP_ADMIN_ID: &str = "admin";
+/// The id of that admin's token (USR-3: not revocable through the API).
+const BOOTSTRAP_TOKEN_ID: &str = "bootstrap-admin";
 
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -29,15 +33,69 @@ pub struct NewUser {
     pub role: Role,
 }
 
-/// A user as shown; `token` only in the response that created it.
+/// A user as shown; `token` (and `tokenId`) only in the response that created it.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct User {
     pub id: String,
     pub name: String,
     pub role: Role,
+    pub disabled: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_id: Option<String>,
+}
+
+/// `POST /v1/users/{id}/tokens`.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewToken {
+    /// What the token is for (e.g. "ci"); shown in the token list.
+    #[schemars(schema_with = "aiden_domain::wire::name")]
+    pub name: Option<String>,
+}
+
+/// A token as listed: never its value or hash; `token` only in the response that created it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Token {
+    pub id: String,
+    pub name: Option<String>,
+    pub created_at: Option<String>,
+    /// The token `AIDEN_ADMIN_TOKEN` stands for (re-keyed by the variable, not the API).
+    pub bootstrap: bool,
+    pub revoked_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+}
+
+impl From<aiden_graph::users::TokenRow> for Token {
+    fn from(r: aiden_graph::users::TokenRow) -> Self {
+        Self {
+            id: r.id,
+            name: r.name,
+            created_at: r.created_at,
+            bootstrap: r.bootstrap,
+            revoked_at: r.revoked_at,
+            token: None,
+        }
+    }
+}
+
+fn user_view(r: aiden_graph::users::UserRow) -> Result<User> {
+    Ok(User {
+        role: Role::parse(&r.role)
+            .ok_or_else(|| crate::Error::Internal(format!("user {} has role {}", r.id, r.role)))?,
+        id: r.id,
+        name: r.name,
+        disabled: r.disabled,
+        created_at: r.created_at,
+        token: None,
+        token_id: None,
+    })
 }
 
 fn hash_token(token: &str) -> String {
@@ -62,9 +120,37 @@ impl App {
         }
         let hash = hash_token(token);
         write_tx!(self, |tx| {
-            aiden_graph::users::ensure_admin(&mut tx, BOOTSTRAP_ADMIN_ID, &hash, &now()).await?;
+            aiden_graph::users::ensure_admin(
+                &mut tx,
+                BOOTSTRAP_ADMIN_ID,
+                BOOTSTRAP_TOKEN_ID,
+                &hash,
+                &now(),
+            )
+            .await?;
             Ok(())
         })
+    }
+
+    /// The caller a bearer token from `source` stands for. USR-4: a source that has sent too
+    /// many unknown tokens is refused (429) before its token is looked at, until its budget
+    /// refills.
+    pub async fn authenticate_from(
+        &self,
+        source: std::net::IpAddr,
+        token: &str,
+    ) -> std::result::Result<Caller, AuthRefusal> {
+        if let Some(wait) = self.auth_throttle.refused_for(source) {
+            return Err(AuthRefusal::Throttled(wait));
+        }
+        match self.authenticate(token).await {
+            Ok(Some(caller)) => Ok(caller),
+            Ok(None) => match self.auth_throttle.failed(source) {
+                Some(wait) => Err(AuthRefusal::Throttled(wait)),
+                None => Err(AuthRefusal::Unknown),
+            },
+            Err(e) => Err(AuthRefusal::Failed(e)),
+        }
     }
 
     /// The caller a bearer token stands for, if any.
@@ -94,6 +180,8 @@ impl App {
         let id = aiden_domain::ids::id_or_new(input.id);
         let token = new_token();
         let hash = hash_token(&token);
+        let token_id = new_token_id();
+        let created_at = now();
         write_tx!(self, |tx| {
             if aiden_graph::users::get(&mut tx, id.as_str())
                 .await?
@@ -101,13 +189,18 @@ impl App {
             {
                 return Err(aiden_domain::Error::conflict("id already taken").into());
             }
+            let new = aiden_graph::users::NewToken {
+                id: &token_id,
+                hash: &hash,
+                by: caller.id.as_str(),
+                now: &created_at,
+            };
             aiden_graph::users::create(
                 &mut tx,
                 id.as_str(),
                 &input.name,
                 input.role.as_str(),
-                &hash,
-                &now(),
+                &new,
             )
             .await?;
             Ok(())
@@ -116,46 +209,186 @@ impl App {
             id: id.to_string(),
             name: input.name,
             role: input.role,
+            disabled: false,
+            created_at: Some(created_at),
             token: Some(token),
+            token_id: Some(token_id),
         })
     }
 
     pub async fn me(&self, caller: &Caller) -> Result<User> {
+        self.user(caller, caller.id.as_str()).await
+    }
+
+    /// `GET /v1/users/{id}`: an admin sees anyone, a user only themselves (404 otherwise).
+    pub async fn user(&self, caller: &Caller, id: &str) -> Result<User> {
+        check_token_manager(caller, id)?;
         let row = read_tx!(self, |tx| {
-            Ok(aiden_graph::users::get(&mut tx, caller.id.as_str()).await?)
+            Ok(aiden_graph::users::get(&mut tx, id).await?)
         })?;
-        let row = row.ok_or(aiden_domain::Error::NotFound)?;
-        Ok(User {
-            id: row.id,
-            name: row.name,
-            role: caller.role,
-            token: None,
-        })
+        user_view(row.ok_or(aiden_domain::Error::NotFound)?)
+    }
+
+    /// `PATCH /v1/users/{id}` (USR-1). This instance forgets the user's cached tokens at once;
+    /// other instances within [`AuthPolicy::cache_ttl`] (USR-2).
+    pub async fn update_user(&self, caller: &Caller, id: &str, patch: UserPatch) -> Result<User> {
+        check_user_patch(caller, id, &patch, BOOTSTRAP_ADMIN_ID)?;
+        let role = patch.role.map(Role::as_str);
+        let row = write_tx!(self, |tx| {
+            Ok(aiden_graph::users::update(
+                &mut tx,
+                id,
+                role,
+                patch.disabled,
+                caller.id.as_str(),
+                &now(),
+            )
+            .await?)
+        })?;
+        self.auth_cache.forget_user(id);
+        user_view(row.ok_or(aiden_domain::Error::NotFound)?)
+    }
+
+    /// `POST /v1/users/{id}/tokens` (USR-3): one more token, shown once. Rotation is a new
+    /// token, then the old one revoked.
+    pub async fn create_token(
+        &self,
+        caller: &Caller,
+        user: &str,
+        input: NewToken,
+    ) -> Result<Token> {
+        check_token_manager(caller, user)?;
+        let name = input.name.unwrap_or_else(|| "token".to_owned());
+        aiden_domain::service::check_name(&name)?;
+        let token = new_token();
+        let hash = hash_token(&token);
+        let token_id = new_token_id();
+        let row = write_tx!(self, |tx| {
+            let new = aiden_graph::users::NewToken {
+                id: &token_id,
+                hash: &hash,
+                by: caller.id.as_str(),
+                now: &now(),
+            };
+            Ok(aiden_graph::users::create_token(&mut tx, user, &name, &new).await?)
+        })?;
+        let mut view = Token::from(row.ok_or(aiden_domain::Error::NotFound)?);
+        view.token = Some(token);
+        Ok(view)
+    }
+
+    /// `GET /v1/users/{id}/tokens`: live and revoked, newest first.
+    pub async fn tokens(&self, caller: &Caller, user: &str) -> Result<Vec<Token>> {
+        check_token_manager(caller, user)?;
+        let rows = read_tx!(self, |tx| {
+            if aiden_graph::users::get(&mut tx, user).await?.is_none() {
+                return Err(aiden_domain::Error::NotFound.into());
+            }
+            Ok(aiden_graph::users::list_tokens(&mut tx, user).await?)
+        })?;
+        Ok(rows.into_iter().map(Token::from).collect())
+    }
+
+    /// `DELETE /v1/users/{id}/tokens/{tokenId}` (USR-3): revoked for good; again is a no-op.
+    /// The bootstrap token is re-keyed through `AIDEN_ADMIN_TOKEN`, never revoked here.
+    pub async fn revoke_token(&self, caller: &Caller, user: &str, token: &str) -> Result<()> {
+        check_token_manager(caller, user)?;
+        write_tx!(self, |tx| {
+            let row = aiden_graph::users::get_token(&mut tx, user, token)
+                .await?
+                .ok_or(aiden_domain::Error::NotFound)?;
+            if row.bootstrap {
+                return Err(aiden_domain::Error::invariant(
+                    "USR-3",
+                    "",
+                    "the bootstrap token is AIDEN_ADMIN_TOKEN's: change the variable to re-key it",
+                )
+                .into());
+            }
+            aiden_graph::users::revoke_token(&mut tx, user, token, caller.id.as_str(), &now())
+                .await?;
+            Ok(())
+        })?;
+        self.auth_cache.forget_user(user);
+        Ok(())
     }
 }
 
-/// Known token hashes for a few seconds, so a busy client costs one graph read per TTL
-/// rather than one per request. Only positive answers are cached; users are never deleted or
-/// demoted through the API, so a cached caller cannot outlive its rights.
-#[derive(Clone, Default)]
-pub(crate) struct AuthCache(
-    std::sync::Arc<
+/// Why a request carries no caller.
+#[derive(Debug)]
+pub enum AuthRefusal {
+    /// No live token of an enabled user has this hash (401).
+    Unknown,
+    /// The source sent too many unknown tokens; retry after this long (429, USR-4).
+    Throttled(std::time::Duration),
+    /// The graph could not answer (503/500, as any request).
+    Failed(crate::Error),
+}
+
+fn new_token_id() -> String {
+    format!("tok-{}", uuid::Uuid::now_v7())
+}
+
+/// How this instance authenticates: how long a known token is trusted without a graph read,
+/// and how many unknown tokens a source may send per minute.
+#[derive(Debug, Clone)]
+pub struct AuthPolicy {
+    /// USR-2's bound: a disabled user, a demoted admin or a revoked token is refused by every
+    /// instance within this long (at once by the instance that made the change).
+    pub cache_ttl: std::time::Duration,
+    /// USR-4: unknown tokens per source per minute before the source is refused; 0 turns the
+    /// throttle off.
+    pub failures_per_minute: u32,
+    /// Behind a proxy: the header whose first address is the client's (e.g.
+    /// `x-forwarded-for`). Unset: the TCP peer's address.
+    pub source_header: Option<String>,
+}
+
+impl Default for AuthPolicy {
+    fn default() -> Self {
+        Self {
+            cache_ttl: std::time::Duration::from_secs(5),
+            failures_per_minute: 20,
+            source_header: None,
+        }
+    }
+}
+
+/// Known token hashes for [`AuthPolicy::cache_ttl`], so a busy client costs one graph read per
+/// TTL rather than one per request. Only positive answers are cached.
+#[derive(Clone)]
+pub(crate) struct AuthCache {
+    map: std::sync::Arc<
         std::sync::Mutex<std::collections::HashMap<String, (Caller, std::time::Instant)>>,
     >,
-);
+    ttl: std::time::Duration,
+}
 
 impl AuthCache {
-    const TTL: std::time::Duration = std::time::Duration::from_secs(10);
     const MAX: usize = 10_000;
 
+    pub(crate) fn new(ttl: std::time::Duration) -> Self {
+        Self {
+            map: Default::default(),
+            ttl,
+        }
+    }
+
     fn get(&self, hash: &str) -> Option<Caller> {
-        let map = self.0.lock().ok()?;
+        let map = self.map.lock().ok()?;
         let (caller, at) = map.get(hash)?;
-        (at.elapsed() < Self::TTL).then(|| caller.clone())
+        (at.elapsed() < self.ttl).then(|| caller.clone())
+    }
+
+    /// After a change to a user or their tokens: this instance asks the graph again.
+    fn forget_user(&self, id: &str) {
+        if let Ok(mut map) = self.map.lock() {
+            map.retain(|_, (caller, _)| caller.id.as_str() != id);
+        }
     }
 
     fn put(&self, hash: String, caller: Caller) {
-        if let Ok(mut map) = self.0.lock() {
+        if let Ok(mut map) = self.map.lock() {
             if map.len() >= Self::MAX {
                 map.clear();
             }

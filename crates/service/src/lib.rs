@@ -18,6 +18,7 @@ mod secrets;
 mod services;
 mod stripes;
 mod templates;
+mod throttle;
 mod tools;
 mod turns;
 mod tx;
@@ -28,7 +29,7 @@ pub mod views;
 use aiden_graph::Graph;
 
 pub use audit::{Auditor, Finding};
-pub use auth::{NewUser, User};
+pub use auth::{AuthPolicy, AuthRefusal, NewToken, NewUser, Token, User};
 pub use error::Error;
 pub use processes::ProcessVersion;
 pub use runs::{run_view, RunQuery, RunStarted};
@@ -76,6 +77,8 @@ pub struct App {
     http: reqwest::Client,
     broker: Option<std::sync::Arc<aiden_jobs::SharedBroker>>,
     auth_cache: auth::AuthCache,
+    auth_throttle: throttle::AuthThrottle,
+    auth_source_header: Option<std::sync::Arc<str>>,
     /// Queues writes to one Conversation or Turn (see `stripes.rs`).
     stripes: stripes::Stripes,
     plans: plans::PlanCache,
@@ -94,11 +97,28 @@ impl App {
             vault,
             http,
             broker: None,
-            auth_cache: auth::AuthCache::default(),
+            auth_cache: auth::AuthCache::new(auth::AuthPolicy::default().cache_ttl),
+            auth_throttle: throttle::AuthThrottle::new(
+                auth::AuthPolicy::default().failures_per_minute,
+            ),
+            auth_source_header: None,
             stripes: stripes::Stripes::default(),
             plans: plans::PlanCache::default(),
             outbox_wake: std::sync::Arc::default(),
         }
+    }
+
+    /// How this instance authenticates (USR-2's cache bound, USR-4's throttle).
+    pub fn with_auth_policy(mut self, policy: &auth::AuthPolicy) -> Self {
+        self.auth_cache = auth::AuthCache::new(policy.cache_ttl);
+        self.auth_throttle = throttle::AuthThrottle::new(policy.failures_per_minute);
+        self.auth_source_header = policy.source_header.as_deref().map(Into::into);
+        self
+    }
+
+    /// The header that names a request's source (USR-4), when behind a proxy.
+    pub fn auth_source_header(&self) -> Option<&str> {
+        self.auth_source_header.as_deref()
     }
 
     /// Lets the service tell the engine about runs (without it, the engine's sweep finds them).

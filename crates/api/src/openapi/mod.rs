@@ -152,8 +152,9 @@ impl Op {
     fn error_statuses(&self, path_params: bool) -> Vec<u16> {
         let mut s = self.errors.clone();
         if self.auth {
-            // 401 without a valid token; 503 while the graph or the broker is away.
-            s.extend([401, 503]);
+            // 401 without a valid token; 429 when the source sent too many unknown ones (USR-4);
+            // 503 while the graph or the broker is away.
+            s.extend([401, 429, 503]);
         }
         if path_params {
             s.push(404);
@@ -181,7 +182,7 @@ fn reason(status: u16) -> &'static str {
         413 => "Request body over 1 MiB",
         415 => "The body is not `application/json`",
         422 => "An invariant is violated (its ID is in `details[].invariant`)",
-        429 => "A quota is exhausted (`Retry-After` says when to retry)",
+        429 => "A quota is exhausted (QUOTA_EXCEEDED), or this source sent too many unknown tokens (RATE_LIMITED, USR-4); `Retry-After` says when to retry",
         503 => "The graph or the broker is unavailable (`Retry-After`)",
         _ => "error",
     }

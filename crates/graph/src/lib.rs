@@ -129,13 +129,20 @@ pub(crate) fn cypher(text: &str, label: Option<&str>) -> neo4rs::Query {
     }
 }
 
+/// A file of `cypher/queries`, its path in a first comment line: [`tx::statement_file`] reads it
+/// back so each statement's latency is recorded by the file it came from.
 macro_rules! query_file {
     ($path:literal) => {
-        include_str!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../cypher/queries/",
-            $path
-        ))
+        concat!(
+            "// aiden:",
+            $path,
+            "\n",
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../cypher/queries/",
+                $path
+            ))
+        )
     };
 }
 pub(crate) use query_file;

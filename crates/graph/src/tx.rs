@@ -26,6 +26,7 @@ impl Tx {
     }
 
     pub async fn rows<T: DeserializeOwned>(&mut self, q: neo4rs::Query) -> Result<Vec<T>, Error> {
+        let timer = StatementTimer::start(&q);
         let mut stream = self.inner.execute(q).await.map_err(Error::from_driver)?;
         let mut out = Vec::new();
         while let Some(row) = stream
@@ -35,6 +36,7 @@ impl Tx {
         {
             out.push(row.to::<T>().map_err(|e| Error::Decode(e.to_string()))?);
         }
+        timer.done();
         Ok(out)
     }
 
@@ -48,11 +50,10 @@ impl Tx {
     }
 
     pub async fn run(&mut self, q: neo4rs::Query) -> Result<(), Error> {
-        self.inner
-            .run(q)
-            .await
-            .map(|_| ())
-            .map_err(Error::from_driver)
+        let timer = StatementTimer::start(&q);
+        self.inner.run(q).await.map_err(Error::from_driver)?;
+        timer.done();
+        Ok(())
     }
 
     pub async fn commit(self) -> Result<(), Error> {
@@ -61,5 +62,65 @@ impl Tx {
 
     pub async fn rollback(self) -> Result<(), Error> {
         self.inner.rollback().await.map_err(Error::from_driver)
+    }
+}
+
+/// `aiden_graph_statement_seconds{file}`: one statement's round trip (sent, every row read),
+/// successful ones only, by the `cypher/queries` file it came from.
+struct StatementTimer {
+    file: &'static str,
+    started: std::time::Instant,
+}
+
+impl StatementTimer {
+    fn start(q: &neo4rs::Query) -> Self {
+        Self {
+            file: statement_file(q.query()),
+            started: std::time::Instant::now(),
+        }
+    }
+
+    fn done(self) {
+        metrics::histogram!("aiden_graph_statement_seconds", "file" => self.file)
+            .record(self.started.elapsed().as_secs_f64());
+    }
+}
+
+/// The `cypher/queries` file a statement came from (`query_file!`'s first line), or `inline`.
+/// Interned: a label value per file, allocated once.
+pub(crate) fn statement_file(text: &str) -> &'static str {
+    use std::{collections::HashSet, sync::Mutex};
+    static FILES: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
+    let Some(path) = text
+        .strip_prefix("// aiden:")
+        .and_then(|rest| rest.split_once('\n'))
+        .map(|(path, _)| path)
+    else {
+        return "inline";
+    };
+    let Ok(mut files) = FILES.lock() else {
+        return "inline";
+    };
+    let files = files.get_or_insert_with(HashSet::new);
+    match files.get(path) {
+        Some(known) => known,
+        None => {
+            let leaked: &'static str = Box::leak(path.to_owned().into_boxed_str());
+            files.insert(leaked);
+            leaked
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::statement_file;
+
+    #[test]
+    fn a_statement_is_named_by_its_query_file() {
+        let text = crate::query_file!("user/get_user.cypher");
+        assert_eq!(statement_file(text), "user/get_user.cypher");
+        assert!(std::ptr::eq(statement_file(text), statement_file(text)), "interned");
+        assert_eq!(statement_file("MATCH (n) RETURN n"), "inline");
     }
 }

@@ -17,7 +17,7 @@ fn sample(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
 /// Operations (issue #12): `/metrics` is the Prometheus exporter's rendering of what the API,
 /// the engine and the worker pools recorded through the `metrics` facade: requests by route
 /// template (never by id), runs started and settled by outcome, step latency by operation type,
-/// Tool and outcome, engine passes, broker publishes.
+/// Tool and outcome, engine passes, broker publishes, graph statements by query file.
 #[tokio::test]
 async fn metrics_count_requests_by_route_runs_by_outcome_and_steps_by_tool() {
     let c = admin();
@@ -63,6 +63,11 @@ async fn metrics_count_requests_by_route_runs_by_outcome_and_steps_by_tool() {
         ("aiden_engine_pass_seconds_count", vec![]),
         ("aiden_engine_pass_messages_count", vec![]),
         ("aiden_broker_publish_seconds_count", vec![]),
+        // Graph statements by the query file they came from (authentication reads a token).
+        (
+            "aiden_graph_statement_seconds_count",
+            vec![r#"file="user/find_user_by_token_hash.cypher""#],
+        ),
     ] {
         assert!(
             sample(&text, name, &labels).is_some_and(|n| n >= 1.0),

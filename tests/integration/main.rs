@@ -9,6 +9,7 @@ mod conversations;
 mod http;
 mod identity;
 mod mcp;
+mod measurements;
 mod processes;
 mod providers;
 mod queries;

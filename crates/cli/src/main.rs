@@ -93,6 +93,22 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let every = std::time::Duration::from_millis(args.upkeep_interval_ms);
         tokio::spawn(aiden_service::upkeep::runner::Runner::new(app.clone(), every).run());
     }
+    // MET-4: values past their metric's retentionDays go, once a minute (idempotent, so every
+    // instance may run it).
+    tokio::spawn({
+        let app = app.clone();
+        async move {
+            let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
+            loop {
+                every.tick().await;
+                match app.sweep_metric_values().await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(removed = n, "metric retention sweep"),
+                    Err(e) => tracing::warn!(error = %e, "metric retention sweep failed"),
+                }
+            }
+        }
+    });
     match args.admin_token.as_deref() {
         Some(token) => app
             .bootstrap_admin(token)

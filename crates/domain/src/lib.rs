@@ -9,6 +9,7 @@ pub mod error;
 pub mod execution;
 pub mod ids;
 pub mod knowledge;
+pub mod metric;
 pub mod nullable;
 pub mod process;
 pub mod schema;

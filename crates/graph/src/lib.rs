@@ -6,6 +6,7 @@ pub mod audit;
 pub mod conversations;
 mod error;
 pub mod knowledge;
+pub mod measurements;
 pub mod migrate;
 pub mod processes;
 pub mod references;

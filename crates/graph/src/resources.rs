@@ -190,17 +190,17 @@ pub async fn update<T: Serialize>(
     Ok(true)
 }
 
-/// Removes the node and its outgoing edges. Incoming edges make the server refuse, a backstop
-/// for the reference checks the service makes first.
+/// Removes the node, its outgoing edges and the MEASURES edges of its metric values. Other
+/// incoming edges make the server refuse, a backstop for the reference checks the service
+/// makes first.
 pub async fn delete(tx: &mut Tx, kind: Kind, id: &str) -> Result<(), Error> {
-    tx.run(
-        cypher(
-            query_file!("resource/delete_outgoing.cypher"),
-            Some(kind.label()),
-        )
-        .param("id", id),
-    )
-    .await?;
+    for statement in [
+        query_file!("resource/delete_outgoing.cypher"),
+        query_file!("resource/delete_measures.cypher"),
+    ] {
+        tx.run(cypher(statement, Some(kind.label())).param("id", id))
+            .await?;
+    }
     tx.run(
         cypher(
             query_file!("resource/delete_node.cypher"),

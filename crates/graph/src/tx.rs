@@ -120,7 +120,10 @@ mod tests {
     fn a_statement_is_named_by_its_query_file() {
         let text = crate::query_file!("user/get_user.cypher");
         assert_eq!(statement_file(text), "user/get_user.cypher");
-        assert!(std::ptr::eq(statement_file(text), statement_file(text)), "interned");
+        assert!(
+            std::ptr::eq(statement_file(text), statement_file(text)),
+            "interned"
+        );
         assert_eq!(statement_file("MATCH (n) RETURN n"), "inline");
     }
 }

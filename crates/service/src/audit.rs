@@ -85,6 +85,22 @@ impl Auditor {
                         .into(),
                 });
             }
+            let now_ms = chrono::Utc::now().timestamp_millis();
+            for row in aiden_graph::measurements::audit(&mut tx, now_ms).await? {
+                let (invariant, message) = if row.rule == "MET-4" {
+                    (
+                        "MET-4",
+                        "metric value kept past its definition's retentionDays",
+                    )
+                } else {
+                    ("MET-1", "metric value without its definition")
+                };
+                findings.push(Finding {
+                    invariant,
+                    id: row.id,
+                    message: message.into(),
+                });
+            }
             for row in audit::bad_tokens(&mut tx).await? {
                 findings.push(Finding {
                     invariant: "USR-3",

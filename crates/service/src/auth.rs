@@ -54,7 +54,8 @@ pub struct User {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewToken {
     /// What the token is for (e.g. "ci"); shown in the token list.
-    #[schemars(schema_with = "aiden_domain::wire::name")]
+    #[serde(default)]
+    #[schemars(schema_with = "aiden_domain::wire::name_or_null")]
     pub name: Option<String>,
 }
 

@@ -9,6 +9,7 @@ mod common;
 mod conversations;
 mod error;
 mod knowledge;
+pub mod measurements;
 pub mod outbox;
 mod plans;
 mod probe;

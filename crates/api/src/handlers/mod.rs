@@ -4,6 +4,7 @@ pub mod catalog;
 pub mod console;
 pub mod conversations;
 pub mod knowledge;
+pub mod measurements;
 pub mod ops;
 pub mod processes;
 pub mod runs;

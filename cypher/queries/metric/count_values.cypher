@@ -1,0 +1,2 @@
+MATCH (v:MetricValue {metricId: $id})
+RETURN count(v) AS n

@@ -205,6 +205,18 @@ def condition(svc, dep):
 raw = yaml.safe_load(open(file))
 if isinstance(raw, dict) and "version" in raw:
     fail(f"{os.path.basename(file)} has a top-level `version:` key; the Compose spec has none")
+# A second API instance behind the `ha` profile (issue #12): same image and command, its own
+# loopback port, and no fixed AIDEN_INSTANCE_ID (two instances sharing one would share the lease).
+api2 = ((raw or {}).get("services") or {}).get("api-2")
+if not api2:
+    fail("service `api-2` (the second API instance, profile ha) is missing")
+else:
+    if api2.get("profiles") != ["ha"]:
+        fail(f"api-2: profiles must be [ha], is {api2.get('profiles')!r}")
+    if not any("${AIDEN_HTTP_PORT_2" in str(p) for p in api2.get("ports") or []):
+        fail("api-2: must publish its own port (AIDEN_HTTP_PORT_2)")
+    if "AIDEN_INSTANCE_ID" in str(api2.get("environment") or ""):
+        fail("api-2: must not fix AIDEN_INSTANCE_ID (its host name keeps it apart from api)")
 
 for i, label in enumerate(labels):
     cfg = yaml.safe_load(open(os.path.join(work, f"config.{i}.yaml"))) if os.path.exists(os.path.join(work, f"config.{i}.yaml")) else None

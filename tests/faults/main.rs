@@ -1,8 +1,9 @@
 //! Fault tests (issue #3): real `aiden serve` and `aiden worker` processes, killed and restarted
-//! mid-run (also while an agent Alternative is generating, issue #4), and a RabbitMQ restart
-//! mid-run. Each run must still complete, its step results
-//! recorded once, and `aiden check` must stay clean. One test at a time (they share processes
-//! and restart the broker), so everything runs inside one `#[test]`.
+//! mid-run (also while an agent Alternative is generating, issue #4), a RabbitMQ restart
+//! mid-run, and the active one of two `aiden serve` instances killed (engine takeover, issue
+//! #12). Each run must still complete, its step results recorded once, and `aiden check` must
+//! stay clean. One test at a time (they share processes and restart the broker), so everything
+//! runs inside one `#[test]`.
 
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aiden_tests::procs::{
-    admin_token, assert_check_clean, free_port, sigkill, spawn, wait_until, Api,
+    admin_token, assert_check_clean, free_port, sigkill, spawn, spawn_env, wait_until, Api,
 };
 use axum::{extract::Query, routing::get, Json, Router};
 use serde_json::{json, Value};
@@ -115,6 +116,20 @@ async fn start(api: &Api, process: &str) -> String {
     b["runId"].as_str().unwrap().to_owned()
 }
 
+/// Defines `define`'s chain under `tag`, starts it and returns once its slow step b is running.
+async fn start_at_slow_step(api: &Api, upstream: &str, up: &Upstream, tag: &str) -> String {
+    let process = define(api, upstream, tag, 1500).await;
+    let run = start(api, &process).await;
+    let b = format!("{tag}-b");
+    wait_until(
+        "step b to reach the upstream",
+        Duration::from_secs(30),
+        || up.calls_for(&b) == 1,
+    )
+    .await;
+    run
+}
+
 /// The worker the engine records as running `step` of `run_id` (the step announces itself
 /// 25 ms into its call).
 async fn running_on(api: &Api, run_id: &str, step: &str) -> String {
@@ -196,15 +211,8 @@ async fn faults_graph_4_agt_4_runs_and_agent_loops_survive_killed_workers_a_brok
 
     // 1. SIGKILL the worker in the middle of step b: the job is redelivered to a new worker.
     let tag = format!("kill-{}", &suffix[20..]);
-    let process = define(&api, &upstream, &tag, 1500).await;
-    let run = start(&api, &process).await;
+    let run = start_at_slow_step(&api, &upstream, &up, &tag).await;
     let b = format!("{tag}-b");
-    wait_until(
-        "step b to reach the upstream",
-        Duration::from_secs(30),
-        || up.calls_for(&b) == 1,
-    )
-    .await;
     let killed = running_on(&api, &run, "b").await;
     sigkill(&mut worker);
     worker = spawn(
@@ -235,15 +243,7 @@ async fn faults_graph_4_agt_4_runs_and_agent_loops_survive_killed_workers_a_brok
 
     // 2. Restart RabbitMQ while step b runs: durable queues, reconnecting engine and workers.
     let tag = format!("mq-{}", &suffix[20..]);
-    let process = define(&api, &upstream, &tag, 1500).await;
-    let run = start(&api, &process).await;
-    let b = format!("{tag}-b");
-    wait_until(
-        "step b to reach the upstream",
-        Duration::from_secs(30),
-        || up.calls_for(&b) >= 1,
-    )
-    .await;
+    let run = start_at_slow_step(&api, &upstream, &up, &tag).await;
     rabbitmqctl(&["stop_app"]);
     tokio::time::sleep(Duration::from_millis(500)).await;
     rabbitmqctl(&["start_app"]);
@@ -253,15 +253,8 @@ async fn faults_graph_4_agt_4_runs_and_agent_loops_survive_killed_workers_a_brok
 
     // 3. SIGKILL `aiden serve` (API + engine) while step b runs; a new one finishes the run.
     let tag = format!("serve-{}", &suffix[20..]);
-    let process = define(&api, &upstream, &tag, 1500).await;
-    let run = start(&api, &process).await;
+    let run = start_at_slow_step(&api, &upstream, &up, &tag).await;
     let b = format!("{tag}-b");
-    wait_until(
-        "step b to reach the upstream",
-        Duration::from_secs(30),
-        || up.calls_for(&b) >= 1,
-    )
-    .await;
     sigkill(&mut serve);
     tokio::time::sleep(Duration::from_millis(300)).await;
     serve = spawn(&["serve"], port);
@@ -489,9 +482,86 @@ async fn faults_graph_4_agt_4_runs_and_agent_loops_survive_killed_workers_a_brok
     );
     assert_check_clean(None);
 
+    // 7. Two `aiden serve` instances (issue #12): one engine holds the lease, the other only
+    //    serves the API. SIGKILL the active one mid-run: the standby takes the engine over
+    //    within 4/3 of the lease's time to live and finishes the run, step b not run again.
+    let lease_ms = 3000u64;
+    let short_lease = [("AIDEN_ENGINE_LEASE_MS", lease_ms.to_string())];
+    sigkill(&mut serve);
+    serve = spawn_env(&["serve"], port, &short_lease);
+    api.wait_ready().await;
+    let port_b = free_port();
+    let mut standby = spawn_env(
+        &["serve"],
+        port_b,
+        &[
+            ("AIDEN_ENGINE_LEASE_MS", lease_ms.to_string()),
+            ("AIDEN_INSTANCE_ID", "takeover-b".to_owned()),
+        ],
+    );
+    let api_b = Api {
+        http: reqwest::Client::new(),
+        base: format!("http://127.0.0.1:{port_b}"),
+        token: admin_token(),
+    };
+    api_b.wait_ready().await;
+    wait_for_holder(aiden_tests::TEST_INSTANCE_ID, Duration::from_secs(15)).await;
+    let tag = format!("takeover-{}", &suffix[20..]);
+    let run = start_at_slow_step(&api_b, &upstream, &up, &tag).await;
+    let b = format!("{tag}-b");
+    assert_eq!(
+        holder().await.as_deref(),
+        Some(aiden_tests::TEST_INSTANCE_ID),
+        "the standby never took the lease while the first instance lived"
+    );
+    sigkill(&mut serve);
+    let killed_at = std::time::Instant::now();
+    wait_for_holder("takeover-b", Duration::from_millis(lease_ms * 4 / 3 + 3000)).await;
+    let took = killed_at.elapsed();
+    assert_completed_once(&api_b, &run, &up, &tag).await;
+    assert_eq!(up.calls_for(&b), 1, "step b was not re-run");
+    assert_check_clean(None);
+    eprintln!("engine takeover after SIGKILL: {} ms", took.as_millis());
+    // SIGTERM: the standby gives the lease up as it stops, for the next binary's engine.
+    let stopped = Command::new("kill")
+        .arg(standby.0.id().to_string())
+        .status()
+        .expect("kill");
+    assert!(stopped.success());
+    let _ = standby.0.wait();
+    assert_eq!(
+        holder().await,
+        None,
+        "a stopped instance releases the lease"
+    );
+
     sigkill(&mut llm_worker);
     sigkill(&mut worker);
-    sigkill(&mut serve);
+    sigkill(&mut standby);
+}
+
+async fn holder() -> Option<String> {
+    aiden_tests::graph_rows::<Value>(aiden_tests::aiden_graph_query(
+        "MATCH (l:EngineLease {id: 'engine'}) RETURN l.holder AS holder",
+    ))
+    .await
+    .first()
+    .and_then(|r| r["holder"].as_str().map(str::to_owned))
+}
+
+async fn wait_for_holder(expected: &str, within: Duration) {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        let now = holder().await;
+        if now.as_deref() == Some(expected) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "engine lease held by {now:?}, not {expected}, after {within:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// An agent Process whose model is the scripted model and whose one tool is `define`'s slow

@@ -13,6 +13,7 @@ mod measurements;
 mod processes;
 mod providers;
 mod queries;
+mod queues;
 mod runs;
 mod secrets;
 mod tools;

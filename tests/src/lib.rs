@@ -185,8 +185,16 @@ pub fn server() -> &'static Server {
                 let vault = aiden_service::Vault::from_base64(TEST_MASTER_KEY).unwrap();
                 // The engine and one worker pool per operation type, in this process.
                 let notifier = aiden_engine::Notifier::default();
+                // The test binaries and the processes they spawn share one engine identity, so
+                // each takes the lease over from the last at once (issue #12).
+                let lease = aiden_engine::Lease::new(
+                    graph.clone(),
+                    TEST_INSTANCE_ID,
+                    aiden_engine::DEFAULT_LEASE_TTL,
+                );
                 let engine =
-                    aiden_engine::Engine::new(graph.clone(), amqp.clone(), notifier.clone());
+                    aiden_engine::Engine::new(graph.clone(), amqp.clone(), notifier.clone())
+                        .with_lease(lease);
                 tokio::spawn(aiden_engine::relay_deltas(amqp.clone(), notifier.clone()));
                 tokio::spawn(engine.run());
                 for ty in aiden_jobs::OPERATION_TYPES {
@@ -235,6 +243,9 @@ pub fn server() -> &'static Server {
         }
     })
 }
+
+/// The engine lease holder of every engine the tests start, in process or spawned.
+pub const TEST_INSTANCE_ID: &str = "aiden-tests";
 
 /// A fixed key for tests only (base64 of 32 bytes).
 pub const TEST_MASTER_KEY: &str = "dGVzdC1tYXN0ZXIta2V5LTMyLWJ5dGVzLWxvbmchISE=";

@@ -60,6 +60,7 @@ pub fn envs(http_port: u16) -> Vec<(&'static str, String)> {
         ("AIDEN_ADMIN_TOKEN", admin_token()),
         ("AIDEN_HTTP_ADDR", format!("127.0.0.1:{http_port}")),
         ("AIDEN_RETRY_INITIAL_DELAY_MS", "100".to_owned()),
+        ("AIDEN_INSTANCE_ID", crate::TEST_INSTANCE_ID.to_owned()),
         ("RUST_LOG", "warn".to_owned()),
     ]
 }

@@ -62,8 +62,32 @@ pub struct ServeArgs {
     /// milliseconds; 0 turns the loop off in this instance.
     #[arg(long, env = "AIDEN_UPKEEP_INTERVAL_MS", default_value_t = 1000)]
     pub upkeep_interval_ms: u64,
+    /// This instance's name in the engine lease. Default: the host name and the HTTP port, so a
+    /// restarted instance takes its lease back at once while another host waits for it to run
+    /// out.
+    #[arg(long, env = "AIDEN_INSTANCE_ID")]
+    pub instance_id: Option<String>,
+    /// The engine lease's time to live in milliseconds: a standby instance takes over within
+    /// 4/3 of it after the active one dies.
+    #[arg(long, env = "AIDEN_ENGINE_LEASE_MS", default_value_t = 10_000)]
+    pub engine_lease_ms: u64,
     #[command(flatten)]
     pub auth: AuthArgs,
+}
+
+impl ServeArgs {
+    pub fn instance_id(&self, port: u16) -> String {
+        if let Some(id) = &self.instance_id {
+            return id.clone();
+        }
+        let host = std::env::var("HOSTNAME")
+            .ok()
+            .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
+            .map(|h| h.trim().to_owned())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "localhost".into());
+        format!("{host}:{port}")
+    }
 }
 
 /// Authentication across instances (USR-2) and against guessing (USR-4).

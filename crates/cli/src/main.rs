@@ -73,8 +73,6 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     let vault = vault(args.master_key.as_deref())?;
     let notifier = aiden_engine::Notifier::default();
-    let engine = aiden_engine::Engine::new(graph.clone(), args.amqp_uri.clone(), notifier.clone());
-    tokio::spawn(engine.run());
     // Streamed model text for this instance's live SSE streams (issue #11).
     tokio::spawn(aiden_engine::relay_deltas(
         args.amqp_uri.clone(),
@@ -86,7 +84,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     tokio::spawn(watch_queues(args.amqp_uri.clone()));
     // The outbox relay: content to ingest reaches RabbitMQ (issue #9).
     tokio::spawn(
-        aiden_service::outbox::Relay::new(graph, args.amqp_uri.clone(), app.outbox_wake()).run(),
+        aiden_service::outbox::Relay::new(graph.clone(), args.amqp_uri.clone(), app.outbox_wake())
+            .run(),
     );
     // Memory upkeep: compression, introspection and enrichment runs (issue #15).
     if args.upkeep_interval_ms > 0 {
@@ -118,12 +117,28 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             "AIDEN_ADMIN_TOKEN is not set: no admin can log in unless one exists already"
         ),
     }
-    let server =
-        aiden_api::Application::build(app, &args.http_addr, args.amqp_uri.clone(), notifier)
-            .await
-            .with_context(|| format!("binding {}", args.http_addr))?;
+    let server = aiden_api::Application::build(
+        app,
+        &args.http_addr,
+        args.amqp_uri.clone(),
+        notifier.clone(),
+    )
+    .await
+    .with_context(|| format!("binding {}", args.http_addr))?;
     tracing::info!(addr = %server.local_addr()?, "aiden API listening");
+    // The engine starts once the port is bound: the port makes the default instance id unique
+    // on this host, so a second process with the same id never gets this far.
+    let lease = aiden_engine::Lease::new(
+        graph.clone(),
+        args.instance_id(server.port()),
+        std::time::Duration::from_millis(args.engine_lease_ms),
+    );
+    let engine =
+        aiden_engine::Engine::new(graph, args.amqp_uri.clone(), notifier).with_lease(lease.clone());
+    let engine = tokio::spawn(engine.run());
     server.run().await?;
+    engine.abort();
+    lease.release().await;
     Ok(())
 }
 

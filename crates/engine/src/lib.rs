@@ -5,6 +5,7 @@
 //! on start, on reconnect and on a failed commit it is rebuilt from the graph.
 
 mod deltas;
+pub mod lease;
 mod notify;
 mod pass;
 pub mod plan;
@@ -21,6 +22,7 @@ pub use deltas::relay_deltas;
 use futures::{FutureExt, StreamExt};
 use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicNackOptions, BasicQosOptions};
 use lapin::types::FieldTable;
+pub use lease::Lease;
 pub use notify::{Committed, EventBatch, Notifier, Snapshot, Subscription};
 pub use pass::Pass;
 pub use state::{step_run_id, RunState, RunStatus};
@@ -30,12 +32,16 @@ const MAX_BATCH: usize = 256;
 /// A worker that has not heartbeated for this long is offline and its job is re-dispatched.
 pub const WORKER_STALE_AFTER: Duration = Duration::from_secs(15);
 const SWEEP_EVERY: Duration = Duration::from_secs(3);
+/// The engine lease's time to live unless configured (`AIDEN_ENGINE_LEASE_MS`).
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
 
 pub struct Engine {
     graph: Graph,
     amqp_uri: String,
     policy: RetryPolicy,
     notifier: Notifier,
+    /// Only the lease's holder consumes `aiden.engine` (issue #12).
+    lease: Lease,
     runs: HashMap<String, RunState>,
     /// Runs this process saw settle (bounded): a late start message for one of them never
     /// trusts the snapshot it carries.
@@ -70,29 +76,58 @@ impl RecentIds {
 
 impl Engine {
     pub fn new(graph: Graph, amqp_uri: String, notifier: Notifier) -> Self {
+        let lease = Lease::new(
+            graph.clone(),
+            format!("pid-{}", std::process::id()),
+            DEFAULT_LEASE_TTL,
+        );
         Self {
             graph,
             amqp_uri,
             policy: RetryPolicy::from_env(),
             notifier,
+            lease,
             runs: HashMap::new(),
             settled: RecentIds::default(),
         }
     }
 
-    /// Runs forever: (re)connects to the broker, recovers runs from the graph, then consumes.
+    /// Competes for the engine lease with this one (an instance id and its time to live).
+    pub fn with_lease(mut self, lease: Lease) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    pub fn lease(&self) -> Lease {
+        self.lease.clone()
+    }
+
+    /// Runs forever: waits for the lease, (re)connects to the broker, recovers runs from the
+    /// graph, then consumes until the lease or the connection is lost.
     pub async fn run(mut self) {
         loop {
-            match self.session().await {
+            self.lease.acquire().await;
+            metrics::gauge!("aiden_engine_active").set(1.0);
+            let (lost_tx, lost) = tokio::sync::watch::channel(false);
+            let keeper = tokio::spawn({
+                let lease = self.lease.clone();
+                async move { lease.keep(lost_tx).await }
+            });
+            match self.session(lost).await {
                 Ok(()) => tracing::warn!("engine consumer ended; reconnecting"),
                 Err(e) => tracing::warn!(error = %e, "engine session failed; reconnecting"),
             }
+            keeper.abort();
+            metrics::gauge!("aiden_engine_active").set(0.0);
             self.runs.clear();
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
     }
 
-    async fn session(&mut self) -> anyhow::Result<()> {
+    async fn session(
+        &mut self,
+        mut lost: tokio::sync::watch::Receiver<bool>,
+    ) -> anyhow::Result<()> {
         let broker = Broker::connect(&self.amqp_uri).await?;
         let channel = broker.connection().create_channel().await?;
         channel
@@ -106,7 +141,6 @@ impl Engine {
                 FieldTable::default(),
             )
             .await?;
-        // Only the active consumer recovers; a standby engine waits for its first delivery.
         let mut recovered = false;
         // The first tick (recovery, when no backlog arrives) comes shortly after connecting.
         let first_tick = tokio::time::Instant::now() + Duration::from_millis(300);
@@ -115,6 +149,12 @@ impl Engine {
         loop {
             let first = tokio::select! {
                 d = consumer.next() => d,
+                _ = lost.changed() => {
+                    // Another instance may take over: stop consuming at once, so the broker
+                    // hands unacked messages to the next engine.
+                    let _ = broker.connection().close(200, "engine lease lost").await;
+                    return Ok(());
+                }
                 _ = sweep.tick() => {
                     // Nothing arrived for a while: the backlog is applied.
                     if recovered {

@@ -6,6 +6,7 @@ pub mod audit;
 pub mod conversations;
 mod error;
 pub mod knowledge;
+pub mod lease;
 pub mod measurements;
 pub mod migrate;
 pub mod processes;

@@ -9,4 +9,4 @@ pub mod topology;
 pub use envelope::{EngineMessage, ErrorInfo, Job, StepDelta, StepOutcome, JOB_VERSION};
 pub use episodes::IngestMessage;
 pub use shared::SharedBroker;
-pub use topology::{Broker, BrokerError, RetryPolicy, DELTAS_EXCHANGE, OPERATION_TYPES};
+pub use topology::{Broker, BrokerError, QueueType, RetryPolicy, DELTAS_EXCHANGE, OPERATION_TYPES};

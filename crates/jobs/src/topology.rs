@@ -116,11 +116,17 @@ impl RetryPolicy {
 pub struct Broker {
     connection: std::sync::Arc<Connection>,
     publisher: Channel,
+    queue_type: QueueType,
 }
 
 impl Broker {
     /// Connects and declares the whole topology (idempotent).
     pub async fn connect(uri: &str) -> Result<Self, BrokerError> {
+        Self::connect_with(uri, QueueType::from_env()).await
+    }
+
+    /// Connects and declares the topology with queues of `queue_type`.
+    pub async fn connect_with(uri: &str, queue_type: QueueType) -> Result<Self, BrokerError> {
         let connection = Connection::connect(uri, ConnectionProperties::default()).await?;
         let publisher = connection.create_channel().await?;
         publisher
@@ -129,6 +135,7 @@ impl Broker {
         let broker = Self {
             connection: std::sync::Arc::new(connection),
             publisher,
+            queue_type,
         };
         broker.declare().await?;
         Ok(broker)
@@ -163,9 +170,10 @@ impl Broker {
             let mut args = FieldTable::default();
             args.insert("x-dead-letter-exchange".into(), text(DEAD_LETTER_EXCHANGE));
             args.insert("x-dead-letter-routing-key".into(), text(ty));
-            declare_bound(ch, &job_queue(ty), JOBS_EXCHANGE, ty, args).await?;
+            declare_bound(ch, self.queue_type, &job_queue(ty), JOBS_EXCHANGE, ty, args).await?;
             declare_bound(
                 ch,
+                self.queue_type,
                 &dead_letter_queue(ty),
                 DEAD_LETTER_EXCHANGE,
                 ty,
@@ -175,7 +183,7 @@ impl Broker {
         }
         let mut args = FieldTable::default();
         args.insert("x-single-active-consumer".into(), AMQPValue::Boolean(true));
-        ch.queue_declare(ENGINE_QUEUE, durable_queue(), args)
+        ch.queue_declare(ENGINE_QUEUE, durable_queue(), self.queue_type.apply(args))
             .await?;
         for shard in 0..SHARDS {
             let mut args = FieldTable::default();
@@ -186,10 +194,11 @@ impl Broker {
                 text(EPISODE_DEAD_LETTER_KEY),
             );
             let queue = episode_queue(shard);
-            declare_bound(ch, &queue, EPISODE_EXCHANGE, &queue, args).await?;
+            declare_bound(ch, self.queue_type, &queue, EPISODE_EXCHANGE, &queue, args).await?;
         }
         declare_bound(
             ch,
+            self.queue_type,
             &episode_dead_letter_queue(),
             DEAD_LETTER_EXCHANGE,
             EPISODE_DEAD_LETTER_KEY,
@@ -275,7 +284,15 @@ impl Broker {
         );
         args.insert("x-dead-letter-exchange".into(), text(JOBS_EXCHANGE));
         args.insert("x-dead-letter-routing-key".into(), text(ty));
-        declare_bound(&self.publisher, &name, RETRY_EXCHANGE, &name, args).await?;
+        declare_bound(
+            &self.publisher,
+            self.queue_type,
+            &name,
+            RETRY_EXCHANGE,
+            &name,
+            args,
+        )
+        .await?;
         Ok(name)
     }
 
@@ -487,6 +504,42 @@ fn job_properties(job: &Job) -> BasicProperties {
         .with_headers(headers)
 }
 
+/// The type of every durable queue of the topology: `AIDEN_QUEUE_TYPE`, `classic` (the
+/// default) or `quorum` (replicated by Raft across a RabbitMQ cluster, so an acknowledged message
+/// survives the loss of a node). A broker refuses to redeclare a queue as another type, so
+/// switching needs the queues drained and deleted first (docs/deploy.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QueueType {
+    #[default]
+    Classic,
+    Quorum,
+}
+
+impl QueueType {
+    pub fn from_env() -> Self {
+        match std::env::var("AIDEN_QUEUE_TYPE").as_deref() {
+            Ok("quorum") => Self::Quorum,
+            Ok("classic") | Err(_) => Self::Classic,
+            Ok(other) => {
+                tracing::warn!(
+                    value = other,
+                    "AIDEN_QUEUE_TYPE is classic or quorum; using classic"
+                );
+                Self::Classic
+            }
+        }
+    }
+
+    /// Classic queues are declared without the argument, as they always were: a broker may
+    /// refuse to redeclare an existing queue with an argument it was created without.
+    fn apply(self, mut args: FieldTable) -> FieldTable {
+        if self == Self::Quorum {
+            args.insert("x-queue-type".into(), text("quorum"));
+        }
+        args
+    }
+}
+
 fn durable_queue() -> QueueDeclareOptions {
     QueueDeclareOptions {
         durable: true,
@@ -496,12 +549,14 @@ fn durable_queue() -> QueueDeclareOptions {
 
 async fn declare_bound(
     ch: &Channel,
+    queue_type: QueueType,
     queue: &str,
     exchange: &str,
     routing_key: &str,
     args: FieldTable,
 ) -> Result<(), BrokerError> {
-    ch.queue_declare(queue, durable_queue(), args).await?;
+    ch.queue_declare(queue, durable_queue(), queue_type.apply(args))
+        .await?;
     ch.queue_bind(
         queue,
         exchange,

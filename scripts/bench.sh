@@ -10,6 +10,8 @@
 #   scripts/bench.sh --scenarios chain3_history [--history-runs 50000]
 #       chain3 on a new, empty database, then again once it holds 50,000 completed runs
 #       (about 3-4 minutes here); the local ArcadeDB creates the database.
+#   AIDEN_BENCH_QUEUE_TYPE=quorum scripts/bench.sh ...
+#       the same on quorum queues (issue #12), in a fresh vhost of their own
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -28,7 +30,16 @@ case " $* " in
     echo "bench: chain3_history uses the new database $AIDEN_NEO4J_DATABASE" >&2
     ;;
 esac
-export AIDEN_HTTP_ADDR=127.0.0.1:$PORT RUST_LOG=${RUST_LOG:-warn}
+if [ "${AIDEN_BENCH_QUEUE_TYPE:-classic}" = quorum ]; then
+  # Queues of one type cannot be redeclared as the other: quorum queues get a vhost of their own.
+  vhost=aiden-bench-quorum
+  rabbitmqctl -q delete_vhost "$vhost" >/dev/null 2>&1 || true
+  rabbitmqctl -q add_vhost "$vhost"
+  rabbitmqctl -q set_permissions -p "$vhost" guest '.*' '.*' '.*'
+  export AIDEN_AMQP_URI="${AIDEN_AMQP_URI%/*}/$vhost" AIDEN_QUEUE_TYPE=quorum
+  echo "bench: quorum queues in the vhost $vhost" >&2
+fi
+export AIDEN_HTTP_ADDR=127.0.0.1:$PORT RUST_LOG=${RUST_LOG:-warn} AIDEN_INSTANCE_ID=bench-$PORT
 
 echo "bench: building (release)" >&2
 cargo build --release -p aiden -p aiden-bench --quiet
@@ -63,5 +74,11 @@ curl -fsS "http://$AIDEN_HTTP_ADDR/readyz" >/dev/null 2>&1 || {
   echo "bench: aiden serve did not become ready (see .stack/*serve.log)" >&2
   exit 1
 }
+# Measure only once this instance's engine drives runs: an engine that died without giving the
+# lease up (a killed test binary) holds it for up to AIDEN_ENGINE_LEASE_MS more (issue #12).
+for _ in $(seq 1 60); do
+  curl -fsS "http://$AIDEN_HTTP_ADDR/readyz" 2>/dev/null | grep -q "\"holder\":\"$AIDEN_INSTANCE_ID\"" && break
+  sleep 0.5
+done
 
 "$BIN/aiden-bench" --server "http://$AIDEN_HTTP_ADDR" --token "$AIDEN_ADMIN_TOKEN" "$@"

@@ -535,9 +535,92 @@ async fn faults_graph_4_agt_4_runs_and_agent_loops_survive_killed_workers_a_brok
         "a stopped instance releases the lease"
     );
 
+    // 8. Traces (issue #12): with an OTLP endpoint set, one trace per run across `aiden serve`
+    //    and the worker pool. The trace id is the run id; each step's span (worker) is a child
+    //    of its dispatch span (engine) and the parent of its tool call's span.
+    let (collector, otlp) = aiden_tests::otlp::start().await;
+    let traced = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", otlp),
+        ("OTEL_BSP_SCHEDULE_DELAY", "100".to_owned()),
+    ];
+    sigkill(&mut worker);
+    serve = spawn_env(&["serve"], port, &traced);
+    api.wait_ready().await;
+    worker = spawn_env(
+        &["worker", "--type", "rest_api", "--concurrency", "2"],
+        port,
+        &traced,
+    );
+    let tag = format!("trace-{}", &suffix[20..]);
+    let process = define(&api, &upstream, &tag, 0).await;
+    let run = start(&api, &process).await;
+    assert_completed_once(&api, &run, &up, &tag).await;
+    let trace_id = run.replace('-', "");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let spans = loop {
+        let spans: Vec<_> = collector
+            .spans()
+            .into_iter()
+            .filter(|s| s.trace_id == trace_id)
+            .collect();
+        let tool_calls = spans.iter().filter(|s| s.name == "tool.call").count();
+        if tool_calls >= 3 && spans.iter().any(|s| s.name == "run.start") {
+            break spans;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "spans of run {run} so far: {spans:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let of_step = |name: &str, step: &str| -> Vec<aiden_tests::otlp::Span> {
+        spans
+            .iter()
+            .filter(|s| {
+                s.name == name && s.attributes.get("step.id").map(String::as_str) == Some(step)
+            })
+            .cloned()
+            .collect()
+    };
+    let start_span = spans.iter().find(|s| s.name == "run.start").unwrap();
+    assert_eq!(start_span.service, "aiden-serve");
+    assert_eq!(start_span.attributes["run.id"], run);
+    for step in ["a", "b", "c"] {
+        // A step may be dispatched twice (a recovery racing the start): the one that ran is a
+        // child of one of its dispatches, and any duplicate is recorded as skipped.
+        let dispatches = of_step("step.dispatch", step);
+        assert!(
+            dispatches.iter().all(|d| d.service == "aiden-serve"),
+            "{dispatches:#?}"
+        );
+        let ran: Vec<_> = of_step("step", step)
+            .into_iter()
+            .filter(|s| s.attributes.get("outcome").map(String::as_str) != Some("skipped"))
+            .collect();
+        assert_eq!(ran.len(), 1, "step {step} ran once: {spans:#?}");
+        let worked = &ran[0];
+        assert_eq!(worked.service, "aiden-worker");
+        assert!(
+            dispatches
+                .iter()
+                .any(|d| d.span_id == worked.parent_span_id),
+            "step {step}'s span is a child of its dispatch: {spans:#?}"
+        );
+        assert_eq!(worked.attributes["run.id"], run);
+        assert_eq!(worked.attributes["tool.id"], format!("tool-{tag}"));
+        assert_eq!(worked.attributes["attempt"], "1");
+        assert_eq!(worked.attributes["outcome"], "completed");
+        let call = spans
+            .iter()
+            .find(|s| s.name == "tool.call" && s.parent_span_id == worked.span_id)
+            .unwrap_or_else(|| panic!("no tool.call under step {step}: {spans:#?}"));
+        assert_eq!(call.attributes["tool.id"], format!("tool-{tag}"));
+    }
+
     sigkill(&mut llm_worker);
     sigkill(&mut worker);
     sigkill(&mut standby);
+    sigkill(&mut serve);
 }
 
 async fn holder() -> Option<String> {

@@ -12,6 +12,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 pub mod fixtures;
+pub mod otlp;
 pub mod procs;
 pub mod scripted_model;
 

@@ -29,6 +29,7 @@ use lapin::options::{
 use lapin::types::FieldTable;
 use serde_json::{json, Value};
 use tokio::sync::{Mutex, Notify, Semaphore};
+use tracing::Instrument;
 
 use crate::resolve::{NotRunnable, Resolver};
 use crate::tool::{FailureClass, Invocation, Tool, ToolFailure};
@@ -344,7 +345,30 @@ async fn handle(shared: &Shared, broker: &Broker, slot: usize, delivery: Deliver
         Ok(job) => job,
         Err(reason) => return poison(shared, broker, slot, &delivery, &reason).await,
     };
+    // Traced (issue #12): the step's span in its run's trace, a child of the engine's dispatch.
+    let span = if aiden_jobs::trace::enabled() {
+        let span = tracing::info_span!(
+            "step",
+            run.id = %job.run_id,
+            step.id = %job.step_id,
+            tool.id = %job.tool_id,
+            attempt = job.attempt,
+            operation.type = %shared.ty,
+            outcome = tracing::field::Empty,
+        );
+        aiden_jobs::trace::set_parent(&span, job.traceparent.as_deref(), &job.run_id);
+        span
+    } else {
+        tracing::Span::none()
+    };
+    run_job(shared, broker, slot, delivery, job)
+        .instrument(span)
+        .await
+}
+
+async fn run_job(shared: &Shared, broker: &Broker, slot: usize, delivery: Delivery, job: Job) {
     if shared.canceled.lock().await.contains(&job.run_id) {
+        tracing::Span::current().record("outcome", "skipped");
         let _ = delivery.acker.ack(BasicAckOptions::default()).await;
         return;
     }
@@ -358,11 +382,13 @@ async fn handle(shared: &Shared, broker: &Broker, slot: usize, delivery: Deliver
     if may_repeat {
         if already_settled(shared, &job).await {
             tracing::info!(step = %job.step_run_id, "redelivered job for a settled step skipped");
+            tracing::Span::current().record("outcome", "skipped");
             let _ = delivery.acker.ack(BasicAckOptions::default()).await;
             return;
         }
     } else if !first_take {
         tracing::info!(step = %job.step_run_id, "duplicate job skipped");
+        tracing::Span::current().record("outcome", "skipped");
         let _ = delivery.acker.ack(BasicAckOptions::default()).await;
         return;
     }
@@ -453,6 +479,7 @@ async fn handle(shared: &Shared, broker: &Broker, slot: usize, delivery: Deliver
         StepOutcome::Retrying { .. } => "retrying",
         _ => "failed",
     };
+    tracing::Span::current().record("outcome", outcome_label);
     metrics::histogram!(
         "aiden_step_duration_seconds",
         "type" => shared.ty.clone(),
@@ -618,9 +645,19 @@ async fn execute(
         agent_turn: job.agent_turn,
         deltas: deltas.as_ref(),
     };
+    let span = if aiden_jobs::trace::enabled() {
+        tracing::info_span!(
+            "tool.call",
+            tool.id = %job.tool_id,
+            operation.type = %shared.ty,
+            attempt = job.attempt,
+        )
+    } else {
+        tracing::Span::none()
+    };
     let called = tokio::time::timeout(
         timeout + Duration::from_millis(250),
-        shared.executor.call(&inv),
+        shared.executor.call(&inv).instrument(span),
     )
     .await
     .unwrap_or_else(|_| {

@@ -117,21 +117,6 @@ impl AuthArgs {
     }
 }
 
-/// `RUST_LOG` filter (default info); JSON lines when `AIDEN_LOG_FORMAT=json`.
-pub fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,neo4rs=warn,lapin=warn"));
-    let json = std::env::var("AIDEN_LOG_FORMAT").is_ok_and(|v| v == "json");
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    if json {
-        builder.json().init();
-    } else {
-        builder.init();
-    }
-}
-
 #[derive(Args, Clone)]
 pub struct WorkerArgs {
     #[command(flatten)]

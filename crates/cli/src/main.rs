@@ -3,6 +3,7 @@
 
 mod apply;
 mod config;
+mod telemetry;
 
 use std::process::ExitCode;
 
@@ -41,8 +42,18 @@ enum Command {
 #[tokio::main]
 async fn main() -> ExitCode {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
-    config::init_tracing();
     let cli = Cli::parse();
+    let telemetry = match &cli.command {
+        Command::Serve(_) => telemetry::init("aiden-serve", Vec::new()),
+        Command::Worker(args) => telemetry::init(
+            "aiden-worker",
+            vec![opentelemetry::KeyValue::new(
+                "aiden.worker.type",
+                args.operation_type.clone(),
+            )],
+        ),
+        _ => telemetry::init("aiden", Vec::new()),
+    };
     let result = match cli.command {
         Command::Serve(args) => serve(args).await.map(|_| ExitCode::SUCCESS),
         Command::Worker(args) => worker(args).await.map(|_| ExitCode::SUCCESS),
@@ -54,6 +65,7 @@ async fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
     };
+    telemetry.shutdown();
     match result {
         Ok(code) => code,
         Err(e) => {

@@ -48,6 +48,22 @@ pub struct Engine {
     settled: RecentIds,
 }
 
+fn dispatch_span(job: &mut aiden_jobs::Job) -> tracing::Span {
+    let span = tracing::info_span!(
+        "step.dispatch",
+        run.id = %job.run_id,
+        step.id = %job.step_id,
+        tool.id = %job.tool_id,
+        attempt = job.attempt,
+        operation.type = %job.operation_type,
+    );
+    aiden_jobs::trace::set_parent(&span, job.traceparent.as_deref(), &job.run_id);
+    if let Some(tp) = aiden_jobs::trace::traceparent_of(&span) {
+        job.traceparent = Some(tp);
+    }
+    span
+}
+
 /// A bounded set of ids, oldest forgotten first.
 #[derive(Default)]
 struct RecentIds {
@@ -307,7 +323,14 @@ impl Engine {
         }
     }
 
-    async fn publish(&self, broker: &Broker, jobs: Vec<aiden_jobs::Job>, cancels: Vec<String>) {
+    async fn publish(&self, broker: &Broker, mut jobs: Vec<aiden_jobs::Job>, cancels: Vec<String>) {
+        // Traced (issue #12): a span per dispatched job in the run's trace, the worker's step
+        // span its child. They end once the batch is published.
+        let _spans: Vec<tracing::Span> = if aiden_jobs::trace::enabled() {
+            jobs.iter_mut().map(dispatch_span).collect()
+        } else {
+            Vec::new()
+        };
         let sends = jobs.iter().map(|job| broker.publish_job_unconfirmed(job));
         for (job, result) in jobs.iter().zip(futures::future::join_all(sends).await) {
             if let Err(e) = result {

@@ -757,7 +757,7 @@ impl<'a> Pass<'a> {
             timeout_ms: spec.timeout_ms,
             deadline_ms: self.now_ms + PROCESS_MAX_TIMEOUT_MS as i64,
             redispatch: false,
-            traceparent: Some(traceparent(&run.id)),
+            traceparent: Some(aiden_jobs::trace::run_traceparent(&run.id)),
             literal_input: spec.literal.clone(),
             agent_turn: spec.call_of.is_some() && spec.id.contains("#m"),
         })
@@ -1090,13 +1090,4 @@ impl Call {
             input_hash: None,
         }
     }
-}
-
-/// W3C traceparent with the run id as trace id (a UUID is 16 bytes, like a trace id).
-fn traceparent(run_id: &str) -> String {
-    let trace: String = run_id.chars().filter(|c| c.is_ascii_hexdigit()).collect();
-    let trace = format!("{trace:0>32}");
-    let span = uuid::Uuid::now_v7().simple().to_string();
-    let span = &span[16..];
-    format!("00-{}-{span}-01", &trace[trace.len() - 32..])
 }

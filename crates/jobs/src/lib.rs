@@ -5,6 +5,7 @@ pub mod envelope;
 pub mod episodes;
 pub mod shared;
 pub mod topology;
+pub mod trace;
 
 pub use envelope::{EngineMessage, ErrorInfo, Job, StepDelta, StepOutcome, JOB_VERSION};
 pub use episodes::IngestMessage;

@@ -31,6 +31,19 @@ enum Ok {
 pub struct Readiness {
     graph: Up,
     broker: Up,
+    engine: EngineLease,
+}
+
+/// Which `aiden serve` instance's engine drives runs (issue #12); not part of readiness: every
+/// instance serves the API, and one of them holds the engine lease.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct EngineLease {
+    /// The instance id holding the lease (`AIDEN_INSTANCE_ID`); null when none does or the graph
+    /// is down.
+    holder: Option<String>,
+    /// When the holder's lease runs out unless renewed (epoch milliseconds).
+    expires_at_ms: Option<i64>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -72,10 +85,22 @@ pub async fn readyz(S(st): S<State>) -> Response {
     if let Err(e) = &broker {
         tracing::warn!(error = %e, "readiness: broker");
     }
+    let lease = match &graph {
+        Ok(()) => aiden_graph::lease::current(st.app.graph())
+            .await
+            .ok()
+            .flatten(),
+        Err(_) => None,
+    };
+    let lease = lease.filter(|l| l.holder.is_some());
     let word = |r: &Result<(), String>| if r.is_ok() { Up::Up } else { Up::Down };
     let body = Readiness {
         graph: word(&graph),
         broker: word(&broker),
+        engine: EngineLease {
+            holder: lease.as_ref().and_then(|l| l.holder.clone()),
+            expires_at_ms: lease.and_then(|l| l.expires_at),
+        },
     };
     (status, Json(body)).into_response()
 }

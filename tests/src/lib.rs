@@ -151,6 +151,8 @@ pub fn server() -> &'static Server {
         if std::env::var("AIDEN_RETRY_INITIAL_DELAY_MS").is_err() {
             std::env::set_var("AIDEN_RETRY_INITIAL_DELAY_MS", "100");
         }
+        // Built-in measurements are written every sweep (3 s) rather than every minute.
+        std::env::set_var("AIDEN_BUILTIN_METRICS_INTERVAL_MS", "1000");
         let graph = graph_settings();
         let amqp = test_amqp_uri();
         let admin_token = setting(

@@ -9,6 +9,7 @@ pub mod lease;
 mod notify;
 mod pass;
 pub mod plan;
+pub mod rollup;
 mod state;
 
 use std::collections::HashMap;
@@ -46,6 +47,56 @@ pub struct Engine {
     /// Runs this process saw settle (bounded): a late start message for one of them never
     /// trusts the snapshot it carries.
     settled: RecentIds,
+    /// Built-in measurements not yet written, and when they last were (issue #12).
+    rollup: rollup::Rollup,
+    rollup_written: std::time::Instant,
+    rollup_every: Duration,
+    definitions_ensured: bool,
+}
+
+async fn ensure_definitions(graph: &Graph) -> Result<(), aiden_graph::Error> {
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let mut tx = graph.begin().await?;
+    for (id, name, scope, data_type, aggregation, description) in rollup::DEFINITIONS {
+        let made = aiden_graph::measurements::ensure_builtin_definition(
+            &mut tx,
+            id,
+            name,
+            scope,
+            data_type,
+            aggregation,
+            description,
+            &now,
+        )
+        .await;
+        match made {
+            Ok(true) => {}
+            Ok(false) => tracing::warn!(
+                name,
+                scope,
+                "a metric of this name exists: the built-in one is left out"
+            ),
+            Err(e) => {
+                let _ = tx.rollback().await;
+                return Err(e);
+            }
+        }
+    }
+    tx.commit().await
+}
+
+async fn record(
+    graph: &Graph,
+    values: &[aiden_graph::measurements::BuiltinValue],
+) -> Result<i64, aiden_graph::Error> {
+    let mut tx = graph.begin().await?;
+    match aiden_graph::measurements::record_builtin(&mut tx, values).await {
+        Ok(n) => tx.commit().await.map(|_| n),
+        Err(e) => {
+            let _ = tx.rollback().await;
+            Err(e)
+        }
+    }
 }
 
 fn dispatch_span(job: &mut aiden_jobs::Job) -> tracing::Span {
@@ -105,6 +156,15 @@ impl Engine {
             lease,
             runs: HashMap::new(),
             settled: RecentIds::default(),
+            rollup: rollup::Rollup::default(),
+            rollup_written: std::time::Instant::now(),
+            rollup_every: Duration::from_millis(
+                std::env::var("AIDEN_BUILTIN_METRICS_INTERVAL_MS")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(60_000),
+            ),
+            definitions_ensured: false,
         }
     }
 
@@ -256,6 +316,7 @@ impl Engine {
             let jobs = std::mem::take(&mut pass.jobs);
             let cancels = std::mem::take(&mut pass.cancels);
             let events = std::mem::take(&mut pass.written_events);
+            let measured = std::mem::take(&mut pass.rollup);
             let tx = pass.take_tx();
             drop(pass);
             let committed = match (outcome, tx) {
@@ -286,13 +347,16 @@ impl Engine {
                         "engine pass"
                     );
                     self.notify(events);
+                    self.rollup.merge(measured);
                     // Settled runs leave the cache; a late message reloads one from the graph.
                     let settled = &mut self.settled;
+                    let rollup = &mut self.rollup;
                     self.runs.retain(|id, r| {
                         let keep = !r.status.is_settled();
                         if !keep && !settled.contains(id) {
                             metrics::counter!("aiden_runs_settled_total", "outcome" => r.status.as_str())
                                 .increment(1);
+                            rollup.run_settled(&r.plan.process_id, r.status.as_str());
                         }
                         if !keep {
                             settled.insert(id.clone());
@@ -433,9 +497,43 @@ impl Engine {
         Ok(())
     }
 
+    /// Writes the built-in measurements once per interval (one statement per scope); on failure
+    /// they are kept for the next interval.
+    async fn write_measurements(&mut self) {
+        if !self.definitions_ensured {
+            match ensure_definitions(&self.graph).await {
+                Ok(()) => self.definitions_ensured = true,
+                Err(e) => {
+                    tracing::warn!(error = %e, "built-in metric definitions not created yet");
+                    return;
+                }
+            }
+        }
+        if self.rollup_written.elapsed() < self.rollup_every {
+            return;
+        }
+        self.rollup_written = std::time::Instant::now();
+        if self.rollup.is_empty() {
+            return;
+        }
+        let now = chrono::Utc::now();
+        let stamp = now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let values = self.rollup.values(now.timestamp_millis(), &stamp);
+        match record(&self.graph, &values).await {
+            Ok(written) => {
+                self.rollup = rollup::Rollup::default();
+                tracing::debug!(written, "built-in measurements written");
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "built-in measurements kept for the next interval")
+            }
+        }
+    }
+
     /// Periodic upkeep: workers that stopped heartbeating go offline and the steps they held
     /// are re-dispatched; runs the engine has not seen (a lost start message) are started.
     async fn sweep(&mut self, broker: &Broker) {
+        self.write_measurements().await;
         let cutoff = (chrono::Utc::now()
             - chrono::Duration::from_std(WORKER_STALE_AFTER).unwrap_or_default())
         .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);

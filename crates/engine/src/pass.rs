@@ -58,6 +58,8 @@ pub struct Pass<'a> {
     pub written_events: Vec<crate::Committed>,
     to_advance: VecDeque<String>,
     child_results: VecDeque<ChildResult>,
+    /// Built-in measurements of this pass, kept by the engine once it commits (issue #12).
+    pub rollup: crate::rollup::Rollup,
 }
 
 fn obj(v: Value) -> Map<String, Value> {
@@ -92,6 +94,7 @@ impl<'a> Pass<'a> {
             written_events: Vec::new(),
             to_advance: VecDeque::new(),
             child_results: VecDeque::new(),
+            rollup: Default::default(),
         }
     }
 
@@ -415,6 +418,8 @@ impl<'a> Pass<'a> {
             Target::Agent { model, .. } => model.clone(),
         };
         let owner = run.owner_id.clone();
+        let process_id = run.plan.process_id.clone();
+        let alternative_id = run.alternative_id.clone();
         let latency = call
             .telemetry
             .get("latencyMs")
@@ -434,6 +439,13 @@ impl<'a> Pass<'a> {
                 "status": audit_status, "durationMs": latency, "attempt": call.attempt,
                 "at": call.finished_at,
             }));
+        self.rollup.step(&tool_id, audit_status, latency.as_f64());
+        let tokens = call
+            .telemetry
+            .pointer("/tokenUsage/totalTokens")
+            .and_then(Value::as_u64);
+        self.rollup
+            .tokens(&process_id, alternative_id.as_deref(), tokens.unwrap_or(0));
         self.lost_on(run_id, sr_id, i, Some(&call.worker_id));
         self.ran_on(sr_id, &call.worker_id);
         let mut telemetry = obj(call.telemetry.clone());

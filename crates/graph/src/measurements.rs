@@ -229,3 +229,84 @@ pub async fn audit(tx: &mut Tx, now_ms: i64) -> Result<Vec<AuditRow>, Error> {
     tx.rows(cypher(query_file!("audit/metric_values.cypher"), None).param("nowMs", now_ms))
         .await
 }
+
+/// One built-in measurement (issue #12); `scope` names the entity's label (`alternative`: an
+/// agent Alternative whose Conversation is measured).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BuiltinValue {
+    pub id: String,
+    pub metric_id: String,
+    #[serde(skip)]
+    pub scope: &'static str,
+    pub entity_id: String,
+    pub value: String,
+    pub number: f64,
+    pub at: i64,
+    pub timestamp: String,
+    pub dimensions: String,
+}
+
+/// Creates a built-in definition unless it exists; `false` when an admin's definition holds
+/// its name in the scope.
+#[allow(clippy::too_many_arguments)]
+pub async fn ensure_builtin_definition(
+    tx: &mut Tx,
+    id: &str,
+    name: &str,
+    scope: &str,
+    data_type: &str,
+    aggregation: &str,
+    description: &str,
+    now: &str,
+) -> Result<bool, Error> {
+    let q = cypher(query_file!("metric/ensure_builtin_definition.cypher"), None)
+        .param("id", id)
+        .param("name", name)
+        .param("nameKey", format!("{scope}:{}", name.to_lowercase()))
+        .param("scope", scope)
+        .param("dataType", data_type)
+        .param("aggregation", aggregation)
+        .param("description", description)
+        .param("retentionDays", 90)
+        .param("now", now);
+    Ok(tx.one::<IdRow>(q).await?.is_some())
+}
+
+#[derive(Deserialize)]
+struct Written {
+    written: i64,
+}
+
+/// Appends built-in values, one statement per scope; values of entities that no longer exist
+/// are dropped. Returns how many were written.
+pub async fn record_builtin(tx: &mut Tx, values: &[BuiltinValue]) -> Result<i64, Error> {
+    let mut written = 0;
+    for (scope, label) in [
+        ("tool", "Tool"),
+        ("process", "Process"),
+        ("alternative", ""),
+    ] {
+        let of_scope: Vec<&BuiltinValue> = values.iter().filter(|v| v.scope == scope).collect();
+        if of_scope.is_empty() {
+            continue;
+        }
+        let list = serde_json::to_value(&of_scope).map_err(|e| Error::Decode(e.to_string()))?;
+        let list = neo4rs::BoltType::try_from(list).map_err(|e| Error::Decode(e.to_string()))?;
+        let q = if label.is_empty() {
+            cypher(
+                query_file!("metric/record_conversation_tokens.cypher"),
+                None,
+            )
+        } else {
+            cypher(
+                query_file!("metric/record_builtin_values.cypher"),
+                Some(label),
+            )
+        };
+        if let Some(row) = tx.one::<Written>(q.param("values", list)).await? {
+            written += row.written;
+        }
+    }
+    Ok(written)
+}

@@ -84,3 +84,73 @@ async fn metrics_count_requests_by_route_runs_by_outcome_and_steps_by_tool() {
         "busy slots {busy:?} of {slots:?}: {text}"
     );
 }
+
+/// Built-in measurements (issue #12): the engine writes MetricValues for the runtime's own
+/// definitions: calls and latency per Tool, settled runs per Process, by outcome.
+#[tokio::test]
+async fn met_1_the_runtime_measures_tool_calls_latency_and_process_runs() {
+    let c = admin();
+    let k = kit(&c).await;
+    let echo = &k.echo;
+    let p = process(
+        &c,
+        json!({"initialContext": ["q"], "steps": [
+            step(echo, "a", json!({"q": "{{q}}"})), step(echo, "b", json!({"q": "{{q}}"}))],
+            "outputTemplate": "{{b.body}}"}),
+    )
+    .await;
+    for q in ["x", "y"] {
+        let id = start(&c, &p, json!({"q": q})).await;
+        assert_eq!(c.settled_run(&id).await["status"], "completed");
+    }
+    let aggregate = |metric: &str, entity: &str, group: &str| {
+        format!("/v1/metric-values/aggregate?metricId={metric}&entityId={entity}{group}")
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        // 404 until the engine's first sweep has created the built-in definitions.
+        let calls = c
+            .get(&aggregate("aiden-tool-calls", echo, "&groupBy=outcome"))
+            .await
+            .body
+            .clone();
+        let runs = c
+            .get(&aggregate("aiden-process-runs", &p, "&groupBy=outcome"))
+            .await
+            .body
+            .clone();
+        if calls["groups"] == json!([{"key": "completed", "value": 4}])
+            && runs["groups"] == json!([{"key": "completed", "value": 2}])
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "tool calls {calls}, process runs {runs}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    for (id, name) in [
+        ("aiden-tool-calls", "aiden.tool.calls"),
+        ("aiden-tool-latency", "aiden.tool.latency_ms"),
+        ("aiden-process-runs", "aiden.process.runs"),
+        ("aiden-process-tokens", "aiden.process.tokens"),
+        ("aiden-conversation-tokens", "aiden.conversation.tokens"),
+    ] {
+        let d = c
+            .get(&format!("/v1/metric-definitions/{id}"))
+            .await
+            .ok(200)
+            .clone();
+        assert_eq!(d["name"], name, "{d}");
+    }
+    let latency = c
+        .get(&aggregate("aiden-tool-latency", echo, ""))
+        .await
+        .ok(200)
+        .clone();
+    assert!(
+        latency["value"].as_f64().is_some_and(|ms| ms >= 0.0),
+        "{latency}"
+    );
+}

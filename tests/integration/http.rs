@@ -305,8 +305,22 @@ async fn request_ids_are_echoed_or_generated() {
 async fn ops_routes_answer_without_auth() {
     let anon = Client::new("anon", "");
     assert_eq!(anon.get("/healthz").await.status.as_u16(), 200);
-    let r = anon.get("/readyz").await;
-    assert_eq!(r.ok(200), &json!({"graph": "up", "broker": "up"}));
+    // Ready, and (issue #12) naming the engine lease's holder: this binary's engine.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let r = anon.get("/readyz").await;
+        let body = r.ok(200).clone();
+        assert_eq!(
+            (&body["graph"], &body["broker"]),
+            (&json!("up"), &json!("up"))
+        );
+        if body["engine"]["holder"] == aiden_tests::TEST_INSTANCE_ID {
+            assert!(body["engine"]["expiresAtMs"].as_i64().is_some(), "{body}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{body}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
     let r = anon.get("/metrics").await;
     let ct = r.headers.get(CONTENT_TYPE).unwrap().to_str().unwrap();
     assert!(

@@ -7,6 +7,9 @@
 #   scripts/stack.sh down    stop what `up` started
 #   scripts/stack.sh status  what listens where
 #   scripts/stack.sh env     print the AIDEN_* settings (source it: `. <(scripts/stack.sh env)`)
+#   scripts/stack.sh graph-down | graph-up
+#                            stop / start only the Bolt server `up` started (the graph outage
+#                            test, issue #12)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -144,6 +147,21 @@ case "${1:-up}" in
       rm -f "$STACK/rabbitmq.started"
       log "RabbitMQ stopped"
     fi
+    ;;
+  graph-down)
+    [ -f "$STACK/arcadedb.pid" ] || { log "no ArcadeDB started by 'up' to stop"; exit 1; }
+    pid=$(cat "$STACK/arcadedb.pid")
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 120); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.5
+    done
+    rm -f "$STACK/arcadedb.pid"
+    log "ArcadeDB stopped"
+    ;;
+  graph-up)
+    write_env
+    start_arcadedb
     ;;
   status)
     listening "$BOLT_PORT" && echo "bolt: up on $BOLT_PORT" || echo "bolt: down"

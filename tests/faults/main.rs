@@ -617,10 +617,60 @@ async fn faults_graph_4_agt_4_runs_and_agent_loops_survive_killed_workers_a_brok
         assert_eq!(call.attributes["tool.id"], format!("tool-{tag}"));
     }
 
+    // 9. Graph outage (issue #12): the Bolt server stops for 30 s while step b runs. The API
+    //    answers 503 with Retry-After (never a 500, never a hang), the worker's result waits in
+    //    RabbitMQ, and once the graph is back the run completes with step b run once.
+    let tag = format!("outage-{}", &suffix[20..]);
+    let run = start_at_slow_step(&api, &upstream, &up, &tag).await;
+    stack("graph-down");
+    let down_at = std::time::Instant::now();
+    let mut unavailable = 0;
+    while down_at.elapsed() < Duration::from_secs(30) {
+        let asked = std::time::Instant::now();
+        let resp = api
+            .http
+            .get(format!("{}/v1/runs/{run}", api.base))
+            .bearer_auth(&api.token)
+            .timeout(Duration::from_secs(15))
+            .send()
+            .await
+            .expect("the API answers while the graph is down");
+        let status = resp.status().as_u16();
+        assert!(
+            asked.elapsed() < Duration::from_secs(12),
+            "an answer took {:?}",
+            asked.elapsed()
+        );
+        assert_ne!(status, 500, "a 500 during the outage");
+        if status == 503 {
+            assert!(
+                resp.headers().contains_key("retry-after"),
+                "503 without Retry-After"
+            );
+            unavailable += 1;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    assert!(unavailable > 0, "no 503 during a 30 s graph outage");
+    stack("graph-up");
+    assert_completed_once(&api, &run, &up, &tag).await;
+    assert_eq!(up.calls_for(&format!("{tag}-b")), 1, "step b ran once");
+    assert_check_clean(None);
+
     sigkill(&mut llm_worker);
     sigkill(&mut worker);
     sigkill(&mut standby);
     sigkill(&mut serve);
+}
+
+/// `scripts/stack.sh <command>` of this checkout (the graph outage).
+fn stack(command: &str) {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/stack.sh");
+    let status = Command::new(script)
+        .arg(command)
+        .status()
+        .expect("scripts/stack.sh");
+    assert!(status.success(), "scripts/stack.sh {command}");
 }
 
 async fn holder() -> Option<String> {

@@ -52,6 +52,9 @@ pub struct Engine {
     rollup_written: std::time::Instant,
     rollup_every: Duration,
     definitions_ensured: bool,
+    /// When the graph last failed to answer (issue #12): workers' heartbeats could not be
+    /// written then either, so none is judged stale until they have had time to resume.
+    graph_failed_at: Option<std::time::Instant>,
 }
 
 async fn ensure_definitions(graph: &Graph) -> Result<(), aiden_graph::Error> {
@@ -165,6 +168,7 @@ impl Engine {
                     .unwrap_or(60_000),
             ),
             definitions_ensured: false,
+            graph_failed_at: None,
         }
     }
 
@@ -328,6 +332,9 @@ impl Engine {
                 }
                 (Err(e), None) => Err(e),
             };
+            if let Err(aiden_graph::Error::Unavailable(_)) = &committed {
+                self.graph_failed_at = Some(std::time::Instant::now());
+            }
             match committed {
                 Ok(()) => {
                     let commit = clock.elapsed();
@@ -537,8 +544,18 @@ impl Engine {
         let cutoff = (chrono::Utc::now()
             - chrono::Duration::from_std(WORKER_STALE_AFTER).unwrap_or_default())
         .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-        let offline = match self.graph.begin().await {
-            Ok(mut tx) => {
+        // After a graph outage every heartbeat looks old: wait until workers could write theirs.
+        let heartbeats_trusted = self
+            .graph_failed_at
+            .is_none_or(|t| t.elapsed() > WORKER_STALE_AFTER);
+        let began = if heartbeats_trusted {
+            Some(self.graph.begin().await)
+        } else {
+            None
+        };
+        let offline = match began {
+            None => Vec::new(),
+            Some(Ok(mut tx)) => {
                 let r = aiden_graph::runs::mark_stale_workers_offline(&mut tx, &cutoff).await;
                 match r {
                     Ok(ids) => tx.commit().await.map(|_| ids).unwrap_or_default(),
@@ -548,7 +565,12 @@ impl Engine {
                     }
                 }
             }
-            Err(_) => Vec::new(),
+            Some(Err(e)) => {
+                if let aiden_graph::Error::Unavailable(_) = e {
+                    self.graph_failed_at = Some(std::time::Instant::now());
+                }
+                Vec::new()
+            }
         };
         let mut lost = Vec::new();
         if !offline.is_empty() {

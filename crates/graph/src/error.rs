@@ -43,6 +43,10 @@ impl Error {
                 {
                     return Error::Transient(format!("{code}: {}", n.message()));
                 }
+                // A server shutting down drops its sessions' credentials: the graph is going away.
+                if code.contains("Security.Unauthorized") {
+                    return Error::Unavailable(format!("{code}: {}", n.message()));
+                }
                 if code.contains("TransientError") || n.message().contains("ConcurrentModification")
                 {
                     Error::Transient(format!("{code}: {}", n.message()))

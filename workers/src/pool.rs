@@ -346,8 +346,8 @@ async fn handle(shared: &Shared, broker: &Broker, slot: usize, delivery: Deliver
         Err(reason) => return poison(shared, broker, slot, &delivery, &reason).await,
     };
     // Traced (issue #12): the step's span in its run's trace, a child of the engine's dispatch.
-    let span = if aiden_jobs::trace::enabled() {
-        let span = tracing::info_span!(
+    let span = aiden_jobs::trace::run_span(&job.run_id, job.traceparent.as_deref(), || {
+        tracing::info_span!(
             "step",
             run.id = %job.run_id,
             step.id = %job.step_id,
@@ -355,12 +355,8 @@ async fn handle(shared: &Shared, broker: &Broker, slot: usize, delivery: Deliver
             attempt = job.attempt,
             operation.type = %shared.ty,
             outcome = tracing::field::Empty,
-        );
-        aiden_jobs::trace::set_parent(&span, job.traceparent.as_deref(), &job.run_id);
-        span
-    } else {
-        tracing::Span::none()
-    };
+        )
+    });
     run_job(shared, broker, slot, delivery, job)
         .instrument(span)
         .await

@@ -27,10 +27,6 @@ impl Lease {
         }
     }
 
-    pub fn holder(&self) -> &str {
-        &self.holder
-    }
-
     fn every(&self) -> Duration {
         self.ttl / 3
     }

@@ -61,17 +61,18 @@ async fn ensure_definitions(graph: &Graph) -> Result<(), aiden_graph::Error> {
     let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let mut tx = graph.begin().await?;
     for (id, name, scope, data_type, aggregation, description) in rollup::DEFINITIONS {
-        let made = aiden_graph::measurements::ensure_builtin_definition(
-            &mut tx,
+        let definition = aiden_graph::measurements::DefinitionState {
             id,
             name,
+            description: Some(description),
             scope,
-            data_type,
             aggregation,
-            description,
-            &now,
-        )
-        .await;
+            data_type,
+            retention_days: Some(90),
+            by: "system",
+            now: &now,
+        };
+        let made = aiden_graph::measurements::ensure_builtin_definition(&mut tx, &definition).await;
         match made {
             Ok(true) => {}
             Ok(false) => tracing::warn!(
@@ -103,15 +104,16 @@ async fn record(
 }
 
 fn dispatch_span(job: &mut aiden_jobs::Job) -> tracing::Span {
-    let span = tracing::info_span!(
-        "step.dispatch",
-        run.id = %job.run_id,
-        step.id = %job.step_id,
-        tool.id = %job.tool_id,
-        attempt = job.attempt,
-        operation.type = %job.operation_type,
-    );
-    aiden_jobs::trace::set_parent(&span, job.traceparent.as_deref(), &job.run_id);
+    let span = aiden_jobs::trace::run_span(&job.run_id, job.traceparent.as_deref(), || {
+        tracing::info_span!(
+            "step.dispatch",
+            run.id = %job.run_id,
+            step.id = %job.step_id,
+            tool.id = %job.tool_id,
+            attempt = job.attempt,
+            operation.type = %job.operation_type,
+        )
+    });
     if let Some(tp) = aiden_jobs::trace::traceparent_of(&span) {
         job.traceparent = Some(tp);
     }

@@ -11,11 +11,7 @@ use aiden_domain::conversation::{
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{cypher, query_file, tx::IdRow, Error, Graph, Tx};
-
-fn bolt(value: Value) -> Result<neo4rs::BoltType, Error> {
-    neo4rs::BoltType::try_from(value).map_err(|e| Error::Decode(e.to_string()))
-}
+use crate::{bolt, cypher, query_file, tx::IdRow, Error, Graph, Tx};
 
 /// A stored Conversation (properties, not a JSON document: it changes on every append).
 #[derive(Debug, Clone, Deserialize)]

@@ -6,11 +6,7 @@ use aiden_domain::knowledge::entity::{ChosenEntity, EntityFacts, MentionedEntity
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{cypher, query_file, tx::IdRow, Error, Graph, Tx};
-
-fn bolt(value: Value) -> Result<neo4rs::BoltType, Error> {
-    neo4rs::BoltType::try_from(value).map_err(|e| Error::Decode(e.to_string()))
-}
+use crate::{bolt, cypher, query_file, tx::IdRow, Error, Graph, Tx};
 
 /// What a binding is for: an Alternative's content (`message`) or a Summary's — the domain's
 /// Episode source, under the name the graph calls it by.

@@ -122,6 +122,11 @@ impl Graph {
     }
 }
 
+/// A JSON value as a Bolt parameter (lists of maps for `UNWIND`, property maps).
+pub(crate) fn bolt(value: serde_json::Value) -> Result<neo4rs::BoltType, Error> {
+    neo4rs::BoltType::try_from(value).map_err(|e| Error::Decode(e.to_string()))
+}
+
 /// A statement from `cypher/queries`, with the label filled in when the file has `__LABEL__`.
 /// Labels come only from the closed `Kind` enum, never from input.
 pub(crate) fn cypher(text: &str, label: Option<&str>) -> neo4rs::Query {

@@ -2,7 +2,7 @@
 
 use serde::Deserialize;
 
-use crate::{cypher, query_file, tx::IdRow, Error, Kind, Tx};
+use crate::{bolt, cypher, query_file, tx::IdRow, Error, Kind, Tx};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -249,27 +249,21 @@ pub struct BuiltinValue {
 
 /// Creates a built-in definition unless it exists; `false` when an admin's definition holds
 /// its name in the scope.
-#[allow(clippy::too_many_arguments)]
 pub async fn ensure_builtin_definition(
     tx: &mut Tx,
-    id: &str,
-    name: &str,
-    scope: &str,
-    data_type: &str,
-    aggregation: &str,
-    description: &str,
-    now: &str,
+    d: &DefinitionState<'_>,
 ) -> Result<bool, Error> {
     let q = cypher(query_file!("metric/ensure_builtin_definition.cypher"), None)
-        .param("id", id)
-        .param("name", name)
-        .param("nameKey", format!("{scope}:{}", name.to_lowercase()))
-        .param("scope", scope)
-        .param("dataType", data_type)
-        .param("aggregation", aggregation)
-        .param("description", description)
-        .param("retentionDays", 90)
-        .param("now", now);
+        .param("id", d.id)
+        .param("name", d.name)
+        .param("nameKey", d.name_key())
+        .param("description", d.description)
+        .param("scope", d.scope)
+        .param("aggregation", d.aggregation)
+        .param("dataType", d.data_type)
+        .param("retentionDays", d.retention_days)
+        .param("by", d.by)
+        .param("now", d.now);
     Ok(tx.one::<IdRow>(q).await?.is_some())
 }
 
@@ -291,8 +285,8 @@ pub async fn record_builtin(tx: &mut Tx, values: &[BuiltinValue]) -> Result<i64,
         if of_scope.is_empty() {
             continue;
         }
-        let list = serde_json::to_value(&of_scope).map_err(|e| Error::Decode(e.to_string()))?;
-        let list = neo4rs::BoltType::try_from(list).map_err(|e| Error::Decode(e.to_string()))?;
+        let list =
+            bolt(serde_json::to_value(&of_scope).map_err(|e| Error::Decode(e.to_string()))?)?;
         let q = if label.is_empty() {
             cypher(
                 query_file!("metric/record_conversation_tokens.cypher"),

@@ -4,7 +4,7 @@
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::{cypher, query_file, tx::IdRow, Error, Tx};
+use crate::{bolt, cypher, query_file, tx::IdRow, Error, Tx};
 
 /// The labels of owned aggregates. The only source of labels spliced into Cypher.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,10 +67,6 @@ fn encode<T: Serialize>(record: &T) -> Result<(Value, String), Error> {
     let value = serde_json::to_value(record).map_err(|e| Error::Decode(e.to_string()))?;
     let doc = value.to_string();
     Ok((properties(&value), doc))
-}
-
-fn bolt(value: Value) -> Result<neo4rs::BoltType, Error> {
-    neo4rs::BoltType::try_from(value).map_err(|e| Error::Decode(e.to_string()))
 }
 
 /// Creates the node and its `OWNED_BY` edge. `record` must serialize `id` and `ownerId`.

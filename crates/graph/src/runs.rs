@@ -6,11 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{cypher, query_file, Error, IdRow, Tx};
-
-fn bolt(value: Value) -> Result<neo4rs::BoltType, Error> {
-    neo4rs::BoltType::try_from(value).map_err(|e| Error::Decode(e.to_string()))
-}
+use crate::{bolt, cypher, query_file, Error, IdRow, Tx};
 
 /// One step row of the current version of a Process, with what it calls.
 #[derive(Debug, Clone, Deserialize)]

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use opentelemetry::propagation::TextMapPropagator;
-use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
+use opentelemetry::trace::{SpanId, TraceContextExt, TraceId};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
@@ -44,21 +44,25 @@ pub fn run_traceparent(run_id: &str) -> String {
     format!("00-{trace}-{root}-01")
 }
 
-/// Makes `span` a child of the span `traceparent` names (or of the run's root when it is
-/// missing or unreadable). Must be called before the span is first entered.
-pub fn set_parent(span: &tracing::Span, traceparent: Option<&str>, run_id: &str) {
-    let mut carrier = HashMap::new();
-    carrier.insert(
-        "traceparent".to_owned(),
-        traceparent.map_or_else(|| run_traceparent(run_id), str::to_owned),
-    );
-    let mut cx = TraceContextPropagator::new().extract(&carrier);
+/// A span in the run's trace when traces are on (`make` builds it), else a disabled one: a
+/// child of the span `traceparent` names, or of the run's root when it is missing or unreadable.
+pub fn run_span(
+    run_id: &str,
+    traceparent: Option<&str>,
+    make: impl FnOnce() -> tracing::Span,
+) -> tracing::Span {
+    if !enabled() {
+        return tracing::Span::none();
+    }
+    let span = make();
+    let propagator = TraceContextPropagator::new();
+    let extract = |tp: String| propagator.extract(&HashMap::from([("traceparent".to_owned(), tp)]));
+    let mut cx = extract(traceparent.map_or_else(|| run_traceparent(run_id), str::to_owned));
     if !cx.span().span_context().is_valid() {
-        let (trace, root) = run_ids(run_id);
-        let parent = SpanContext::new(trace, root, TraceFlags::SAMPLED, true, TraceState::NONE);
-        cx = opentelemetry::Context::new().with_remote_span_context(parent);
+        cx = extract(run_traceparent(run_id));
     }
     let _ = span.set_parent(cx);
+    span
 }
 
 /// `span`'s own context as a `traceparent`, to hand to the next process.

@@ -279,13 +279,11 @@ impl App {
                 created: serde_json::to_value(row).ok(),
             };
             // Traced (issue #12): the run's first span, handing it to the engine.
-            let span = if aiden_jobs::trace::enabled() {
-                let span = tracing::info_span!("run.start", run.id = %started.run_id, process.id = %process_id);
-                aiden_jobs::trace::set_parent(&span, None, &started.run_id);
-                span
-            } else {
-                tracing::Span::none()
-            };
+            let span = aiden_jobs::trace::run_span(
+                &started.run_id,
+                None,
+                || tracing::info_span!("run.start", run.id = %started.run_id, process.id = %process_id),
+            );
             tracing::Instrument::instrument(self.notify_engine(&start, false), span).await;
         }
         tracing::debug!(

@@ -1,3 +1,3 @@
-// Who holds the engine lease and until when (issue #12), for `/readyz` and the tests.
+// Who holds the engine lease and until when (issue #12), for `/readyz`.
 MATCH (l:EngineLease {id: 'engine'})
 RETURN l.holder AS holder, l.epoch AS epoch, l.expiresAt AS expiresAt

@@ -7,5 +7,5 @@ MERGE (d:MetricDefinition {id: $id})
 ON CREATE SET d.name = $name, d.nameKey = $nameKey, d.description = $description,
               d.scope = $scope, d.aggregation = $aggregation, d.dataType = $dataType,
               d.retentionDays = $retentionDays, d.revision = 1, d.createdAt = $now,
-              d.updatedAt = $now, d.createdBy = 'system', d.builtin = true
+              d.updatedAt = $now, d.createdBy = $by, d.builtin = true
 RETURN d.id AS id

@@ -6,16 +6,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
-# An API and workers that scripts/run.sh started share the graph with the tests (ArcadeDB's Bolt
-# plugin serves one database to every client): their engine would re-dispatch the tests' runs and
-# their episode pool bind the tests' content. Stop them; scripts/run.sh starts them again.
-for pidfile in .stack/serve.pid .stack/worker-*.pid; do
-  [ -f "$pidfile" ] || continue
-  if kill "$(cat "$pidfile")" 2>/dev/null; then
-    echo "test: stopped $(basename "$pidfile" .pid) (started by scripts/run.sh; run it again afterwards)"
-  fi
-  rm -f "$pidfile"
-done
+# shellcheck source=scripts/lib/stop-run-stack.sh
+. scripts/lib/stop-run-stack.sh test
 scripts/stack.sh up
 # The knowledge layer's stack: graphiti-core in .stack/graphiti-venv and FalkorDB (issue #9).
 scripts/graphiti.sh up
@@ -43,7 +35,16 @@ echo "test: cargo test (unit + integration against the local stack)"
 # Every answered request's route and status, for the status coverage report below.
 AIDEN_STATUS_LOG=$(mktemp)
 export AIDEN_STATUS_LOG
+# What the secrets scan searches (tests/src/scan.rs): response bodies, SSE streams, logs and
+# the Secret values the tests stored.
+AIDEN_SCAN_DIR=$(mktemp -d)
+export AIDEN_SCAN_DIR
+date -u +%Y-%m-%dT%H:%M:%S.000Z >"$AIDEN_SCAN_DIR/started-at"
 cargo test --workspace --quiet
+echo "test: secrets scan (no Secret plaintext or ciphertext in responses, SSE, logs, queues or the graph)"
+cargo run -p aiden-tests --bin aiden-secrets-scan --quiet -- "$AIDEN_SCAN_DIR"
+rm -rf "$AIDEN_SCAN_DIR"
+unset AIDEN_SCAN_DIR
 cargo run -p aiden --quiet -- openapi >"$AIDEN_STATUS_LOG.openapi.json"
 echo "test: documented statuses the suite never produced (docs/api.md says why)"
 python3 scripts/status-coverage.py "$AIDEN_STATUS_LOG.openapi.json" "$AIDEN_STATUS_LOG"

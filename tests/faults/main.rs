@@ -5,191 +5,17 @@
 //! stay clean. One test at a time (they share processes and restart the broker), so everything
 //! runs inside one `#[test]`.
 
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::process::Command;
 use std::time::Duration;
 
+use aiden_tests::chaos::{
+    assert_completed_once, define, define_agent, rabbitmqctl, running_on, stack, start,
+    start_at_slow_step, start_upstream,
+};
 use aiden_tests::procs::{
     admin_token, assert_check_clean, free_port, sigkill, spawn, spawn_env, wait_until, Api,
 };
-use axum::{extract::Query, routing::get, Json, Router};
 use serde_json::{json, Value};
-
-/// The REST API the test Tools call: `/slow?ms=` sleeps, counting calls per `tag`.
-#[derive(Clone, Default)]
-struct Upstream {
-    calls: Arc<std::sync::Mutex<Vec<String>>>,
-    in_flight: Arc<AtomicUsize>,
-}
-
-impl Upstream {
-    fn calls_for(&self, tag: &str) -> usize {
-        self.calls
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|t| t.as_str() == tag)
-            .count()
-    }
-}
-
-async fn start_upstream() -> (Upstream, String) {
-    let up = Upstream::default();
-    let state = up.clone();
-    let app = Router::new().route(
-        "/slow",
-        get(
-            move |Query(q): Query<std::collections::HashMap<String, String>>| {
-                let state = state.clone();
-                async move {
-                    let tag = q.get("tag").cloned().unwrap_or_default();
-                    let ms: u64 = q.get("ms").and_then(|m| m.parse().ok()).unwrap_or(0);
-                    state.calls.lock().unwrap().push(tag.clone());
-                    state.in_flight.fetch_add(1, Ordering::SeqCst);
-                    tokio::time::sleep(Duration::from_millis(ms)).await;
-                    state.in_flight.fetch_sub(1, Ordering::SeqCst);
-                    Json(json!({"tag": tag, "ok": true}))
-                }
-            },
-        ),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (up, format!("http://{addr}"))
-}
-
-/// A Service and Tool on the upstream, and a 3-step chain whose middle step is slow.
-async fn define(api: &Api, upstream: &str, tag: &str, slow_ms: u64) -> String {
-    let svc = format!("svc-{tag}");
-    let tool = format!("tool-{tag}");
-    let process = format!("proc-{tag}");
-    let (s, b) = api
-        .call(reqwest::Method::POST, "/v1/services", Some(json!({
-            "id": svc, "name": "fault upstream", "type": "rest_api", "protocol": "http",
-            "requiresSecret": false, "endpoint": upstream, "enabled": true,
-            "connectionSchema": {"type": "object", "required": ["endpoint"],
-                "properties": {"endpoint": {"type": "string"}, "timeoutMs": {"type": "integer"}}}})))
-        .await;
-    assert_eq!(s, 201, "{b}");
-    let (s, b) = api
-        .call(reqwest::Method::POST, "/v1/tools", Some(json!({
-            "id": tool, "name": "slow call", "serviceId": svc,
-            "connectionParams": {"endpoint": upstream, "timeoutMs": 20000},
-            "operation": {"type": "rest_api", "method": "GET", "path": "/slow?tag={{tag}}&ms={{ms}}"},
-            "inputSchema": {"type": "object", "required": ["tag", "ms"],
-                "properties": {"tag": {"type": "string"}, "ms": {"type": "string"}}},
-            "outputSchema": {"type": "object", "required": ["status", "body"],
-                "properties": {"status": {"type": "integer"}, "body": {}}},
-            "enabled": true})))
-        .await;
-    assert_eq!(s, 201, "{b}");
-    let step = |id: &str, ms: u64| {
-        json!({"id": id, "tool": tool, "inputs": {"tag": format!("{tag}-{id}"), "ms": ms.to_string()},
-               "output": {"variable": id, "required": true},
-               "execution": {"mode": "sequential", "timeout": 30000}})
-    };
-    let (s, b) = api
-        .call(
-            reqwest::Method::POST,
-            "/v1/processes",
-            Some(json!({
-            "id": process, "name": "fault chain",
-            "steps": [step("a", 0), step("b", slow_ms), step("c", 0)],
-            "outputTemplate": "{{c.body}}"})),
-        )
-        .await;
-    assert_eq!(s, 201, "{b}");
-    process
-}
-
-async fn start(api: &Api, process: &str) -> String {
-    let (s, b) = api
-        .call(
-            reqwest::Method::POST,
-            &format!("/v1/processes/{process}/runs"),
-            Some(json!({"inputs": {}})),
-        )
-        .await;
-    assert_eq!(s, 202, "{b}");
-    b["runId"].as_str().unwrap().to_owned()
-}
-
-/// Defines `define`'s chain under `tag`, starts it and returns once its slow step b is running.
-async fn start_at_slow_step(api: &Api, upstream: &str, up: &Upstream, tag: &str) -> String {
-    let process = define(api, upstream, tag, 1500).await;
-    let run = start(api, &process).await;
-    let b = format!("{tag}-b");
-    wait_until(
-        "step b to reach the upstream",
-        Duration::from_secs(30),
-        || up.calls_for(&b) == 1,
-    )
-    .await;
-    run
-}
-
-/// The worker the engine records as running `step` of `run_id` (the step announces itself
-/// 25 ms into its call).
-async fn running_on(api: &Api, run_id: &str, step: &str) -> String {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let run = api.run(run_id).await;
-        let s = run["steps"]
-            .as_array()
-            .and_then(|steps| steps.iter().find(|s| s["stepId"] == step).cloned())
-            .unwrap_or(Value::Null);
-        if s["status"] == "running" {
-            if let Some(w) = s["workerId"].as_str() {
-                return w.to_owned();
-            }
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "step {step} not running: {run}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// The run completed, every step once, and the log has exactly one completion per step.
-async fn assert_completed_once(api: &Api, run_id: &str, up: &Upstream, tag: &str) {
-    let run = api.wait_settled(run_id, Duration::from_secs(60)).await;
-    assert_eq!(run["status"], "completed", "{run}");
-    assert_eq!(
-        run["output"],
-        json!({"tag": format!("{tag}-c"), "ok": true})
-    );
-    let events = api.events(run_id).await;
-    for step in ["a", "b", "c"] {
-        let completions = events
-            .iter()
-            .filter(|e| e["kind"] == "step.completed" && e["stepId"] == step)
-            .count();
-        assert_eq!(
-            completions, 1,
-            "step {step} recorded {completions} times: {events:?}"
-        );
-    }
-    let seqs: Vec<i64> = events.iter().map(|e| e["seq"].as_i64().unwrap()).collect();
-    assert_eq!(
-        seqs,
-        (1..=seqs.len() as i64).collect::<Vec<_>>(),
-        "gapless log"
-    );
-    assert_eq!(up.calls_for(&format!("{tag}-a")), 1, "step a ran once");
-    assert_eq!(up.calls_for(&format!("{tag}-c")), 1, "step c ran once");
-}
-
-fn rabbitmqctl(args: &[&str]) {
-    let status = Command::new("rabbitmqctl")
-        .args(args)
-        .stdout(Stdio::null())
-        .status()
-        .expect("rabbitmqctl");
-    assert!(status.success(), "rabbitmqctl {args:?}");
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn faults_graph_4_agt_4_runs_and_agent_loops_survive_killed_workers_a_broker_restart_and_a_server_restart(
@@ -663,16 +489,6 @@ async fn faults_graph_4_agt_4_runs_and_agent_loops_survive_killed_workers_a_brok
     sigkill(&mut serve);
 }
 
-/// `scripts/stack.sh <command>` of this checkout (the graph outage).
-fn stack(command: &str) {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/stack.sh");
-    let status = Command::new(script)
-        .arg(command)
-        .status()
-        .expect("scripts/stack.sh");
-    assert!(status.success(), "scripts/stack.sh {command}");
-}
-
 async fn holder() -> Option<String> {
     aiden_tests::graph_rows::<Value>(aiden_tests::aiden_graph_query(
         "MATCH (l:EngineLease {id: 'engine'}) RETURN l.holder AS holder",
@@ -695,43 +511,4 @@ async fn wait_for_holder(expected: &str, within: Duration) {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-}
-
-/// An agent Process whose model is the scripted model and whose one tool is `define`'s slow
-/// call (shown to the model as `slow_call`).
-async fn define_agent(api: &Api, upstream: &str, model_url: &str, tag: &str) -> String {
-    let _ = define(api, upstream, tag, 0).await;
-    let post = |path: &'static str, body: Value| async move {
-        let (s, b) = api.call(reqwest::Method::POST, path, Some(body)).await;
-        assert_eq!(s, 201, "{path}: {b}");
-    };
-    post(
-        "/v1/services",
-        json!({"id": format!("svc-llm-{tag}"), "name": "scripted model",
-        "type": "llm_provider", "protocol": "http", "requiresSecret": false, "enabled": true,
-        "connectionSchema": {"type": "object", "required": ["endpoint", "model"],
-            "properties": {"endpoint": {"type": "string"}, "model": {"type": "string"}}}}),
-    )
-    .await;
-    post(
-        "/v1/tools",
-        json!({"id": format!("model-{tag}"), "name": "model",
-        "serviceId": format!("svc-llm-{tag}"),
-        "connectionParams": {"endpoint": model_url, "model": "scripted"},
-        "operation": {"type": "llm_call", "api": "openai", "promptTemplate": "{{message}}"},
-        "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
-        "outputSchema": {"type": "object"}, "enabled": true}),
-    )
-    .await;
-    let id = format!("agentproc-{tag}");
-    post(
-        "/v1/processes",
-        json!({"id": id, "name": "fault agent", "initialContext": ["question"],
-        "steps": [{"id": "answer", "tool": format!("model-{tag}"),
-                   "agent": {"tools": [format!("tool-{tag}")]},
-                   "inputs": {"message": "{{question}}"}, "output": {"variable": "a"}}],
-        "outputTemplate": "{{a.text}}"}),
-    )
-    .await;
-    id
 }

@@ -180,6 +180,7 @@ async fn events(u: &Client, run: &str) -> Vec<Value> {
         .text()
         .await
         .unwrap();
+    aiden_tests::scan::record("sse", &text);
     text.lines()
         .filter_map(|l| l.strip_prefix("data: "))
         .map(|d| serde_json::from_str(d).unwrap())
@@ -686,8 +687,9 @@ async fn events_so_far(u: &Client, run: &str) -> Vec<Value> {
     while let Ok(Ok(Some(chunk))) = tokio::time::timeout_at(deadline, stream.chunk()).await {
         body.extend_from_slice(&chunk);
     }
-    String::from_utf8_lossy(&body)
-        .lines()
+    let body = String::from_utf8_lossy(&body);
+    aiden_tests::scan::record("sse", &body);
+    body.lines()
         .filter_map(|l| l.strip_prefix("data: "))
         .filter_map(|d| serde_json::from_str(d).ok())
         .collect()
@@ -787,6 +789,7 @@ async fn agt_11_a_token_budget_refuses_before_any_spend() {
 
 /// One SSE frame: its `event:`, whether it had an `id:`, and its data.
 fn frames(text: &str) -> Vec<(String, bool, Value)> {
+    aiden_tests::scan::record("sse", text);
     text.split("\n\n")
         .filter_map(|f| {
             let event = f

@@ -94,15 +94,12 @@ fn falkordb_port() -> String {
 }
 
 fn python_proc(python: &str, args: &[&str], env: &[(&str, String)]) -> Proc {
-    Proc(
+    Proc::start(
         Command::new(python)
             .args(args)
-            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {python}: {e}")),
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str()))),
     )
+    .unwrap_or_else(|e| panic!("spawn {python}: {e}"))
 }
 
 /// The Graphiti service on `port`, extracting with the fake LLM when `llm` is given.

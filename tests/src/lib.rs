@@ -11,9 +11,11 @@ use std::{
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
+pub mod chaos;
 pub mod fixtures;
 pub mod otlp;
 pub mod procs;
+pub mod scan;
 pub mod scripted_model;
 
 pub use serde_json;
@@ -132,6 +134,7 @@ impl LogSink {
 impl Write for LogSink {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.0.lock().unwrap().extend_from_slice(buf);
+        scan::record_log(buf);
         if let Some(file) = &self.1 {
             if buf.windows(9).any(|w| w == b" handled ") {
                 file.lock().unwrap().write_all(buf)?;
@@ -386,7 +389,7 @@ impl Client {
         body: Option<&Value>,
         headers: &[(&str, &str)],
     ) -> Reply {
-        let mut req = self.raw(method, path);
+        let mut req = self.raw(method.clone(), path);
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
@@ -397,6 +400,7 @@ impl Client {
         let status = res.status();
         let headers = res.headers().clone();
         let text = res.text().await.unwrap_or_default();
+        scan::record_exchange(&method, path, body, status.is_success(), &text);
         let body = serde_json::from_str(&text).unwrap_or(if text.is_empty() {
             Value::Null
         } else {

@@ -61,7 +61,7 @@ pub fn envs(http_port: u16) -> Vec<(&'static str, String)> {
         ("AIDEN_HTTP_ADDR", format!("127.0.0.1:{http_port}")),
         ("AIDEN_RETRY_INITIAL_DELAY_MS", "100".to_owned()),
         ("AIDEN_INSTANCE_ID", crate::TEST_INSTANCE_ID.to_owned()),
-        ("RUST_LOG", "warn".to_owned()),
+        ("RUST_LOG", crate::scan::child_log_level().to_owned()),
     ]
 }
 
@@ -74,24 +74,30 @@ pub fn admin_token() -> String {
 
 /// A spawned `aiden`, SIGKILLed when dropped (also when a test panics), so a failed run never
 /// leaves an engine or worker behind to serve the next test binary's queues.
-pub struct Proc(pub Child);
+/// Its log goes to the secrets scan's capture when that is on (`scan::child_stderr`); a failing
+/// test then prints the log's tail.
+pub struct Proc(pub Child, Option<PathBuf>);
+
+impl Proc {
+    /// Starts `cmd` with its stdout discarded and its stderr captured or inherited.
+    pub fn start(cmd: &mut Command) -> std::io::Result<Self> {
+        let (stderr, log) = crate::scan::child_stderr();
+        let child = cmd.stdout(Stdio::null()).stderr(stderr).spawn()?;
+        Ok(Self(child, log))
+    }
+}
 
 impl Drop for Proc {
     fn drop(&mut self) {
         sigkill(self);
+        if let (true, Some(log)) = (std::thread::panicking(), &self.1) {
+            crate::scan::print_tail(log, 40);
+        }
     }
 }
 
 pub fn spawn(args: &[&str], http_port: u16) -> Proc {
-    Proc(
-        Command::new(binary())
-            .args(args)
-            .envs(envs(http_port))
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn aiden"),
-    )
+    spawn_env(args, http_port, &[])
 }
 
 pub fn sigkill(child: &mut Proc) {
@@ -114,15 +120,23 @@ impl Api {
     ) -> (u16, Value) {
         let mut req = self
             .http
-            .request(method, format!("{}{path}", self.base))
+            .request(method.clone(), format!("{}{path}", self.base))
             .bearer_auth(&self.token);
-        if let Some(b) = body {
-            req = req.json(&b);
+        if let Some(b) = &body {
+            req = req.json(b);
         }
         match req.send().await {
             Ok(resp) => {
                 let status = resp.status().as_u16();
-                (status, resp.json().await.unwrap_or(Value::Null))
+                let text = resp.text().await.unwrap_or_default();
+                crate::scan::record_exchange(
+                    &method,
+                    path,
+                    body.as_ref(),
+                    (200..300).contains(&status),
+                    &text,
+                );
+                (status, serde_json::from_str(&text).unwrap_or(Value::Null))
             }
             Err(_) => (0, Value::Null),
         }
@@ -170,6 +184,7 @@ impl Api {
             .await
             .expect("event stream ended")
             .unwrap();
+        crate::scan::record("sse", &text);
         text.lines()
             .filter_map(|l| l.strip_prefix("data: "))
             .map(|d| serde_json::from_str(d).unwrap())
@@ -187,16 +202,13 @@ pub async fn wait_until(what: &str, within: Duration, mut f: impl FnMut() -> boo
 
 /// Like [`spawn`], with settings that override the defaults (later `envs` win).
 pub fn spawn_env(args: &[&str], http_port: u16, extra: &[(&str, String)]) -> Proc {
-    Proc(
+    Proc::start(
         Command::new(binary())
             .args(args)
             .envs(envs(http_port))
-            .envs(extra.iter().map(|(k, v)| (*k, v.as_str())))
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn aiden"),
+            .envs(extra.iter().map(|(k, v)| (*k, v.as_str()))),
     )
+    .expect("spawn aiden")
 }
 
 /// `aiden check` on `database` (the tests' own unless given) must report no violation.

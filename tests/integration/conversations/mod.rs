@@ -456,6 +456,7 @@ async fn run_events(u: &Client, run: &str) -> Vec<Value> {
     })
     .await
     .expect("the event stream did not end");
+    aiden_tests::scan::record("sse", &body);
     body.lines()
         .filter_map(|l| l.strip_prefix("data: "))
         .map(|d| serde_json::from_str(d).unwrap())

@@ -218,6 +218,67 @@ async fn sec_6_a_secret_is_only_used_for_runs_of_its_owner() {
     take_dead_letter(&format!("{id}/a")).await;
 }
 
+/// SEC-1 on the failure path: a call that sends a Secret and fails for good (HTTP 500 on every
+/// attempt) leaves the plaintext nowhere a user or operator sees: not in the run, its event
+/// log, the dead-lettered job or its reason, nor the server's log.
+#[tokio::test]
+async fn sec_1_a_failing_call_with_a_secret_leaks_it_nowhere() {
+    let u = user().await;
+    let (up, base) = upstream().await;
+    let svc = id_of(
+        &fixtures::create(
+            &u,
+            "services",
+            json!({"id": unique("svc"), "name": "keyed", "type": "rest_api", "protocol": "http",
+                "endpoint": base, "connectionSchema": fixtures::rest_schema(),
+                "requiresSecret": true}),
+        )
+        .await,
+    );
+    let secret_value = unique("failing-s3cr3t");
+    let secret = fixtures::secret(&u, &secret_value).await;
+    let s = json!({"type": "string"});
+    let t = tool(
+        &u,
+        &svc,
+        &base,
+        json!({"type": "rest_api", "method": "GET", "path": "/script?key={{key}}&plan={{plan}}"}),
+        json!({"key": s, "plan": s}),
+        json!({"secretId": secret, "secretScope": "header:X-Key"}),
+    )
+    .await;
+    let key = unique("k");
+    let p = process(
+        &u,
+        json!({"steps": [step(&t, "a", json!({"key": key, "plan": "500"}))]}),
+    )
+    .await;
+    let id = start(&u, &p, json!({})).await;
+    let run = u.settled_run(&id).await;
+    assert_eq!(run["status"], "failed", "{run}");
+    let calls = up.calls_with("key", &key);
+    assert_eq!(calls.len(), 3, "three attempts");
+    assert!(
+        calls
+            .iter()
+            .all(|c| c.headers.get("x-key") == Some(&secret_value)),
+        "every attempt sent the Secret"
+    );
+    let (reason, message) = take_dead_letter_message(&format!("{id}/a"), Duration::from_secs(10))
+        .await
+        .expect("the exhausted job is dead-lettered");
+    let events = sse(&u, &id, None).await;
+    for (what, text) in [
+        ("run", run.to_string()),
+        ("events", format!("{events:?}")),
+        ("dead-letter reason", reason),
+        ("dead-lettered message", message),
+        ("server log", aiden_tests::server().logs()),
+    ] {
+        assert!(!text.contains(&secret_value), "the Secret is in the {what}");
+    }
+}
+
 /// Runs are private to whoever started them; bad starts are refused before anything runs.
 #[tokio::test]
 async fn runs_are_private_and_bad_starts_are_refused() {

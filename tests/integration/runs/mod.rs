@@ -377,6 +377,7 @@ async fn sse_within(
     })
     .await
     .ok()?;
+    aiden_tests::scan::record("sse", &text);
     let mut out = Vec::new();
     for block in text.split("\n\n").filter(|b| !b.trim().is_empty()) {
         let field = |name: &str| {
@@ -431,6 +432,14 @@ async fn take_dead_letter(step_run_id: &str) -> Option<String> {
 }
 
 async fn take_dead_letter_within(step_run_id: &str, wait: Duration) -> Option<String> {
+    take_dead_letter_message(step_run_id, wait)
+        .await
+        .map(|(reason, _)| reason)
+}
+
+/// The dead-lettered message of `step_run_id`: its reason, and its headers and body as text
+/// (also kept for the suite's secrets scan).
+async fn take_dead_letter_message(step_run_id: &str, wait: Duration) -> Option<(String, String)> {
     let (_conn, ch) = amqp().await;
     let deadline = Instant::now() + wait;
     loop {
@@ -447,7 +456,12 @@ async fn take_dead_letter_within(step_run_id: &str, wait: Duration) -> Option<St
                     .ack(BasicAckOptions::default())
                     .await
                     .unwrap();
-                found = Some(header(headers.as_ref(), REASON_HEADER).unwrap_or_default());
+                let text = format!("{headers:?} {}", String::from_utf8_lossy(&m.delivery.data));
+                aiden_tests::scan::record("dlq", &text);
+                found = Some((
+                    header(headers.as_ref(), REASON_HEADER).unwrap_or_default(),
+                    text,
+                ));
                 break;
             }
             others.push(m);

@@ -42,7 +42,8 @@ export AIDEN_SCAN_DIR
 date -u +%Y-%m-%dT%H:%M:%S.000Z >"$AIDEN_SCAN_DIR/started-at"
 cargo test --workspace --quiet
 echo "test: secrets scan (no Secret plaintext or ciphertext in responses, SSE, logs, queues or the graph)"
-cargo run -p aiden-tests --bin aiden-secrets-scan --quiet -- "$AIDEN_SCAN_DIR"
+# The scanner cargo test just built (cargo run would resolve features anew and rebuild).
+"${CARGO_TARGET_DIR:-target}/debug/aiden-secrets-scan" "$AIDEN_SCAN_DIR"
 rm -rf "$AIDEN_SCAN_DIR"
 unset AIDEN_SCAN_DIR
 cargo run -p aiden --quiet -- openapi >"$AIDEN_STATUS_LOG.openapi.json"

@@ -803,6 +803,69 @@ fn frames(text: &str) -> Vec<(String, bool, Value)> {
         .collect()
 }
 
+/// The run's SSE stream, opened now and read until it ends after the run.
+async fn live_stream(u: &Client, run: &str) -> String {
+    tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        u.raw(Method::GET, &format!("/v1/runs/{run}/events"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    })
+    .await
+    .expect("the stream ends after the run")
+}
+
+/// AGT-12 for a plain (non-agent) `llm_call` step: its answer streams as `step.delta` events
+/// too, over both wire formats, in order, adding up to the recorded text.
+#[tokio::test]
+async fn agt_12_a_plain_model_step_streams_its_answer_too() {
+    let k = kit().await;
+    for model in [&k.openai, &k.anthropic] {
+        // The model step waits 300 ms behind another, so the stream is open before it answers.
+        let p = id(&fixtures::create(
+            &k.u,
+            "processes",
+            json!({"id": unique("plain"),
+            "name": "plain model step", "initialContext": ["question"],
+            "steps": [{"id": "wait", "tool": k.sleeper, "inputs": {"ms": "300"}},
+                      {"id": "answer", "tool": model, "dependsOn": ["wait"],
+                       "inputs": {"message": "{{question}}"}, "output": {"variable": "a"}}],
+            "outputTemplate": "{{a.text}}"}),
+        )
+        .await);
+        let text = "a plain answer streamed word by word";
+        let script = json!([{ "answer": text }]);
+        let run =
+            k.u.start_run(&p, json!({"question": format!("script:{script}")}))
+                .await;
+        let live = frames(&live_stream(&k.u, &run).await);
+        let deltas: Vec<&Value> = live
+            .iter()
+            .filter(|(e, _, _)| e == "step.delta")
+            .map(|(_, _, d)| d)
+            .collect();
+        assert!(
+            deltas.len() > 1,
+            "word by word: {live:?} after {:?}",
+            k.model.requests().last()
+        );
+        assert!(deltas.iter().all(|d| d["stepId"] == "answer"), "{deltas:?}");
+        let indices: Vec<u64> = deltas
+            .iter()
+            .map(|d| d["index"].as_u64().unwrap())
+            .collect();
+        assert_eq!(indices, (0..indices.len() as u64).collect::<Vec<_>>());
+        let streamed: String = deltas.iter().map(|d| d["text"].as_str().unwrap()).collect();
+        let done = k.u.settled_run(&run).await;
+        assert_eq!(done["output"], text, "{done}");
+        assert_eq!(streamed, text, "the deltas add up to the recorded text");
+        assert_eq!(k.model.requests().last().unwrap()["stream"], true);
+    }
+}
+
 /// AGT-12: a model turn's text streams to the run's SSE stream as `step.delta` events (in
 /// order, without ids) while it is generated, over both wire formats; the durable log keeps the
 /// final text only, so a stream read after the run (or resumed with Last-Event-ID) has no
@@ -817,18 +880,7 @@ async fn agt_12_model_text_streams_as_deltas_that_are_never_stored() {
         let run =
             k.u.start_run(&p, json!({"question": format!("script:{script}")}))
                 .await;
-        let live = tokio::time::timeout(std::time::Duration::from_secs(20), async {
-            k.u.raw(Method::GET, &format!("/v1/runs/{run}/events"))
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap()
-        })
-        .await
-        .expect("the stream ends after the run");
-        let live = frames(&live);
+        let live = frames(&live_stream(&k.u, &run).await);
         let deltas: Vec<&Value> = live
             .iter()
             .filter(|(e, _, _)| e == "step.delta")

@@ -7,9 +7,15 @@ use serde_json::{json, Value};
 
 /// Sends a raw request; `Err` when no complete HTTP answer came back.
 async fn try_send(req: reqwest::RequestBuilder) -> Result<Reply, String> {
+    let sent = req.try_clone().and_then(|r| r.build().ok());
     let res = req.send().await.map_err(|e| format!("no answer: {e:?}"))?;
     let (status, headers) = (res.status(), res.headers().clone());
     let text = res.text().await.map_err(|e| format!("body cut off: {e}"))?;
+    if let Some(sent) = sent {
+        let body = sent.body().and_then(|b| b.as_bytes());
+        let (method, path) = (sent.method(), sent.url().path());
+        aiden_tests::scan::record_raw_exchange(method, path, body, status.is_success(), &text);
+    }
     let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
     Ok(Reply {
         status,

@@ -38,13 +38,35 @@ pub fn record(kind: &str, text: &str) {
     append(kind, text.as_bytes());
 }
 
+/// [`record_exchange`] for a request whose body was sent as raw bytes (the HTTP-edge tests).
+pub fn record_raw_exchange(
+    method: &reqwest::Method,
+    path: &str,
+    body: Option<&[u8]>,
+    success: bool,
+    response: &str,
+) {
+    match body.map(serde_json::from_slice::<serde_json::Value>) {
+        Some(Ok(json)) => record_exchange(method, path, Some(&json), success, response),
+        Some(Err(_)) => {
+            record("responses", response);
+            record(
+                "requests",
+                &String::from_utf8_lossy(body.unwrap_or_default()),
+            );
+        }
+        None => record_exchange(method, path, None, success, response),
+    }
+}
+
 /// Log output of the in-process server, as it is written.
 pub fn record_log(bytes: &[u8]) {
     append("log", bytes);
 }
 
 /// An answered request: the response body, and the Secret value of a create or rotation the
-/// server accepted (the scan looks for it everywhere).
+/// server accepted (the scan looks for it everywhere). Other requests' bodies are kept too: a
+/// value a test also sent as, say, a Tool's name is expected there and not searched for.
 pub fn record_exchange(
     method: &reqwest::Method,
     path: &str,
@@ -54,6 +76,9 @@ pub fn record_exchange(
 ) {
     record("responses", response);
     let stores_secret = path.starts_with("/v1/secrets") && *method != reqwest::Method::GET;
+    if let (false, Some(body)) = (stores_secret, body) {
+        record("requests", &body.to_string());
+    }
     if let (true, true, Some(value)) = (
         stores_secret,
         success,

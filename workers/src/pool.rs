@@ -406,9 +406,9 @@ async fn run_job(shared: &Shared, broker: &Broker, slot: usize, delivery: Delive
     tokio::pin!(canceled);
     // A step that finishes quickly is reported once, with its start time, in its result; a
     // slower one is also announced as started, so `running` shows while it works.
-    // A model turn's streamed text goes to the deltas fanout as it arrives (issue #11), in
-    // order, from one forwarding task; it ends when the call drops its sender.
-    let deltas = job.agent_turn.then(|| {
+    // A model's streamed text goes to the deltas fanout as it arrives (issue #11), in order,
+    // from one forwarding task; it ends when the call drops its sender.
+    let deltas = (job.agent_turn || job.operation_type == "llm_call").then(|| {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
         let (broker, run_id, step_id) = (broker.clone(), job.run_id.clone(), job.step_id.clone());
         tokio::spawn(async move {

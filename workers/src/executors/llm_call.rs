@@ -110,12 +110,13 @@ impl LlmCall {
             )
         };
         let temperature = inv.connection.get("temperature").and_then(Value::as_f64);
-        // An agent's model turns stream (`step.delta`) unless the Tool says its server cannot.
-        let stream = inv.agent_turn
-            && inv.deltas.is_some()
-            && inv.connection.get("stream").and_then(Value::as_bool) != Some(false);
         let max_tokens = inv.connection.get("maxTokens").and_then(Value::as_u64);
         let json_mode = *response_format == ResponseFormat::Json;
+        // Model answers stream (`step.delta`) unless the Tool says its server cannot; a plain
+        // step in JSON mode does not (its answer is data, read whole).
+        let stream = inv.deltas.is_some()
+            && (inv.agent_turn || !json_mode)
+            && inv.connection.get("stream").and_then(Value::as_bool) != Some(false);
 
         let request = match api {
             LlmApi::Openai => {
@@ -311,8 +312,8 @@ impl LlmCall {
 }
 
 impl LlmCall {
-    /// A streamed agent turn: text goes to the deltas sink as it arrives; the answer is the
-    /// same `{text, toolCalls}` a non-streamed turn gives.
+    /// A streamed answer: text goes to the deltas sink as it arrives; the output is what the
+    /// non-streamed answer gives (`{text, toolCalls}` for an agent turn, `{text}` otherwise).
     async fn read_stream(
         &self,
         api: &LlmApi,
@@ -349,10 +350,18 @@ impl LlmCall {
             completion_tokens: o,
             total_tokens: i + o,
         });
-        Ok(ToolOutput {
-            value: answer.answer(),
-            telemetry,
-        })
+        let mut value = answer.answer();
+        if !inv.agent_turn {
+            if value["text"].is_null() {
+                return Err(fail(
+                    FailureClass::ToolError,
+                    "provider answer has no message content",
+                    &telemetry,
+                ));
+            }
+            value = json!({"text": value["text"]});
+        }
+        Ok(ToolOutput { value, telemetry })
     }
 }
 

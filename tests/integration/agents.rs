@@ -818,6 +818,15 @@ async fn live_stream(u: &Client, run: &str) -> String {
     .expect("the stream ends after the run")
 }
 
+/// Starts `p` on the model script and reads the run's live event stream to its end.
+async fn run_live(k: &Kit, p: &str, script: &Value) -> (String, Vec<(String, bool, Value)>) {
+    let run =
+        k.u.start_run(p, json!({"question": format!("script:{script}")}))
+            .await;
+    let live = frames(&live_stream(&k.u, &run).await);
+    (run, live)
+}
+
 /// AGT-12 for a plain (non-agent) `llm_call` step: its answer streams as `step.delta` events
 /// too, over both wire formats, in order, adding up to the recorded text.
 #[tokio::test]
@@ -838,10 +847,7 @@ async fn agt_12_a_plain_model_step_streams_its_answer_too() {
         .await);
         let text = "a plain answer streamed word by word";
         let script = json!([{ "answer": text }]);
-        let run =
-            k.u.start_run(&p, json!({"question": format!("script:{script}")}))
-                .await;
-        let live = frames(&live_stream(&k.u, &run).await);
+        let (run, live) = run_live(&k, &p, &script).await;
         let deltas: Vec<&Value> = live
             .iter()
             .filter(|(e, _, _)| e == "step.delta")
@@ -877,10 +883,7 @@ async fn agt_12_model_text_streams_as_deltas_that_are_never_stored() {
         let p = agent_process(&k, model, &[&k.sleeper], json!({})).await;
         let script = json!([{"calls": [{"name": "sleep", "args": {"ms": "300"}}]},
                             {"answer": "the final answer is here"}]);
-        let run =
-            k.u.start_run(&p, json!({"question": format!("script:{script}")}))
-                .await;
-        let live = frames(&live_stream(&k.u, &run).await);
+        let (run, live) = run_live(&k, &p, &script).await;
         let deltas: Vec<&Value> = live
             .iter()
             .filter(|(e, _, _)| e == "step.delta")

@@ -89,9 +89,9 @@ pub fn scope_kind(scope: aiden_domain::metric::Scope) -> Kind {
     }
 }
 
-pub async fn create_definition(tx: &mut Tx, d: &DefinitionState<'_>) -> Result<(), Error> {
-    let q = cypher(query_file!("metric/create_definition.cypher"), None)
-        .param("id", d.id)
+/// A definition's fields as the statement's parameters (creating one, or a built-in one).
+fn with_definition(q: neo4rs::Query, d: &DefinitionState<'_>) -> neo4rs::Query {
+    q.param("id", d.id)
         .param("name", d.name)
         .param("nameKey", d.name_key())
         .param("description", d.description)
@@ -100,7 +100,14 @@ pub async fn create_definition(tx: &mut Tx, d: &DefinitionState<'_>) -> Result<(
         .param("dataType", d.data_type)
         .param("retentionDays", d.retention_days)
         .param("by", d.by)
-        .param("now", d.now);
+        .param("now", d.now)
+}
+
+pub async fn create_definition(tx: &mut Tx, d: &DefinitionState<'_>) -> Result<(), Error> {
+    let q = with_definition(
+        cypher(query_file!("metric/create_definition.cypher"), None),
+        d,
+    );
     tx.one::<IdRow>(q).await.map(|_| ())
 }
 
@@ -253,17 +260,10 @@ pub async fn ensure_builtin_definition(
     tx: &mut Tx,
     d: &DefinitionState<'_>,
 ) -> Result<bool, Error> {
-    let q = cypher(query_file!("metric/ensure_builtin_definition.cypher"), None)
-        .param("id", d.id)
-        .param("name", d.name)
-        .param("nameKey", d.name_key())
-        .param("description", d.description)
-        .param("scope", d.scope)
-        .param("aggregation", d.aggregation)
-        .param("dataType", d.data_type)
-        .param("retentionDays", d.retention_days)
-        .param("by", d.by)
-        .param("now", d.now);
+    let q = with_definition(
+        cypher(query_file!("metric/ensure_builtin_definition.cypher"), None),
+        d,
+    );
     Ok(tx.one::<IdRow>(q).await?.is_some())
 }
 

@@ -56,8 +56,9 @@ if curl -s -o /dev/null "http://$AIDEN_HTTP_ADDR/healthz"; then
 fi
 "$BIN/aiden" serve >.stack/bench-serve.log 2>&1 &
 pids+=($!)
+WORKER_METRICS=127.0.0.1:$((PORT + 1))
 "$BIN/aiden" worker --type rest_api --concurrency "${AIDEN_BENCH_WORKER_CONCURRENCY:-32}" \
-  >.stack/bench-worker.log 2>&1 &
+  --metrics-addr "$WORKER_METRICS" >.stack/bench-worker.log 2>&1 &
 pids+=($!)
 case " $* " in
   *agent_loop*)
@@ -81,4 +82,6 @@ for _ in $(seq 1 60); do
   sleep 0.5
 done
 
-"$BIN/aiden-bench" --server "http://$AIDEN_HTTP_ADDR" --token "$AIDEN_ADMIN_TOKEN" "$@"
+# Per-step statement and message counts come from the server's and the pool's own counters.
+"$BIN/aiden-bench" --server "http://$AIDEN_HTTP_ADDR" --token "$AIDEN_ADMIN_TOKEN" \
+  --metrics-url "http://$AIDEN_HTTP_ADDR/metrics" --metrics-url "http://$WORKER_METRICS/metrics" "$@"

@@ -1,11 +1,15 @@
 //! `aiden-bench`: end-to-end run throughput and latency through the public API, against the
 //! nginx echo endpoint (scripts/bench.sh starts everything). Prints one JSON line per scenario:
-//! `{scenario, workflows, steps_per_workflow, wall_s, workflows_per_s, steps_per_s, p50_ms, p99_ms}`.
+//! `{scenario, workflows, steps_per_workflow, wall_s, workflows_per_s, steps_per_s, p50_ms, p99_ms}`,
+//! plus `cpu_s`, CPU seconds per part of the stack during the scenario (`cpu.rs`), and
+//! `per_step`, graph statements and broker messages per step (`counts.rs`).
 //! A run's latency is from `POST /v1/processes/{id}/runs` to its `run.completed` SSE event.
 //! `agent_loop` (issue #11) runs an agent step against a scripted model (`agent_loop.rs`).
 
 mod agent_loop;
 mod api;
+mod counts;
+mod cpu;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -41,7 +45,14 @@ struct Args {
     /// `chain3_history`: completed runs the graph holds before the second measurement.
     #[arg(long, default_value_t = 50_000)]
     history_runs: usize,
+    /// Prometheus endpoints counted for per-step graph statements and broker messages
+    /// (`per_step`); default: the server's own `/metrics`. Repeat for the worker pools'.
+    #[arg(long)]
+    metrics_url: Vec<String>,
 }
+
+/// `--metrics-url`, set once in `main`.
+static METRICS_URLS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
 
 impl Api {
     /// Starts a run and waits for its terminal event; returns the latency and the run's id.
@@ -131,7 +142,14 @@ async fn scenario(
     in_flight: usize,
     steps: usize,
 ) -> anyhow::Result<Value> {
+    let urls = METRICS_URLS.get().map(Vec::as_slice).unwrap_or_default();
+    let counts_before = counts::Counts::scrape(&api.http, urls).await;
+    let cpu_before = cpu::Sample::now();
     let (mut latencies, wall) = drive(&api, process, runs, in_flight).await?;
+    let cpu_s = cpu::Sample::now().since(&cpu_before);
+    let per_step = counts::Counts::scrape(&api.http, urls)
+        .await
+        .per_step(&counts_before, runs * steps);
     latencies.sort();
     Ok(json!({
         "system": "aiden", "scenario": name, "workflows": runs, "steps_per_workflow": steps,
@@ -140,6 +158,8 @@ async fn scenario(
         "steps_per_s": ((runs * steps) as f64 / wall).round(),
         "p50_ms": (percentile(&latencies, 0.50) * 100.0).round() / 100.0,
         "p99_ms": (percentile(&latencies, 0.99) * 100.0).round() / 100.0,
+        "cpu_s": cpu_s,
+        "per_step": per_step,
     }))
 }
 
@@ -267,6 +287,11 @@ async fn main() -> anyhow::Result<()> {
                 .build()?,
         ),
     );
+    let mut urls = args.metrics_url.clone();
+    if urls.is_empty() {
+        urls.push(format!("{}/metrics", api.base));
+    }
+    let _ = METRICS_URLS.set(urls);
     let ids = Ids::new();
     setup(&api, &ids, &args.echo).await?;
     let scaled = |n: usize| ((n as f64 * args.scale).round() as usize).max(1);

@@ -323,6 +323,7 @@ impl Engine {
             let cancels = std::mem::take(&mut pass.cancels);
             let events = std::mem::take(&mut pass.written_events);
             let measured = std::mem::take(&mut pass.rollup);
+            let saved = pass.take_saved();
             let tx = pass.take_tx();
             drop(pass);
             let committed = match (outcome, tx) {
@@ -375,17 +376,32 @@ impl Engine {
                     return Ok(());
                 }
                 Err(e) => {
-                    // The cache may hold uncommitted changes: drop what this pass touched; the
-                    // next message about those runs reloads them from the graph.
-                    for id in &touched {
-                        self.runs.remove(id);
-                    }
+                    self.restore(&touched, saved);
                     if !e.is_transient() || attempt >= 8 {
                         return Err(e.into());
                     }
+                    metrics::counter!("aiden_engine_pass_retries_total").increment(1);
+                    tracing::debug!(error = %e, attempt, runs = touched.len(), "engine pass retried");
                     tokio::time::sleep(Duration::from_millis(5 * attempt)).await;
                 }
             }
+        }
+    }
+
+    /// After a pass that did not commit: the cache may hold its uncommitted changes. Runs the
+    /// pass saved get their state from before it back (a conflict's retry then reads nothing);
+    /// any other run it touched is dropped, and the next message about it reloads it.
+    fn restore(&mut self, touched: &[String], saved: HashMap<String, Option<RunState>>) {
+        for id in touched {
+            if !saved.contains_key(id) {
+                self.runs.remove(id);
+            }
+        }
+        for (id, before) in saved {
+            match before {
+                Some(state) => self.runs.insert(id, state),
+                None => self.runs.remove(&id),
+            };
         }
     }
 
@@ -483,6 +499,7 @@ impl Engine {
         let jobs = std::mem::take(&mut pass.jobs);
         let cancels = std::mem::take(&mut pass.cancels);
         let events = std::mem::take(&mut pass.written_events);
+        let saved = pass.take_saved();
         let tx = pass.take_tx();
         drop(pass);
         match outcome {
@@ -495,9 +512,7 @@ impl Engine {
                 if let Some(tx) = tx {
                     let _ = tx.rollback().await;
                 }
-                for id in &touched {
-                    self.runs.remove(id);
-                }
+                self.restore(&touched, saved);
                 return Err(e.into());
             }
         }

@@ -60,6 +60,9 @@ pub struct Pass<'a> {
     child_results: VecDeque<ChildResult>,
     /// Built-in measurements of this pass, kept by the engine once it commits (issue #12).
     pub rollup: crate::rollup::Rollup,
+    /// Each run this pass used, as it was before (`None`: not cached then). A commit that
+    /// fails puts these back, so the retry needs no read of the runs (issue #10).
+    saved: HashMap<String, Option<RunState>>,
 }
 
 fn obj(v: Value) -> Map<String, Value> {
@@ -95,7 +98,21 @@ impl<'a> Pass<'a> {
             to_advance: VecDeque::new(),
             child_results: VecDeque::new(),
             rollup: Default::default(),
+            saved: HashMap::new(),
         }
+    }
+
+    /// Keeps `run_id` as it is now, the first time this pass uses it.
+    fn remember(&mut self, run_id: &str) {
+        if !self.saved.contains_key(run_id) {
+            let before = self.runs.get(run_id).cloned();
+            self.saved.insert(run_id.to_owned(), before);
+        }
+    }
+
+    /// The runs as they were before this pass (for a failed commit to put back).
+    pub fn take_saved(&mut self) -> HashMap<String, Option<RunState>> {
+        std::mem::take(&mut self.saved)
     }
 
     /// The run ids this pass changed (to evict on a failed commit, and to notify on success).
@@ -105,6 +122,7 @@ impl<'a> Pass<'a> {
 
     /// Loads a run into memory if it is not there. `false` if it does not exist.
     async fn ensure(&mut self, run_id: &str) -> Result<bool, aiden_graph::Error> {
+        self.remember(run_id);
         if self.runs.contains_key(run_id) {
             return Ok(true);
         }
@@ -129,6 +147,7 @@ impl<'a> Pass<'a> {
         if self.runs.contains_key(run_id) {
             return;
         }
+        self.remember(run_id);
         let state = serde_json::from_value::<runs::RunRow>(created.clone())
             .map_err(|e| e.to_string())
             .and_then(|row| RunState::from_row(&row));
@@ -881,6 +900,7 @@ impl<'a> Pass<'a> {
             loops: Default::default(),
         };
         self.new_runs.push(new_run);
+        self.remember(&child_id);
         self.runs.insert(child_id.clone(), state);
         self.run(&run.id).steps[i].child_run_id = Some(child_id.clone());
         self.run(&run.id).steps[i].started_at = Some(self.now.clone());

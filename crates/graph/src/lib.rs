@@ -91,6 +91,7 @@ impl Graph {
         &self,
         q: neo4rs::Query,
     ) -> Result<Vec<T>, Error> {
+        let timer = tx::StatementTimer::start(&q);
         let mut stream = self
             .inner
             .execute_read(q)
@@ -100,16 +101,16 @@ impl Graph {
         while let Some(row) = stream.next().await.map_err(Error::from_driver)? {
             out.push(row.to::<T>().map_err(|e| Error::Decode(e.to_string()))?);
         }
+        timer.done();
         Ok(out)
     }
 
     /// One write statement as its own (auto-commit) transaction.
     pub async fn run_autocommit(&self, q: neo4rs::Query) -> Result<(), Error> {
-        self.inner
-            .run(q)
-            .await
-            .map(|_| ())
-            .map_err(Error::from_driver)
+        let timer = tx::StatementTimer::start(&q);
+        self.inner.run(q).await.map_err(Error::from_driver)?;
+        timer.done();
+        Ok(())
     }
 
     /// Opens an explicit transaction. Callers retry the whole unit on `Error::is_transient`.

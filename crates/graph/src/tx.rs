@@ -67,20 +67,20 @@ impl Tx {
 
 /// `aiden_graph_statement_seconds{file}`: one statement's round trip (sent, every row read),
 /// successful ones only, by the `cypher/queries` file it came from.
-struct StatementTimer {
+pub(crate) struct StatementTimer {
     file: &'static str,
     started: std::time::Instant,
 }
 
 impl StatementTimer {
-    fn start(q: &neo4rs::Query) -> Self {
+    pub(crate) fn start(q: &neo4rs::Query) -> Self {
         Self {
             file: statement_file(q.query()),
             started: std::time::Instant::now(),
         }
     }
 
-    fn done(self) {
+    pub(crate) fn done(self) {
         metrics::histogram!("aiden_graph_statement_seconds", "file" => self.file)
             .record(self.started.elapsed().as_secs_f64());
     }

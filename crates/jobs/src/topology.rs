@@ -318,6 +318,8 @@ impl Broker {
                 job_properties(job),
             )
             .await?;
+        metrics::counter!("aiden_broker_unconfirmed_total", "exchange" => JOBS_EXCHANGE)
+            .increment(1);
         let step = job.step_run_id.clone();
         tokio::spawn(async move {
             match confirm.await {
@@ -386,6 +388,7 @@ impl Broker {
                 props,
             )
             .await?;
+        metrics::counter!("aiden_broker_unconfirmed_total", "exchange" => "default").increment(1);
         tokio::spawn(async move {
             if !matches!(confirm.await, Ok(Confirmation::Ack(_))) {
                 tracing::warn!("broker did not confirm an engine message; the sweep repairs it");

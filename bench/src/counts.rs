@@ -1,0 +1,117 @@
+//! Graph statements and broker messages per step (issue #10): the stack's own Prometheus
+//! counters, scraped from `aiden serve` and the worker pool before and after a scenario.
+//! Statements: `aiden_graph_statement_seconds_count{file}` (every statement that succeeded);
+//! messages: `aiden_broker_publish_seconds_count` (confirmed) + `aiden_broker_unconfirmed_total`.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+/// Counter values by series, summed over every scraped process.
+#[derive(Default)]
+pub struct Counts {
+    statements: BTreeMap<String, f64>,
+    messages: BTreeMap<String, f64>,
+}
+
+/// `name{labels} value` → (labels, value) when the line is a sample of `name`.
+fn sample<'a>(line: &'a str, name: &str) -> Option<(&'a str, f64)> {
+    let rest = line.strip_prefix(name)?;
+    let (labels, value) = match rest.strip_prefix('{') {
+        Some(r) => r.split_once("} ")?,
+        None => ("", rest.strip_prefix(' ')?),
+    };
+    Some((labels, value.trim().parse().ok()?))
+}
+
+/// One label's value out of `a="x",b="y"`.
+fn label<'a>(labels: &'a str, key: &str) -> &'a str {
+    labels
+        .split(',')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| v.trim_matches('"'))
+        .unwrap_or("")
+}
+
+impl Counts {
+    fn add(&mut self, text: &str) {
+        for line in text.lines() {
+            if let Some((labels, v)) = sample(line, "aiden_graph_statement_seconds_count") {
+                *self
+                    .statements
+                    .entry(label(labels, "file").to_owned())
+                    .or_default() += v;
+            }
+            for name in [
+                "aiden_broker_publish_seconds_count",
+                "aiden_broker_unconfirmed_total",
+            ] {
+                if let Some((labels, v)) = sample(line, name) {
+                    let exchange = label(labels, "exchange").to_owned();
+                    *self.messages.entry(exchange).or_default() += v;
+                }
+            }
+        }
+    }
+
+    /// Scrapes every `/metrics` URL; one that does not answer is left out (and said so).
+    pub async fn scrape(http: &reqwest::Client, urls: &[String]) -> Self {
+        let mut counts = Self::default();
+        for url in urls {
+            match http.get(url).send().await {
+                Ok(r) => counts.add(&r.text().await.unwrap_or_default()),
+                Err(e) => eprintln!("bench: {url} did not answer: {e}"),
+            }
+        }
+        counts
+    }
+
+    /// Per step since `earlier`: totals and their split (statements by query file, messages by
+    /// exchange), rounded to hundredths.
+    pub fn per_step(&self, earlier: &Counts, steps: usize) -> Value {
+        let per = |now: &BTreeMap<String, f64>, before: &BTreeMap<String, f64>| {
+            let mut split = serde_json::Map::new();
+            let mut total = 0.0;
+            for (k, v) in now {
+                let d = (v - before.get(k).copied().unwrap_or(0.0)) / steps.max(1) as f64;
+                if d > 0.0 {
+                    total += d;
+                    split.insert(k.clone(), json!((d * 100.0).round() / 100.0));
+                }
+            }
+            ((total * 100.0).round() / 100.0, Value::Object(split))
+        };
+        let (statements, by_file) = per(&self.statements, &earlier.statements);
+        let (messages, by_exchange) = per(&self.messages, &earlier.messages);
+        json!({"graph_statements": statements, "graph_statements_by_file": by_file,
+               "broker_messages": messages, "broker_messages_by_exchange": by_exchange})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sums_statements_by_file_and_messages_by_exchange_per_step() {
+        let mut before = Counts::default();
+        before.add("aiden_graph_statement_seconds_count{file=\"run/apply_batch.cypher\"} 2\n");
+        let mut after = Counts::default();
+        after.add(
+            "# TYPE x summary\n\
+             aiden_graph_statement_seconds_count{file=\"run/apply_batch.cypher\"} 6\n\
+             aiden_graph_statement_seconds_sum{file=\"run/apply_batch.cypher\"} 0.5\n\
+             aiden_broker_publish_seconds_count{exchange=\"default\"} 4\n\
+             aiden_broker_unconfirmed_total{exchange=\"aiden.jobs\"} 4\n",
+        );
+        let v = after.per_step(&before, 4);
+        assert_eq!(v["graph_statements"], json!(1.0));
+        assert_eq!(
+            v["graph_statements_by_file"]["run/apply_batch.cypher"],
+            json!(1.0)
+        );
+        assert_eq!(v["broker_messages"], json!(2.0));
+        assert_eq!(v["broker_messages_by_exchange"]["aiden.jobs"], json!(1.0));
+    }
+}

@@ -1,7 +1,8 @@
 //! Graph statements and broker messages per step (issue #10): the stack's own Prometheus
 //! counters, scraped from `aiden serve` and the worker pool before and after a scenario.
 //! Statements: `aiden_graph_statement_seconds_count{file}` (every statement that succeeded);
-//! messages: `aiden_broker_publish_seconds_count` (confirmed) + `aiden_broker_unconfirmed_total`.
+//! messages: `aiden_broker_publish_seconds_count` (confirmed) + `aiden_broker_unconfirmed_total`;
+//! engine passes and the passes redone after a write conflict, as totals.
 
 use std::collections::BTreeMap;
 
@@ -12,6 +13,9 @@ use serde_json::{json, Value};
 pub struct Counts {
     statements: BTreeMap<String, f64>,
     messages: BTreeMap<String, f64>,
+    /// Engine passes committed, and passes redone after a write conflict.
+    passes: f64,
+    retries: f64,
 }
 
 /// `name{labels} value` → (labels, value) when the line is a sample of `name`.
@@ -42,6 +46,12 @@ impl Counts {
                     .statements
                     .entry(label(labels, "file").to_owned())
                     .or_default() += v;
+            }
+            if let Some((_, v)) = sample(line, "aiden_engine_pass_seconds_count") {
+                self.passes += v;
+            }
+            if let Some((_, v)) = sample(line, "aiden_engine_pass_retries_total") {
+                self.retries += v;
             }
             for name in [
                 "aiden_broker_publish_seconds_count",
@@ -85,7 +95,9 @@ impl Counts {
         let (statements, by_file) = per(&self.statements, &earlier.statements);
         let (messages, by_exchange) = per(&self.messages, &earlier.messages);
         json!({"graph_statements": statements, "graph_statements_by_file": by_file,
-               "broker_messages": messages, "broker_messages_by_exchange": by_exchange})
+               "broker_messages": messages, "broker_messages_by_exchange": by_exchange,
+               "engine_passes_total": self.passes - earlier.passes,
+               "engine_pass_retries_total": self.retries - earlier.retries})
     }
 }
 
@@ -103,7 +115,9 @@ mod tests {
              aiden_graph_statement_seconds_count{file=\"run/apply_batch.cypher\"} 6\n\
              aiden_graph_statement_seconds_sum{file=\"run/apply_batch.cypher\"} 0.5\n\
              aiden_broker_publish_seconds_count{exchange=\"default\"} 4\n\
-             aiden_broker_unconfirmed_total{exchange=\"aiden.jobs\"} 4\n",
+             aiden_broker_unconfirmed_total{exchange=\"aiden.jobs\"} 4\n\
+             aiden_engine_pass_seconds_count 3\n\
+             aiden_engine_pass_retries_total 1\n",
         );
         let v = after.per_step(&before, 4);
         assert_eq!(v["graph_statements"], json!(1.0));
@@ -113,5 +127,7 @@ mod tests {
         );
         assert_eq!(v["broker_messages"], json!(2.0));
         assert_eq!(v["broker_messages_by_exchange"]["aiden.jobs"], json!(1.0));
+        assert_eq!(v["engine_passes_total"], json!(3.0));
+        assert_eq!(v["engine_pass_retries_total"], json!(1.0));
     }
 }

@@ -898,6 +898,7 @@ impl<'a> Pass<'a> {
             event_seq: 0,
             alternative_id: None,
             loops: Default::default(),
+            unwritten_step_runs: new_run.steps.clone(),
         };
         self.new_runs.push(new_run);
         self.remember(&child_id);
@@ -1028,8 +1029,38 @@ impl<'a> Pass<'a> {
         self.tx.take()
     }
 
+    /// The StepRuns of runs this pass writes for the first time (`runs::create` says why the
+    /// engine creates them), as the batch's `step_runs` rows.
+    fn take_unwritten_step_runs(&mut self) -> Vec<Value> {
+        let mut rows = Vec::new();
+        for id in self.saved.keys() {
+            if let Some(run) = self.runs.get_mut(id) {
+                for s in run.unwritten_step_runs.drain(..) {
+                    rows.push(json!({"id": s.id, "runId": id, "stepId": s.step_id,
+                                     "processStepId": s.process_step_id, "order": s.order}));
+                }
+            }
+        }
+        rows
+    }
+
     pub async fn write(&mut self) -> Result<(), aiden_graph::Error> {
         let new_runs = std::mem::take(&mut self.new_runs);
+        // A child run's SPAWNED edge and an agent call's HAS_CALL start at a step run that may
+        // be among these: then the existing runs' step runs go first, in a batch of their own
+        // (the new child runs' own step runs need their Run, created below).
+        let (mut step_runs, children): (Vec<Value>, Vec<Value>) = self
+            .take_unwritten_step_runs()
+            .into_iter()
+            .partition(|s| !new_runs.iter().any(|r| s["runId"] == r.id.as_str()));
+        if !step_runs.is_empty() && (!new_runs.is_empty() || !self.new_calls.is_empty()) {
+            let first = Batch {
+                step_runs: std::mem::take(&mut step_runs),
+                ..Batch::default()
+            };
+            runs::apply(self.tx().await?, &first).await?;
+        }
+        step_runs.extend(children);
         for run in &new_runs {
             let now = self.now.clone();
             runs::create(self.tx().await?, run, &now).await?;
@@ -1086,6 +1117,7 @@ impl<'a> Pass<'a> {
             .collect();
         self.written_events = written;
         let batch = Batch {
+            step_runs,
             steps,
             runs,
             links: std::mem::take(&mut self.links),

@@ -76,6 +76,9 @@ pub struct RunState {
     pub alternative_id: Option<String>,
     /// Agent steps' loops by step index (issue #11), as last written to their step runs.
     pub loops: std::collections::BTreeMap<usize, Loop>,
+    /// StepRuns listed at creation that the graph does not hold yet: the engine's first write
+    /// of the run creates them (`runs::create` says why).
+    pub unwritten_step_runs: Vec<aiden_graph::runs::NewStepRun>,
 }
 
 impl RunState {
@@ -159,6 +162,7 @@ impl RunState {
             status: RunStatus::parse(text("status").as_deref().unwrap_or("queued")),
             event_seq: r.get("eventSeq").and_then(Value::as_i64).unwrap_or(0),
             alternative_id: text("alternativeId"),
+            unwritten_step_runs: row.unwritten_step_runs(),
             loops,
             plan,
             steps,

@@ -32,7 +32,7 @@ pub async fn plan_source(tx: &mut Tx, process_id: &str) -> Result<Vec<PlanSource
         .await
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NewStepRun {
     pub id: String,
@@ -69,14 +69,6 @@ pub struct NewRun {
 impl NewRun {
     /// The row [`get`] returns for this run right after [`create`] committed it.
     pub fn created_row(&self, now: &str) -> RunRow {
-        let steps = self
-            .steps
-            .iter()
-            .map(|s| {
-                serde_json::json!({"id": s.id, "runId": self.id, "stepId": s.step_id,
-                                   "status": "pending", "attempts": 0, "order": s.order})
-            })
-            .collect();
         RunRow {
             run: serde_json::json!({
                 "id": self.id, "processId": self.process_id, "processVersion": self.number,
@@ -86,14 +78,19 @@ impl NewRun {
                 "eventSeq": 0, "createdAt": now, "alternativeId": self.alternative_id,
                 "triggerKind": self.trigger.as_ref().map(|t| &t.0),
                 "triggerSubjectId": self.trigger.as_ref().map(|t| &t.1),
+                "stepRuns": serde_json::to_string(&self.steps).unwrap_or_default(),
             }),
-            steps,
+            steps: Vec::new(),
         }
     }
 }
 
+/// Creates the Run node only: its StepRuns are listed in `stepRuns` and created by the engine
+/// when it first writes the run (the Batch's `step_runs`), so only the engine's single writer
+/// ever writes StepRun records (issue #10: the API's inserts and the engine's updates landed
+/// on the same pages and made ArcadeDB fail engine passes with concurrent-modification errors).
 pub async fn create(tx: &mut Tx, run: &NewRun, now: &str) -> Result<(), Error> {
-    let steps = serde_json::to_value(&run.steps).map_err(|e| Error::Decode(e.to_string()))?;
+    let steps = serde_json::to_string(&run.steps).map_err(|e| Error::Decode(e.to_string()))?;
     let q = cypher(query_file!("run/create_run.cypher"), None)
         .param("id", run.id.as_str())
         .param("processId", run.process_id.as_str())
@@ -113,7 +110,7 @@ pub async fn create(tx: &mut Tx, run: &NewRun, now: &str) -> Result<(), Error> {
             "triggerSubjectId",
             run.trigger.as_ref().map(|t| t.1.clone()),
         )
-        .param("steps", bolt(steps)?);
+        .param("stepRuns", steps);
     #[derive(Deserialize)]
     struct N {
         n: i64,
@@ -122,13 +119,9 @@ pub async fn create(tx: &mut Tx, run: &NewRun, now: &str) -> Result<(), Error> {
     if created == 0 && run.expected_process_revision.is_some() {
         return Err(Error::StalePlan);
     }
-    if created as usize != run.steps.len() {
-        // The version or a step vanished under us: let the caller's retry re-read it.
-        return Err(Error::Transient(format!(
-            "run {}: created {created} of {} step runs",
-            run.id,
-            run.steps.len()
-        )));
+    if created != 1 {
+        // The version vanished under us: let the caller's retry re-read it.
+        return Err(Error::Transient(format!("run {}: not created", run.id)));
     }
     if let Some(parent) = &run.parent_step_run_id {
         tx.run(
@@ -164,6 +157,37 @@ pub async fn find_request(tx: &mut Tx, key: &str) -> Result<Option<String>, Erro
 pub struct RunRow {
     pub run: Value,
     pub steps: Vec<Value>,
+}
+
+impl RunRow {
+    /// The StepRuns the engine has not created yet: those of a run it has not written since
+    /// [`create`] (empty once they exist).
+    pub fn unwritten_step_runs(&self) -> Vec<NewStepRun> {
+        if !self.steps.is_empty() {
+            return Vec::new();
+        }
+        self.run
+            .get("stepRuns")
+            .and_then(Value::as_str)
+            .and_then(|t| serde_json::from_str(t).ok())
+            .unwrap_or_default()
+    }
+
+    /// The run's step rows, a not yet written StepRun as `pending` (how a view shows it).
+    pub fn steps_or_planned(&self) -> Vec<Value> {
+        if !self.steps.is_empty() {
+            return self.steps.clone();
+        }
+        let run_id = self.run.get("id").cloned().unwrap_or(Value::Null);
+        self.unwritten_step_runs()
+            .into_iter()
+            .map(|s| {
+                serde_json::json!({"id": s.id, "runId": run_id, "stepId": s.step_id,
+                                   "processStepId": s.process_step_id, "status": "pending",
+                                   "attempts": 0, "order": s.order})
+            })
+            .collect()
+    }
 }
 
 /// One line of the run list.
@@ -349,6 +373,9 @@ pub async fn head_in(tx: &mut Tx, run_id: &str) -> Result<Option<RunHead>, Error
 /// Everything one engine pass changes, written by one statement (`run/apply_batch.cypher`).
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct Batch {
+    /// `{id, runId, stepId, processStepId, order}` per StepRun to create (`pending`) before the
+    /// changes below: those of runs the engine writes for the first time.
+    pub step_runs: Vec<Value>,
     /// `{id, set: {prop: value}, workers: [workerId], audits: [{id, runId, stepRunId, toolId,
     /// actor, inputHash, status, durationMs, attempt, at}]}` per StepRun.
     pub steps: Vec<Value>,
@@ -361,12 +388,16 @@ pub struct Batch {
 
 impl Batch {
     pub fn is_empty(&self) -> bool {
-        self.steps.is_empty() && self.runs.is_empty() && self.links.is_empty()
+        self.step_runs.is_empty()
+            && self.steps.is_empty()
+            && self.runs.is_empty()
+            && self.links.is_empty()
     }
 }
 
 pub async fn apply(tx: &mut Tx, batch: &Batch) -> Result<(), Error> {
     let q = cypher(query_file!("run/apply_batch.cypher"), None)
+        .param("stepRuns", bolt(Value::Array(batch.step_runs.clone()))?)
         .param("steps", bolt(Value::Array(batch.steps.clone()))?)
         .param("runs", bolt(Value::Array(batch.runs.clone()))?)
         .param("links", batch.links.clone());

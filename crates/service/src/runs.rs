@@ -536,7 +536,7 @@ fn text_of(map: &Value, key: &str) -> Option<String> {
 pub fn run_view(row: &runs::RunRow) -> Result<RunView> {
     let r = &row.run;
     let steps: Vec<Value> = row
-        .steps
+        .steps_or_planned()
         .iter()
         .map(|s| {
             json!({

@@ -1,4 +1,4 @@
-// One engine pass in one statement: step-run changes (with the Worker that finished each
+// One engine pass in one statement: new step runs, step-run changes (with the Worker that finished each
 // attempt, one CREATEd edge per attempt: a MERGE would scan the Worker's ever-growing edge list,
 // and the tool-call audit records), then run changes with their new events (one RunEventChunk
 // per run holding this pass's events). `WITH count(*)` joins the two halves and yields one row even when there are no step rows. A run that generates an agent
@@ -9,6 +9,14 @@
 // engine pass slower as conversations grew.
 // Last, runs started in this pass are linked to their ProcessVersion, User, ProcessSteps and
 // Tools (run/create_run.cypher says why that is not done at creation).
+// First the StepRuns of runs written for the first time (run/create_run.cypher says why the
+// engine creates them).
+UNWIND $stepRuns AS n
+MATCH (run:Run {id: n.runId})
+CREATE (run)-[:HAS_STEP_RUN {order: n.order}]->(:StepRun {id: n.id, runId: n.runId,
+        stepId: n.stepId, processStepId: n.processStepId, status: 'pending', attempts: 0,
+        order: n.order})
+WITH count(*) AS created
 UNWIND $steps AS s
 MATCH (sr:StepRun {id: s.id})
 SET sr += s.set

@@ -1,7 +1,10 @@
-// A Run with its StepRuns: new nodes and the edges between them only. The edges into the
+// A Run node only. Its StepRuns are listed in `stepRuns` (JSON) and created by the engine when
+// it first writes the run (run/apply_batch.cypher, `$stepRuns`): the engine is the single
+// writer of StepRun records, so the API's inserts never land on pages the engine is updating
+// (ArcadeDB failed engine passes on such pages under load, issue #10). The edges into the
 // definitions and the caller (RUN_OF, STARTED_BY, OF_STEP, INVOKES_TOOL) are added by the
-// engine when it starts the run (run/apply_batch.cypher, `$links`): concurrent run creations
-// appending edges to the same hot Process/User/Tool nodes conflicted and retried under load.
+// engine when it starts the run (`$links`): concurrent run creations appending edges to the
+// same hot Process/User/Tool nodes conflicted and retried under load.
 // With $expectedRevision (a plan from the API's cache), nothing is created unless the Process
 // is still at that revision, enabled, and the version is its current one.
 MATCH (p:Process {id: $processId})-[:HAS_VERSION]->(v:ProcessVersion {id: $versionId})
@@ -11,9 +14,6 @@ CREATE (r:Run {id: $id, processId: $processId, processVersion: $number, versionI
                status: 'queued', depth: $depth, parentRunId: $parentRunId,
                parentStepRunId: $parentStepRunId, ownerId: $ownerId, inputs: $inputs,
                plan: $plan, eventSeq: 0, createdAt: $now, alternativeId: $alternativeId,
-               triggerKind: $triggerKind, triggerSubjectId: $triggerSubjectId, linked: false})
-WITH r
-UNWIND $steps AS s
-CREATE (r)-[:HAS_STEP_RUN {order: s.order}]->(sr:StepRun {id: s.id, runId: r.id, stepId: s.stepId,
-        processStepId: s.processStepId, status: 'pending', attempts: 0, order: s.order})
-RETURN count(sr) AS n
+               triggerKind: $triggerKind, triggerSubjectId: $triggerSubjectId, linked: false,
+               stepRuns: $stepRuns})
+RETURN count(r) AS n

@@ -12,6 +12,8 @@ use serde_json::{json, Value};
 #[derive(Default)]
 pub struct Counts {
     statements: BTreeMap<String, f64>,
+    /// Seconds spent in those statements (round trip), by file.
+    statement_seconds: BTreeMap<String, f64>,
     messages: BTreeMap<String, f64>,
     /// Engine passes committed, and passes redone after a write conflict.
     passes: f64,
@@ -44,6 +46,12 @@ impl Counts {
             if let Some((labels, v)) = sample(line, "aiden_graph_statement_seconds_count") {
                 *self
                     .statements
+                    .entry(label(labels, "file").to_owned())
+                    .or_default() += v;
+            }
+            if let Some((labels, v)) = sample(line, "aiden_graph_statement_seconds_sum") {
+                *self
+                    .statement_seconds
                     .entry(label(labels, "file").to_owned())
                     .or_default() += v;
             }
@@ -94,7 +102,14 @@ impl Counts {
         };
         let (statements, by_file) = per(&self.statements, &earlier.statements);
         let (messages, by_exchange) = per(&self.messages, &earlier.messages);
+        let ms =
+            |m: &BTreeMap<String, f64>| m.iter().map(|(k, v)| (k.clone(), v * 1000.0)).collect();
+        let (_, ms_by_file) = per(
+            &ms(&self.statement_seconds),
+            &ms(&earlier.statement_seconds),
+        );
         json!({"graph_statements": statements, "graph_statements_by_file": by_file,
+               "graph_ms_by_file": ms_by_file,
                "broker_messages": messages, "broker_messages_by_exchange": by_exchange,
                "engine_passes_total": self.passes - earlier.passes,
                "engine_pass_retries_total": self.retries - earlier.retries})

@@ -81,9 +81,13 @@ impl ApiError {
                     Rule::Conflict { .. } => (StatusCode::CONFLICT, "CONFLICT"),
                     Rule::NotAllowed { .. } => (StatusCode::METHOD_NOT_ALLOWED, "NOT_ALLOWED"),
                     Rule::Quota { .. } => (StatusCode::TOO_MANY_REQUESTS, "QUOTA_EXCEEDED"),
+                    Rule::Budget { .. } => (StatusCode::TOO_MANY_REQUESTS, "BUDGET_EXCEEDED"),
                 };
                 let retry_after = match &rule {
                     Rule::Quota {
+                        retry_after_secs, ..
+                    }
+                    | Rule::Budget {
                         retry_after_secs, ..
                     } => Some((*retry_after_secs).max(1)),
                     _ => None,

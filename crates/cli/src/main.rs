@@ -76,6 +76,8 @@ async fn main() -> ExitCode {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    // AGT-14: a price table that does not parse must stop the start, not price nothing.
+    aiden_domain::execution::cost::PriceTable::from_env().map_err(anyhow::Error::msg)?;
     let graph = args.graph.connect().await?;
     let applied = aiden_graph::migrate::run(&graph)
         .await

@@ -69,6 +69,7 @@ mod tests {
         Caller {
             id: Id::parse(id).unwrap(),
             role,
+            quota: None,
         }
     }
 

@@ -66,6 +66,13 @@ pub enum Error {
         retry_after_secs: u64,
         details: Vec<Violation>,
     },
+    /// A money budget is spent (429 `BUDGET_EXCEEDED` with `Retry-After`: when it renews).
+    #[error("budget exceeded: {message}")]
+    Budget {
+        message: String,
+        retry_after_secs: u64,
+        details: Vec<Violation>,
+    },
 }
 
 impl Error {
@@ -113,7 +120,8 @@ impl Error {
             | Self::Invariant(v)
             | Self::Conflict { details: v, .. }
             | Self::NotAllowed { details: v, .. }
-            | Self::Quota { details: v, .. } => v,
+            | Self::Quota { details: v, .. }
+            | Self::Budget { details: v, .. } => v,
             Self::NotFound | Self::Forbidden(_) => &[],
         }
     }

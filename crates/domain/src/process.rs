@@ -116,6 +116,11 @@ pub struct AgentSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 100_000_000))]
     pub token_budget: Option<u64>,
+    /// AGT-14: USD the loop may spend in all (model turns at the configured prices, tool
+    /// calls at their Tools' `costPerCallUsd`), estimated before each call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.000001, max = 1_000_000.0))]
+    pub cost_budget_usd: Option<f64>,
     /// Tools whose calls need the run owner's approval, by tool id: the capability to approve
     /// (AGT-9; `POST /v1/runs/{id}/approvals`).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
@@ -144,6 +149,7 @@ impl AgentSpec {
             tool_call_timeout_ms: self.tool_call_timeout_ms,
             total_timeout_ms: self.total_timeout_ms,
             token_budget: self.token_budget,
+            cost_budget_micros: self.cost_budget_usd.map(crate::execution::cost::micros),
         }
     }
 
@@ -175,6 +181,12 @@ impl AgentSpec {
             .is_some_and(|b| !(1..=100_000_000).contains(&b))
         {
             return bad("tokenBudget", "1-100000000");
+        }
+        if self
+            .cost_budget_usd
+            .is_some_and(|usd| !crate::execution::cost::valid_usd(usd, false))
+        {
+            return bad("costBudgetUsd", "more than 0 and at most 1000000 (USD)");
         }
         for (tool, capability) in &self.approvals {
             let ok = (1..=64).contains(&capability.len())
@@ -213,7 +225,7 @@ pub struct Definition {
 
 /// A Process's quota, enforced when a run is started through the API (a run, an agent turn),
 /// counted in the graph so every API instance sees the same counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Quota {
     /// Starts per clock hour (UTC).
@@ -224,6 +236,44 @@ pub struct Quota {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 1_000_000))]
     pub max_concurrent: Option<u32>,
+    /// AGT-14: USD that runs may spend per UTC day (model tokens at the configured prices,
+    /// Tools' `costPerCallUsd`), checked before each spend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.000001, max = 1_000_000.0))]
+    pub max_cost_usd_per_day: Option<f64>,
+}
+
+impl Quota {
+    /// Plain validation (400s) of a quota at `path` (a Process's or a user's).
+    pub fn check(&self, path: &str) -> Result<(), Error> {
+        for (field, v) in [
+            ("maxInvocationsPerHour", self.max_invocations_per_hour),
+            ("maxConcurrent", self.max_concurrent),
+        ] {
+            if v.is_some_and(|v| !(1..=1_000_000).contains(&v)) {
+                return Err(Error::validation(
+                    format!("{path}/{field}"),
+                    "must be 1-1000000",
+                ));
+            }
+        }
+        if self
+            .max_cost_usd_per_day
+            .is_some_and(|usd| !crate::execution::cost::valid_usd(usd, false))
+        {
+            return Err(Error::validation(
+                format!("{path}/maxCostUsdPerDay"),
+                "must be more than 0 and at most 1000000 (USD)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The daily money budget in micro-dollars, if any.
+    pub fn cost_budget_micros(&self) -> Option<u64> {
+        self.max_cost_usd_per_day
+            .map(crate::execution::cost::micros)
+    }
 }
 
 fn default_depth() -> u32 {
@@ -419,17 +469,7 @@ impl Definition {
             return Err(Error::validation("/maxRecursionDepth", "must be 1-32"));
         }
         if let Some(q) = &self.quota {
-            for (field, v) in [
-                ("maxInvocationsPerHour", q.max_invocations_per_hour),
-                ("maxConcurrent", q.max_concurrent),
-            ] {
-                if v.is_some_and(|v| !(1..=1_000_000).contains(&v)) {
-                    return Err(Error::validation(
-                        format!("/quota/{field}"),
-                        "must be 1-1000000",
-                    ));
-                }
-            }
+            q.check("/quota")?;
         }
         let mut seen = BTreeSet::new();
         for (i, step) in self.steps.iter().enumerate() {

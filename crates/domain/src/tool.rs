@@ -230,6 +230,9 @@ pub struct Tool {
     pub last_health_check: Option<String>,
     pub error_message: Option<String>,
     pub tool_template_id: Option<Id>,
+    /// AGT-14: what one call costs in USD, checked against budgets before an agent calls it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_per_call_usd: Option<f64>,
     pub owner_id: Id,
     pub created_at: String,
     pub updated_at: String,
@@ -253,6 +256,9 @@ pub struct NewTool {
     pub secret_id: Option<Id>,
     pub secret_scope: Option<String>,
     pub tool_template_id: Option<Id>,
+    /// AGT-14: what one call costs in USD (0-1000000).
+    #[schemars(range(min = 0.0, max = 1_000_000.0))]
+    pub cost_per_call_usd: Option<f64>,
     #[serde(default = "yes")]
     pub enabled: bool,
     #[serde(default)]
@@ -261,6 +267,17 @@ pub struct NewTool {
 
 fn yes() -> bool {
     true
+}
+
+/// A Tool's `costPerCallUsd`: 0-1000000 USD (plain validation, 400).
+fn check_cost(usd: Option<f64>) -> Result<Option<f64>, Error> {
+    match usd {
+        Some(c) if !crate::execution::cost::valid_usd(c, true) => Err(Error::validation(
+            "/costPerCallUsd",
+            "must be 0-1000000 (USD)",
+        )),
+        other => Ok(other),
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
@@ -282,6 +299,9 @@ pub struct ToolPatch {
     #[serde(default, deserialize_with = "crate::nullable::deserialize")]
     pub secret_scope: Option<Option<String>>,
     pub tool_template_id: Option<Id>,
+    #[serde(default, deserialize_with = "crate::nullable::deserialize")]
+    #[schemars(range(min = 0.0, max = 1_000_000.0))]
+    pub cost_per_call_usd: Option<Option<f64>>,
     pub enabled: Option<bool>,
     pub shared: Option<bool>,
 }
@@ -397,6 +417,7 @@ pub fn decide_create(
         last_health_check: None,
         error_message: None,
         tool_template_id: input.tool_template_id,
+        cost_per_call_usd: check_cost(input.cost_per_call_usd)?,
         owner_id: ctx.owner.clone(),
         created_at: now.to_owned(),
         updated_at: now.to_owned(),
@@ -445,6 +466,9 @@ pub fn decide_update(
     }
     if let Some(p) = patch.connection_params {
         next.connection_params = p;
+    }
+    if let Some(c) = patch.cost_per_call_usd {
+        next.cost_per_call_usd = check_cost(c)?;
     }
     if let Some(o) = patch.operation {
         next.structure.operation = o;

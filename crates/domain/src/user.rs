@@ -29,10 +29,12 @@ impl Role {
 }
 
 /// The authenticated user a request acts for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Caller {
     pub id: Id,
     pub role: Role,
+    /// The user's own quota (AGT-10, AGT-14), as an admin set it.
+    pub quota: Option<crate::process::Quota>,
 }
 
 impl Caller {
@@ -48,6 +50,10 @@ pub struct UserPatch {
     pub role: Option<Role>,
     /// A disabled user's tokens stop authenticating (USR-2).
     pub disabled: Option<bool>,
+    /// Limits on what the user starts, over all Processes (AGT-10, AGT-14); `null` removes
+    /// them. Only an admin sets them.
+    #[serde(default, deserialize_with = "crate::nullable::deserialize")]
+    pub quota: Option<Option<crate::process::Quota>>,
 }
 
 impl UserPatch {
@@ -67,6 +73,9 @@ pub fn check_user_patch(
     bootstrap_admin: &str,
 ) -> Result<(), crate::Error> {
     crate::access::ensure_admin(caller)?;
+    if let Some(Some(q)) = &patch.quota {
+        q.check("/quota")?;
+    }
     if patch.locks_out() && target == bootstrap_admin {
         return Err(crate::Error::invariant(
             "USR-1",
@@ -102,6 +111,7 @@ mod tests {
         Caller {
             id: Id::from_stored(id.to_owned()),
             role,
+            quota: None,
         }
     }
 
@@ -116,14 +126,17 @@ mod tests {
         let demote = UserPatch {
             role: Some(Role::User),
             disabled: None,
+            ..Default::default()
         };
         let disable = UserPatch {
             role: None,
             disabled: Some(true),
+            ..Default::default()
         };
         let promote = UserPatch {
             role: Some(Role::Admin),
             disabled: Some(false),
+            ..Default::default()
         };
         assert!(check_user_patch(&admin, "u1", &demote, "admin").is_ok());
         assert!(check_user_patch(&admin, "u1", &disable, "admin").is_ok());

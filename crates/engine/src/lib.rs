@@ -10,6 +10,7 @@ mod notify;
 mod pass;
 pub mod plan;
 pub mod rollup;
+mod spend;
 mod state;
 
 use std::collections::HashMap;
@@ -55,6 +56,17 @@ pub struct Engine {
     /// When the graph last failed to answer (issue #12): workers' heartbeats could not be
     /// written then either, so none is judged stale until they have had time to resume.
     graph_failed_at: Option<std::time::Instant>,
+    /// AGT-14: model prices and the day's spend windows.
+    ledger: spend::Ledger,
+}
+
+/// The model price table (`AIDEN_MODEL_PRICES`, AGT-14). `aiden serve` checks it at start;
+/// here a table that does not parse prices nothing, loudly.
+fn prices() -> aiden_domain::execution::cost::PriceTable {
+    aiden_domain::execution::cost::PriceTable::from_env().unwrap_or_else(|e| {
+        tracing::error!(error = %e, "model prices unusable: model turns are not priced");
+        Default::default()
+    })
 }
 
 async fn ensure_definitions(graph: &Graph) -> Result<(), aiden_graph::Error> {
@@ -171,6 +183,7 @@ impl Engine {
             ),
             definitions_ensured: false,
             graph_failed_at: None,
+            ledger: spend::Ledger::new(prices()),
         }
     }
 
@@ -202,6 +215,7 @@ impl Engine {
             keeper.abort();
             metrics::gauge!("aiden_engine_active").set(0.0);
             self.runs.clear();
+            self.ledger.forget();
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
     }
@@ -305,7 +319,13 @@ impl Engine {
             attempt += 1;
             let clock = std::time::Instant::now();
             let began = clock.elapsed();
-            let mut pass = Pass::new(self.graph.clone(), &mut self.runs, self.policy);
+            self.ledger.ensure_today(&self.graph).await?;
+            let mut pass = Pass::new(
+                self.graph.clone(),
+                &mut self.runs,
+                self.policy,
+                &self.ledger,
+            );
             let mut outcome = Ok(());
             for m in messages.iter().cloned() {
                 if let Err(e) = pass.handle(m).await {
@@ -323,6 +343,7 @@ impl Engine {
             let cancels = std::mem::take(&mut pass.cancels);
             let events = std::mem::take(&mut pass.written_events);
             let measured = std::mem::take(&mut pass.rollup);
+            let charges = std::mem::take(&mut pass.charges);
             let saved = pass.take_saved();
             let tx = pass.take_tx();
             drop(pass);
@@ -358,6 +379,7 @@ impl Engine {
                     );
                     self.notify(events);
                     self.rollup.merge(measured);
+                    self.ledger.add(&charges);
                     // Settled runs leave the cache; a late message reloads one from the graph.
                     let settled = &mut self.settled;
                     let rollup = &mut self.rollup;
@@ -471,7 +493,13 @@ impl Engine {
         lost_steps: &[(String, String)],
         cancels: &[String],
     ) -> anyhow::Result<()> {
-        let mut pass = Pass::new(self.graph.clone(), &mut self.runs, self.policy);
+        self.ledger.ensure_today(&self.graph).await?;
+        let mut pass = Pass::new(
+            self.graph.clone(),
+            &mut self.runs,
+            self.policy,
+            &self.ledger,
+        );
         let mut outcome = Ok(());
         for id in run_ids {
             outcome = pass.recover(id).await;
@@ -499,6 +527,7 @@ impl Engine {
         let jobs = std::mem::take(&mut pass.jobs);
         let cancels = std::mem::take(&mut pass.cancels);
         let events = std::mem::take(&mut pass.written_events);
+        let charges = std::mem::take(&mut pass.charges);
         let saved = pass.take_saved();
         let tx = pass.take_tx();
         drop(pass);
@@ -507,6 +536,7 @@ impl Engine {
                 if let Some(tx) = tx {
                     tx.commit().await?;
                 }
+                self.ledger.add(&charges);
             }
             Err(e) => {
                 if let Some(tx) = tx {

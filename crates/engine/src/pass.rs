@@ -63,6 +63,10 @@ pub struct Pass<'a> {
     /// Each run this pass used, as it was before (`None`: not cached then). A commit that
     /// fails puts these back, so the retry needs no read of the runs (issue #10).
     saved: HashMap<String, Option<RunState>>,
+    /// AGT-14: the prices and the day's spend windows as committed before this pass.
+    ledger: &'a crate::spend::Ledger,
+    /// What this pass charged to spend windows (the ledger takes it once committed).
+    pub charges: crate::spend::Charges,
 }
 
 fn obj(v: Value) -> Map<String, Value> {
@@ -73,7 +77,12 @@ fn obj(v: Value) -> Map<String, Value> {
 }
 
 impl<'a> Pass<'a> {
-    pub fn new(graph: Graph, runs: &'a mut Runs, policy: RetryPolicy) -> Self {
+    pub fn new(
+        graph: Graph,
+        runs: &'a mut Runs,
+        policy: RetryPolicy,
+        ledger: &'a crate::spend::Ledger,
+    ) -> Self {
         let now = chrono::Utc::now();
         Self {
             graph,
@@ -99,6 +108,8 @@ impl<'a> Pass<'a> {
             child_results: VecDeque::new(),
             rollup: Default::default(),
             saved: HashMap::new(),
+            ledger,
+            charges: Default::default(),
         }
     }
 
@@ -550,12 +561,7 @@ impl<'a> Pass<'a> {
             json!({"attempt": call.attempt, "output": value.clone(), "telemetry": telemetry}),
         );
         self.to_advance.push_back(run_id.to_owned());
-        let tokens = telemetry
-            .get("tokenUsage")
-            .and_then(|u| u.get("totalTokens"))
-            .and_then(Value::as_u64)
-            .unwrap_or(0);
-        self.call_settled(run_id, i, Ok(value), tokens);
+        self.call_settled(run_id, i, Ok(value), agent::Usage::of(&telemetry));
     }
 
     fn fail_step(
@@ -585,7 +591,7 @@ impl<'a> Pass<'a> {
         );
         self.to_advance.push_back(run_id.to_owned());
         let error = serde_json::to_value(&error).unwrap_or_default();
-        self.call_settled(run_id, i, Err(error), 0);
+        self.call_settled(run_id, i, Err(error), agent::Usage::default());
     }
 
     /// Fails step `i` for a reason the engine found itself (no worker attempt behind it).
@@ -873,6 +879,7 @@ impl<'a> Pass<'a> {
             alternative_id: None,
             expected_process_revision: None,
             trigger: None,
+            owner_budget_micros: run.owner_budget_micros.map(|m| m as i64),
         };
         let state = RunState {
             id: child_id.clone(),
@@ -899,6 +906,7 @@ impl<'a> Pass<'a> {
             alternative_id: None,
             loops: Default::default(),
             unwritten_step_runs: new_run.steps.clone(),
+            owner_budget_micros: run.owner_budget_micros,
         };
         self.new_runs.push(new_run);
         self.remember(&child_id);
@@ -1072,6 +1080,11 @@ impl<'a> Pass<'a> {
         let proposals = std::mem::take(&mut self.proposals);
         if !proposals.is_empty() {
             aiden_graph::knowledge::propose_entities(self.tx().await?, proposals).await?;
+        }
+        if !self.charges.is_empty() {
+            let rows = self.charges.rows(self.ledger.day());
+            let now = self.now.clone();
+            aiden_graph::limits::record_spend(self.tx().await?, rows, &now).await?;
         }
         let mut step_ids: Vec<String> = self.step_sets.keys().cloned().collect();
         step_ids.extend(self.workers.keys().cloned());

@@ -76,6 +76,7 @@ pub async fn load(tx: &mut Tx, process_id: &str) -> Result<Loaded, LoadError> {
                         .await?,
                     caps: agent.caps(),
                     system_prompt: agent.system_prompt.clone(),
+                    model_name: doc_field(row.tool_doc.as_deref(), "/connectionParams/model"),
                 }
             }
             (Some(tool), _) => Target::Tool {
@@ -114,8 +115,13 @@ pub async fn load(tx: &mut Tx, process_id: &str) -> Result<Loaded, LoadError> {
 }
 
 fn operation_type(tool_doc: Option<&str>) -> Option<String> {
+    doc_field(tool_doc, "/operation/type")
+}
+
+/// A text field of a Tool's stored document.
+fn doc_field(tool_doc: Option<&str>, pointer: &str) -> Option<String> {
     let doc: Value = serde_json::from_str(tool_doc?).ok()?;
-    doc.pointer("/operation/type")?.as_str().map(str::to_owned)
+    doc.pointer(pointer)?.as_str().map(str::to_owned)
 }
 
 /// The facts the agent loop and its policy gate need about each declared tool, as of now (a
@@ -142,6 +148,9 @@ pub(crate) async fn agent_tools(
             shared: t.shared,
             enabled: t.enabled,
             capability: capability_of(id),
+            cost_micros: t
+                .cost_per_call_usd
+                .map_or(0, aiden_domain::execution::cost::micros),
         });
     }
     Ok(out)

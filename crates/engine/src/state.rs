@@ -79,6 +79,8 @@ pub struct RunState {
     /// StepRuns listed at creation that the graph does not hold yet: the engine's first write
     /// of the run creates them (`runs::create` says why).
     pub unwritten_step_runs: Vec<aiden_graph::runs::NewStepRun>,
+    /// AGT-14: the owner's daily money budget (micro-dollars) when the run started.
+    pub owner_budget_micros: Option<u64>,
 }
 
 impl RunState {
@@ -163,6 +165,7 @@ impl RunState {
             event_seq: r.get("eventSeq").and_then(Value::as_i64).unwrap_or(0),
             alternative_id: text("alternativeId"),
             unwritten_step_runs: row.unwritten_step_runs(),
+            owner_budget_micros: r.get("ownerBudgetMicros").and_then(Value::as_u64),
             loops,
             plan,
             steps,

@@ -7,6 +7,7 @@ pub mod conversations;
 mod error;
 pub mod knowledge;
 pub mod lease;
+pub mod limits;
 pub mod measurements;
 pub mod migrate;
 pub mod processes;

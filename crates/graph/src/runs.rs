@@ -64,6 +64,9 @@ pub struct NewRun {
     /// What started the run when no request did: `(kind, subjectId)`, e.g. memory upkeep's
     /// `("compression", conversationId)`.
     pub trigger: Option<(String, String)>,
+    /// The owner's daily money budget when the run started, in micro-dollars (AGT-14: the
+    /// engine holds the run's spend to it; child runs inherit it).
+    pub owner_budget_micros: Option<i64>,
 }
 
 impl NewRun {
@@ -79,6 +82,7 @@ impl NewRun {
                 "triggerKind": self.trigger.as_ref().map(|t| &t.0),
                 "triggerSubjectId": self.trigger.as_ref().map(|t| &t.1),
                 "stepRuns": serde_json::to_string(&self.steps).unwrap_or_default(),
+                "ownerBudgetMicros": self.owner_budget_micros,
             }),
             steps: Vec::new(),
         }
@@ -110,7 +114,8 @@ pub async fn create(tx: &mut Tx, run: &NewRun, now: &str) -> Result<(), Error> {
             "triggerSubjectId",
             run.trigger.as_ref().map(|t| t.1.clone()),
         )
-        .param("stepRuns", steps);
+        .param("stepRuns", steps)
+        .param("ownerBudgetMicros", run.owner_budget_micros);
     #[derive(Deserialize)]
     struct N {
         n: i64,
@@ -473,26 +478,4 @@ pub async fn create_calls(tx: &mut Tx, calls: Vec<Value>) -> Result<(), Error> {
     let q = cypher(query_file!("run/create_calls.cypher"), None)
         .param("calls", bolt(Value::Array(calls))?);
     tx.run(q).await
-}
-
-/// AGT-10: counts one more start of `process_id` in the window `key`; the window's count.
-pub async fn quota_window(
-    tx: &mut Tx,
-    key: &str,
-    process_id: &str,
-    window_start: &str,
-    now: &str,
-) -> Result<i64, Error> {
-    let q = cypher(query_file!("run/quota_window.cypher"), None)
-        .param("key", key)
-        .param("processId", process_id)
-        .param("windowStart", window_start)
-        .param("now", now);
-    tx.count(q).await
-}
-
-/// AGT-10: the Process's top-level runs not settled yet.
-pub async fn active_runs(tx: &mut Tx, process_id: &str) -> Result<i64, Error> {
-    let q = cypher(query_file!("run/active_runs.cypher"), None).param("processId", process_id);
-    tx.count(q).await
 }

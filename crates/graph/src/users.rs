@@ -13,6 +13,17 @@ pub struct UserRow {
     pub created_at: Option<String>,
     #[serde(default)]
     pub disabled: bool,
+    /// The user's quota (JSON text), set by an admin.
+    #[serde(default)]
+    pub quota: Option<String>,
+}
+
+/// What `PATCH /v1/users/{id}` changes (`None`: left as is).
+pub struct UserUpdate<'a> {
+    pub role: Option<&'a str>,
+    pub disabled: Option<bool>,
+    /// The quota as JSON text; `Some(None)` clears it.
+    pub quota: Option<Option<String>>,
 }
 
 /// A token as recorded: never its hash.
@@ -87,16 +98,17 @@ pub async fn get(tx: &mut Tx, id: &str) -> Result<Option<UserRow>, Error> {
 pub async fn update(
     tx: &mut Tx,
     id: &str,
-    role: Option<&str>,
-    disabled: Option<bool>,
+    change: &UserUpdate<'_>,
     by: &str,
     now: &str,
 ) -> Result<Option<UserRow>, Error> {
     tx.one(
         cypher(query_file!("user/update_user.cypher"), None)
             .param("id", id)
-            .param("role", role)
-            .param("disabled", disabled)
+            .param("role", change.role)
+            .param("disabled", change.disabled)
+            .param("setQuota", change.quota.is_some())
+            .param("quota", change.quota.clone().flatten())
             .param("by", by)
             .param("now", now),
     )

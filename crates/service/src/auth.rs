@@ -41,6 +41,9 @@ pub struct User {
     pub name: String,
     pub role: Role,
     pub disabled: bool,
+    /// Limits on what the user starts (AGT-10, AGT-14), set by an admin.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quota: Option<aiden_domain::process::Quota>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub created_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -90,6 +93,7 @@ fn user_view(r: aiden_graph::users::UserRow) -> Result<User> {
     Ok(User {
         role: Role::parse(&r.role)
             .ok_or_else(|| crate::Error::Internal(format!("user {} has role {}", r.id, r.role)))?,
+        quota: quota_of(&r),
         id: r.id,
         name: r.name,
         disabled: r.disabled,
@@ -97,6 +101,14 @@ fn user_view(r: aiden_graph::users::UserRow) -> Result<User> {
         token: None,
         token_id: None,
     })
+}
+
+/// A stored user quota; one that no longer parses is treated as none and logged.
+pub(crate) fn quota_of(r: &aiden_graph::users::UserRow) -> Option<aiden_domain::process::Quota> {
+    let text = r.quota.as_deref()?;
+    serde_json::from_str(text)
+        .map_err(|e| tracing::error!(user = %r.id, error = %e, "stored user quota is unreadable"))
+        .ok()
 }
 
 fn hash_token(token: &str) -> String {
@@ -165,8 +177,9 @@ impl App {
         })?;
         let caller = row.and_then(|r| {
             Some(Caller {
-                id: Id::from_stored(r.id),
+                quota: quota_of(&r),
                 role: Role::parse(&r.role)?,
+                id: Id::from_stored(r.id),
             })
         });
         if let Some(c) = &caller {
@@ -211,6 +224,7 @@ impl App {
             name: input.name,
             role: input.role,
             disabled: false,
+            quota: None,
             created_at: Some(created_at),
             token: Some(token),
             token_id: Some(token_id),
@@ -234,17 +248,18 @@ impl App {
     /// other instances within [`AuthPolicy::cache_ttl`] (USR-2).
     pub async fn update_user(&self, caller: &Caller, id: &str, patch: UserPatch) -> Result<User> {
         check_user_patch(caller, id, &patch, BOOTSTRAP_ADMIN_ID)?;
-        let role = patch.role.map(Role::as_str);
+        let change = aiden_graph::users::UserUpdate {
+            role: patch.role.map(Role::as_str),
+            disabled: patch.disabled,
+            quota: patch
+                .quota
+                .map(|q| q.map(|q| serde_json::to_string(&q).unwrap_or_default())),
+        };
         let row = write_tx!(self, |tx| {
-            Ok(aiden_graph::users::update(
-                &mut tx,
-                id,
-                role,
-                patch.disabled,
-                caller.id.as_str(),
-                &now(),
+            Ok(
+                aiden_graph::users::update(&mut tx, id, &change, caller.id.as_str(), &now())
+                    .await?,
             )
-            .await?)
         })?;
         self.auth_cache.forget_user(id);
         user_view(row.ok_or(aiden_domain::Error::NotFound)?)

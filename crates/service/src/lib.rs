@@ -9,6 +9,7 @@ mod common;
 mod conversations;
 mod error;
 mod knowledge;
+mod limits;
 pub mod measurements;
 pub mod outbox;
 mod plans;

@@ -88,56 +88,6 @@ fn check_runnable(caller: &Caller, process_id: &str, loaded: &plan::Loaded) -> R
     Ok(())
 }
 
-/// AGT-10: a start of a Process with a quota is counted in its hour's window and checked
-/// against both limits, in the start's own transaction (a refusal rolls the count back).
-pub(crate) async fn spend_quota(
-    tx: &mut aiden_graph::Tx,
-    process_id: &str,
-    quota: Option<&aiden_domain::process::Quota>,
-) -> Result<()> {
-    let Some(quota) = quota else {
-        return Ok(());
-    };
-    use chrono::Timelike;
-    let now = chrono::Utc::now();
-    let hour = now.format("%Y-%m-%dT%H:00:00Z").to_string();
-    let stamp = now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    let key = format!("{process_id}#{hour}");
-    let started = runs::quota_window(tx, &key, process_id, &hour, &stamp).await?;
-    let refuse = |field: &str, message: String, retry_after_secs: u64| -> Error {
-        Domain::Quota {
-            details: vec![aiden_domain::Violation::rule(
-                "AGT-10",
-                format!("/quota/{field}"),
-                message.clone(),
-            )],
-            message,
-            retry_after_secs,
-        }
-        .into()
-    };
-    if let Some(max) = quota.max_invocations_per_hour {
-        if started > i64::from(max) {
-            let left = 3600 - u64::from(now.minute() * 60 + now.second());
-            return Err(refuse(
-                "maxInvocationsPerHour",
-                format!("process `{process_id}` may be started {max} times an hour"),
-                left,
-            ));
-        }
-    }
-    if let Some(max) = quota.max_concurrent {
-        if runs::active_runs(tx, process_id).await? >= i64::from(max) {
-            return Err(refuse(
-                "maxConcurrent",
-                format!("process `{process_id}` may run {max} at once"),
-                1,
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// A depth-1 run of `loaded` started by the caller, optionally generating an agent Alternative.
 pub(crate) fn top_level_run(
     run_id: &str,
@@ -172,6 +122,10 @@ pub(crate) fn top_level_run(
         alternative_id,
         expected_process_revision: None,
         trigger: None,
+        owner_budget_micros: caller
+            .quota
+            .and_then(|q| q.cost_budget_micros())
+            .map(|m| m as i64),
     }
 }
 
@@ -234,7 +188,8 @@ impl App {
             };
             let loaded = &cached.loaded;
             check_runnable(caller, process_id, loaded)?;
-            spend_quota(&mut tx, process_id, loaded.plan.quota.as_ref()).await?;
+            crate::limits::check_start(&mut tx, caller, process_id, loaded.plan.quota.as_ref())
+                .await?;
             let loaded_us = clock.elapsed().as_micros() as u64;
             for name in &loaded.initial_context {
                 if !inputs.contains_key(name) {

@@ -130,7 +130,7 @@ impl App {
         at: &Attachment,
     ) -> Result<AgentRun> {
         let loaded = load_runnable(tx, caller, process_id).await?;
-        crate::runs::spend_quota(tx, process_id, loaded.plan.quota.as_ref()).await?;
+        crate::limits::check_start(tx, caller, process_id, loaded.plan.quota.as_ref()).await?;
         if let Some(name) = loaded
             .initial_context
             .iter()

@@ -15,5 +15,5 @@ CREATE (r:Run {id: $id, processId: $processId, processVersion: $number, versionI
                parentStepRunId: $parentStepRunId, ownerId: $ownerId, inputs: $inputs,
                plan: $plan, eventSeq: 0, createdAt: $now, alternativeId: $alternativeId,
                triggerKind: $triggerKind, triggerSubjectId: $triggerSubjectId, linked: false,
-               stepRuns: $stepRuns})
+               stepRuns: $stepRuns, ownerBudgetMicros: $ownerBudgetMicros})
 RETURN count(r) AS n

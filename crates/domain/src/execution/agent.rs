@@ -56,6 +56,9 @@ pub struct AgentTool {
     /// A capability the run's owner must approve before a call runs (AGT-9), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capability: Option<String>,
+    /// AGT-14: what one call costs (the Tool's `costPerCallUsd`), in micro-dollars.
+    #[serde(default)]
+    pub cost_micros: u64,
 }
 
 /// The limits of one loop (seed 000 §8.1 defaults).
@@ -69,6 +72,9 @@ pub struct Caps {
     /// AGT-11: tokens the whole loop may spend (model input + output), if limited.
     #[serde(default)]
     pub token_budget: Option<u64>,
+    /// AGT-14: micro-dollars the whole loop may spend, if limited.
+    #[serde(default)]
+    pub cost_budget_micros: Option<u64>,
 }
 
 /// What a model turn's answer is assumed to cost at most, for the pre-flight estimate.
@@ -82,8 +88,18 @@ impl Default for Caps {
             tool_call_timeout_ms: 30_000,
             total_timeout_ms: 120_000,
             token_budget: None,
+            cost_budget_micros: None,
         }
     }
+}
+
+/// AGT-14: what the loop's spend is priced and limited by beyond its own caps.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Money {
+    /// The model's price; none: its turns cost nothing.
+    pub price: Option<super::cost::Price>,
+    /// What the run's daily windows have left, if any is limited.
+    pub allowance: Option<u64>,
 }
 
 /// Who asks, for the gate.
@@ -396,6 +412,25 @@ pub struct Loop {
     /// Tokens the model turns used so far (their reported usage).
     #[serde(default)]
     pub spent_tokens: u64,
+    /// AGT-14: the model's price (from the deployment's table when the loop started; none:
+    /// its turns cost nothing).
+    #[serde(default)]
+    pub price: Option<super::cost::Price>,
+    /// Micro-dollars spent so far: settled model turns at their reported usage, dispatched
+    /// tool calls, and the estimate of the model turn in flight.
+    #[serde(default)]
+    pub spent_micros: u64,
+    /// The estimate charged for the model turn in flight (replaced by its actual cost).
+    #[serde(default)]
+    pub reserved_micros: u64,
+    /// What the run's daily windows (its Process's and owner's `maxCostUsdPerDay`) have left,
+    /// set by the engine before each transition; not part of the loop's state.
+    #[serde(skip)]
+    pub allowance: Option<u64>,
+    /// Micro-dollars charged (or, negative, given back) since [`Loop::take_charge`]: what the
+    /// engine adds to the daily windows in the same transaction.
+    #[serde(skip)]
+    pub charged: i64,
     pub started_ms: i64,
     #[serde(default)]
     pub finished: Option<FinishReason>,
@@ -431,6 +466,7 @@ impl Loop {
         messages: Vec<Message>,
         decision: PolicyDecision,
         caps: Caps,
+        money: Money,
         now_ms: i64,
     ) -> (Self, Vec<Action>) {
         let mut l = Self {
@@ -446,6 +482,11 @@ impl Loop {
             decisions: Vec::new(),
             refusals: Vec::new(),
             spent_tokens: 0,
+            price: money.price,
+            spent_micros: 0,
+            reserved_micros: 0,
+            allowance: money.allowance,
+            charged: 0,
             started_ms: now_ms,
             finished: None,
         };
@@ -468,9 +509,10 @@ impl Loop {
             })
             .collect();
         let request = json!({"messages": self.messages, "tools": tools});
+        let input_tokens = super::budget::estimate_tokens(&request);
         if let Some(budget) = self.caps.token_budget {
             // AGT-11: the turn's cost is estimated before it is asked for, never after.
-            let estimate = super::budget::estimate_tokens(&request) + TURN_OUTPUT_TOKENS;
+            let estimate = input_tokens + TURN_OUTPUT_TOKENS;
             if self.spent_tokens + estimate > budget {
                 let message = format!(
                     "the next model turn needs about {estimate} tokens; {} of the budget of {budget} are left",
@@ -487,15 +529,80 @@ impl Loop {
                 return self.finish(FinishReason::BudgetExceeded, best);
             }
         }
+        let estimate = self
+            .price
+            .map_or(0, |p| p.cost(input_tokens, TURN_OUTPUT_TOKENS));
+        if let Err(message) = self.affords(estimate, "the next model turn") {
+            if self.iterations == 0 {
+                self.finished = Some(FinishReason::BudgetExceeded);
+                return Action::Fail {
+                    code: "BUDGET_EXCEEDED".into(),
+                    message,
+                };
+            }
+            let best = self.best_answer();
+            return self.finish(FinishReason::BudgetExceeded, best);
+        }
+        self.charge(estimate as i64);
+        self.reserved_micros = estimate;
         Action::CallModel {
             step_id: self.next_id(agent_step, 'm'),
             request,
         }
     }
 
-    /// A model turn reported using `tokens` (counted before its answer is read).
-    pub fn spend(&mut self, tokens: u64) {
+    /// A model turn reported using `tokens` (counted before its answer is read); with a
+    /// price, its actual cost replaces the estimate charged when it was asked for.
+    pub fn spend(&mut self, tokens: u64, input: u64, output: u64) {
         self.spent_tokens += tokens;
+        let actual = self.price.map_or(0, |p| p.cost(input, output));
+        let reserved = std::mem::take(&mut self.reserved_micros);
+        self.charge(actual as i64 - reserved as i64);
+    }
+
+    /// A model turn failed: what was charged for it in advance is given back (a provider
+    /// that answered nothing usable reported no usage to pay for).
+    pub fn refund_turn(&mut self) {
+        let reserved = std::mem::take(&mut self.reserved_micros);
+        self.charge(-(reserved as i64));
+    }
+
+    /// AGT-14: whether `cost` fits both the loop's own budget and what the run's daily
+    /// windows have left; if not, why.
+    fn affords(&self, cost: u64, what: &str) -> Result<(), String> {
+        if cost == 0 {
+            return Ok(());
+        }
+        let own = self.caps.cost_budget_micros.map(|b| {
+            (
+                "the step's costBudgetUsd",
+                b.saturating_sub(self.spent_micros),
+            )
+        });
+        let daily = self.allowance.map(|left| ("the daily budget", left));
+        for (name, left) in own.into_iter().chain(daily) {
+            if cost > left {
+                return Err(format!(
+                    "{what} is estimated at ${:.6}; {name} has ${:.6} left",
+                    super::cost::usd(cost),
+                    super::cost::usd(left)
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn charge(&mut self, micros: i64) {
+        self.spent_micros = self.spent_micros.saturating_add_signed(micros);
+        self.charged += micros;
+        if let Some(left) = self.allowance.as_mut() {
+            *left = left.saturating_add_signed(-micros);
+        }
+    }
+
+    /// The spend to record in the daily windows since the last call.
+    pub fn take_charge(&mut self) -> i64 {
+        std::mem::take(&mut self.charged)
     }
 
     /// The last answer text the model gave, or the graceful fallback.
@@ -521,6 +628,8 @@ impl Loop {
             "toolCalls": self.tool_calls,
             "refused": self.refusals.len(),
             "tokens": self.spent_tokens,
+            "costUsd": super::cost::usd(self.spent_micros),
+            "priced": self.price.is_some(),
         }))
     }
 
@@ -584,19 +693,7 @@ impl Loop {
                 }),
             };
             if let Some((code, reason)) = refusal {
-                let r = Refusal {
-                    call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    code: code.into(),
-                    reason: reason.clone(),
-                };
-                self.refusals.push(r.clone());
-                self.messages.push(Message::Tool {
-                    tool_call_id: call.id,
-                    name: call.name,
-                    content: json!({"error": {"code": code, "message": reason}}).to_string(),
-                });
-                actions.push(Action::Refused(r));
+                actions.push(self.refuse(call.id, call.name, code, reason));
                 continue;
             }
             let tool = tool.expect("checked above");
@@ -656,6 +753,17 @@ impl Loop {
             let best = self.best_answer();
             return Some(self.finish(FinishReason::ToolCallLimit, best));
         }
+        let cost = self
+            .tools
+            .iter()
+            .find(|t| t.id == call.tool_id)
+            .map_or(0, |t| t.cost_micros);
+        if let Err(reason) = self.affords(cost, &format!("a call of `{}`", call.name)) {
+            // Refused before spending, and told to the model, which may answer without it.
+            actions.push(self.refuse(call.call_id, call.name, "BUDGET_EXCEEDED", reason));
+            return None;
+        }
+        self.charge(cost as i64);
         self.tool_calls += 1;
         let step_id = self.next_id(agent_step, 't');
         self.pending.push(Pending {
@@ -677,16 +785,22 @@ impl Loop {
 
     /// A call whose capability the owner denied: refused, and the model told so.
     fn deny(&mut self, call: Held) -> Action {
+        let reason = format!("the user did not approve `{}`", call.capability);
+        self.refuse(call.call_id, call.name, "APPROVAL_DENIED", reason)
+    }
+
+    /// A call that does not run: recorded, and returned to the model as the call's error.
+    fn refuse(&mut self, call_id: String, name: String, code: &str, reason: String) -> Action {
         let r = Refusal {
-            call_id: call.call_id.clone(),
-            name: call.name.clone(),
-            code: "APPROVAL_DENIED".into(),
-            reason: format!("the user did not approve `{}`", call.capability),
+            call_id: call_id.clone(),
+            name: name.clone(),
+            code: code.into(),
+            reason,
         };
         self.refusals.push(r.clone());
         self.messages.push(Message::Tool {
-            tool_call_id: call.call_id,
-            name: call.name,
+            tool_call_id: call_id,
+            name,
             content: json!({"error": {"code": r.code, "message": r.reason}}).to_string(),
         });
         Action::Refused(r)

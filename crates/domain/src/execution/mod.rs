@@ -4,5 +4,6 @@
 pub mod agent;
 pub mod audit_hash;
 pub mod budget;
+pub mod cost;
 pub mod interpolate;
 pub mod schedule;

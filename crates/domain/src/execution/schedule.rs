@@ -77,6 +77,9 @@ pub enum Target {
         tools: Vec<super::agent::AgentTool>,
         caps: super::agent::Caps,
         system_prompt: Option<String>,
+        /// The model Tool's `connectionParams.model`: what its turns are priced by (AGT-14).
+        #[serde(default)]
+        model_name: Option<String>,
     },
 }
 

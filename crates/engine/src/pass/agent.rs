@@ -7,7 +7,7 @@
 
 use aiden_domain::execution::agent::{
     assemble, gate, layers_from_memory, Action, AgentTool, Caller, Decision, Layers, Loop,
-    ModelAnswer,
+    ModelAnswer, Money,
 };
 use aiden_domain::execution::interpolate::render_tree;
 use aiden_domain::execution::schedule::{PlanStep, StepStatus, Target};
@@ -23,6 +23,31 @@ struct AgentInputs {
     message: String,
     memory: Value,
     preferences: Option<String>,
+}
+
+/// A model turn's reported token usage (seed 002 telemetry `tokenUsage`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Usage {
+    total: u64,
+    input: u64,
+    output: u64,
+}
+
+impl Usage {
+    pub(super) fn of(telemetry: &Map<String, Value>) -> Self {
+        let n = |k: &str| {
+            telemetry
+                .get("tokenUsage")
+                .and_then(|u| u.get(k))
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+        };
+        Self {
+            total: n("totalTokens"),
+            input: n("promptTokens"),
+            output: n("completionTokens"),
+        }
+    }
 }
 
 fn as_text(v: &Value) -> String {
@@ -41,10 +66,16 @@ impl Pass<'_> {
         let Target::Agent {
             caps,
             system_prompt,
+            model_name,
             ..
         } = &spec.target
         else {
             return;
+        };
+        // AGT-14: the model's price as the deployment sets it now; the run's daily windows.
+        let money = Money {
+            price: self.ledger.prices.price_of(model_name.as_deref()),
+            allowance: self.charges.allowance(self.ledger, &run),
         };
         let inputs = match render_tree(
             &Value::Object(spec.inputs.clone()),
@@ -86,7 +117,7 @@ impl Pass<'_> {
                        "stage": "policy"}),
             );
         }
-        let (state, actions) = Loop::start(&spec.id, messages, decision, *caps, self.now_ms);
+        let (state, actions) = Loop::start(&spec.id, messages, decision, *caps, money, self.now_ms);
         let sr = run.steps[i].id.clone();
         self.run(run_id).steps[i].status = StepStatus::Running;
         self.run(run_id).steps[i].attempts = 1;
@@ -111,7 +142,7 @@ impl Pass<'_> {
         run_id: &str,
         call: usize,
         result: Result<Value, Value>,
-        tokens: u64,
+        usage: Usage,
     ) {
         let run = self.run(run_id);
         let Some(parent) = run.plan.steps[call].call_of.clone() else {
@@ -125,17 +156,19 @@ impl Pass<'_> {
         }
         let step_id = run.plan.steps[call].id.clone();
         let now = self.now_ms;
-        let Some(state) = self.run(run_id).loops.get_mut(&agent) else {
+        let Some(state) = self.loop_of(run_id, agent) else {
             return;
         };
         let actions = if step_id.contains("#m") {
             match result {
                 Ok(v) => {
                     let answer: ModelAnswer = serde_json::from_value(v).unwrap_or_default();
-                    state.spend(tokens);
+                    state.spend(usage.total, usage.input, usage.output);
                     state.answered(&parent, answer, now)
                 }
                 Err(e) => {
+                    state.refund_turn();
+                    self.collect_charge(run_id, agent);
                     // The model could not be reached after its retries: the step fails.
                     let error = serde_json::from_value::<ErrorInfo>(e.clone())
                         .unwrap_or_else(|_| ErrorInfo::new("MODEL_ERROR", e.to_string()));
@@ -153,8 +186,29 @@ impl Pass<'_> {
         self.perform(run_id, agent, actions);
     }
 
+    /// Agent step `agent`'s loop, told what the run's daily windows have left (AGT-14).
+    fn loop_of(&mut self, run_id: &str, agent: usize) -> Option<&mut Loop> {
+        let allowance = self
+            .runs
+            .get(run_id)
+            .and_then(|run| self.charges.allowance(self.ledger, run));
+        let state = self.run(run_id).loops.get_mut(&agent)?;
+        state.allowance = allowance;
+        Some(state)
+    }
+
+    /// AGT-14: what the loop's last transition charged goes to the run's windows.
+    fn collect_charge(&mut self, run_id: &str, agent: usize) {
+        let Some(run) = self.runs.get_mut(run_id) else {
+            return;
+        };
+        let micros = run.loops.get_mut(&agent).map_or(0, Loop::take_charge);
+        self.charges.charge(self.ledger.day(), run, micros);
+    }
+
     /// Turns the loop's decisions into step runs, jobs and events, then records the loop.
     fn perform(&mut self, run_id: &str, agent: usize, actions: Vec<Action>) {
+        self.collect_charge(run_id, agent);
         let parent = self.run(run_id).plan.steps[agent].id.clone();
         let mut finished = None;
         for action in actions {
@@ -280,7 +334,7 @@ impl Pass<'_> {
             }
             let step = self.run(run_id).plan.steps[agent].id.clone();
             let now = self.now_ms;
-            let Some(state) = self.run(run_id).loops.get_mut(&agent) else {
+            let Some(state) = self.loop_of(run_id, agent) else {
                 continue;
             };
             let actions = state.decide(&step, decision.clone(), now);

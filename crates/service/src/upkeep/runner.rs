@@ -127,6 +127,7 @@ impl Runner {
         })?;
         Ok(row.and_then(|u| {
             Some(Caller {
+                quota: crate::auth::quota_of(&u),
                 id: Id::parse(&u.id).ok()?,
                 role: Role::parse(&u.role)?,
             })

@@ -13,6 +13,7 @@ fn tool(id: &str, owner: &str, shared: bool, enabled: bool) -> AgentTool {
         shared,
         enabled,
         capability: None,
+        cost_micros: 0,
     }
 }
 
@@ -56,7 +57,7 @@ fn started(caps: Caps) -> Loop {
             tool("private", "bob", false, true),
         ],
     );
-    let (l, actions) = Loop::start("answer", vec![], decision, caps, 0);
+    let (l, actions) = Loop::start("answer", vec![], decision, caps, Money::default(), 0);
     assert!(matches!(&actions[..], [Action::CallModel { step_id, .. }] if step_id == "answer#m1"));
     l
 }
@@ -318,7 +319,14 @@ fn a_call_needing_approval_waits_then_runs_when_granted_or_is_refused_when_denie
     let mut mail = tool("mail", "alice", false, true);
     mail.capability = Some("email.send".into());
     let decision = gate(&alice(), &[tool("search", "alice", false, true), mail]);
-    let (mut l, _) = Loop::start("answer", vec![], decision.clone(), Caps::default(), 0);
+    let (mut l, _) = Loop::start(
+        "answer",
+        vec![],
+        decision.clone(),
+        Caps::default(),
+        Money::default(),
+        0,
+    );
     let calls = vec![
         call("c1", "mail", json!({"q": "hi"})),
         call("c2", "search", json!({"q": "x"})),
@@ -361,7 +369,14 @@ fn a_call_needing_approval_waits_then_runs_when_granted_or_is_refused_when_denie
     );
     assert!(matches!(&later[..], [Action::Wait { .. }]), "{later:?}");
 
-    let (mut d, _) = Loop::start("answer", vec![], decision, Caps::default(), 0);
+    let (mut d, _) = Loop::start(
+        "answer",
+        vec![],
+        decision,
+        Caps::default(),
+        Money::default(),
+        0,
+    );
     d.answered("answer", asks(vec![calls[0].clone()]), 1);
     let denied = d.decide(
         "answer",
@@ -387,7 +402,14 @@ fn the_token_budget_is_checked_before_each_model_turn() {
         token_budget: Some(100),
         ..Caps::default()
     };
-    let (l, first) = Loop::start("answer", vec![], decision.clone(), tight, 0);
+    let (l, first) = Loop::start(
+        "answer",
+        vec![],
+        decision.clone(),
+        tight,
+        Money::default(),
+        0,
+    );
     assert!(
         matches!(&first[..], [Action::Fail { code, .. }] if code == "BUDGET_EXCEEDED"),
         "nothing is spent before the refusal: {first:?}"
@@ -398,12 +420,12 @@ fn the_token_budget_is_checked_before_each_model_turn() {
         token_budget: Some(TURN_OUTPUT_TOKENS + 200),
         ..Caps::default()
     };
-    let (mut l, first) = Loop::start("answer", vec![], decision, one_turn, 0);
+    let (mut l, first) = Loop::start("answer", vec![], decision, one_turn, Money::default(), 0);
     assert!(
         matches!(&first[..], [Action::CallModel { .. }]),
         "{first:?}"
     );
-    l.spend(150);
+    l.spend(150, 100, 50);
     l.answered(
         "answer",
         says("partial", vec![call("c1", "search", json!({"q": "a"}))]),
@@ -438,4 +460,130 @@ fn answers_propose_memories_structured_or_tagged_never_sensitive_ones() {
     let opaque = format!("[REMEMBER: key {}]", "a1".repeat(20));
     assert_eq!(memory_suggestions(&opaque).2, 1);
     assert_eq!(memory_suggestions("plain").0, "plain");
+}
+
+fn priced() -> Money {
+    Money {
+        // $1 per million input tokens, $2 per million output: micro-dollars per token.
+        price: Some(crate::execution::cost::Price {
+            input_per_million: 1.0,
+            output_per_million: 2.0,
+        }),
+        allowance: None,
+    }
+}
+
+#[test]
+fn agt_14_a_model_turn_is_charged_its_estimate_then_its_actual_cost() {
+    let decision = gate(&alice(), &[tool("search", "alice", false, true)]);
+    let (mut l, first) = Loop::start("answer", vec![], decision, Caps::default(), priced(), 0);
+    assert!(
+        matches!(&first[..], [Action::CallModel { .. }]),
+        "{first:?}"
+    );
+    // The estimate: the request's tokens at $1/M plus 1,024 answer tokens at $2/M.
+    let estimate = l.spent_micros;
+    assert!(estimate > 2 * TURN_OUTPUT_TOKENS, "{estimate}");
+    assert_eq!(
+        l.take_charge(),
+        estimate as i64,
+        "charged before the turn runs"
+    );
+    // The turn reports 10 input and 5 output tokens: 10 + 2 × 5 micro-dollars.
+    l.spend(15, 10, 5);
+    assert_eq!(l.spent_micros, 20);
+    assert_eq!(
+        l.take_charge(),
+        20 - estimate as i64,
+        "the estimate is replaced"
+    );
+    let end = l.answered("answer", says("done", vec![]), 1);
+    let [Action::Finish(out)] = &end[..] else {
+        panic!("{end:?}")
+    };
+    assert_eq!(out["costUsd"], 0.00002);
+    assert_eq!(out["priced"], true);
+}
+
+#[test]
+fn agt_14_a_money_budget_refuses_the_first_turn_before_any_spend() {
+    let decision = gate(&alice(), &[tool("search", "alice", false, true)]);
+    let tight = Caps {
+        cost_budget_micros: Some(100),
+        ..Caps::default()
+    };
+    let (mut l, first) = Loop::start("answer", vec![], decision.clone(), tight, priced(), 0);
+    let [Action::Fail { code, message }] = &first[..] else {
+        panic!("{first:?}")
+    };
+    assert_eq!(code, "BUDGET_EXCEEDED");
+    assert!(message.contains("costBudgetUsd"), "{message}");
+    assert_eq!(l.take_charge(), 0, "nothing is charged for a refused turn");
+    // The run's daily windows limit it the same way.
+    let mut broke = priced();
+    broke.allowance = Some(100);
+    let (_, first) = Loop::start("answer", vec![], decision, Caps::default(), broke, 0);
+    assert!(
+        matches!(&first[..], [Action::Fail { code, message }]
+            if code == "BUDGET_EXCEEDED" && message.contains("daily budget")),
+        "{first:?}"
+    );
+}
+
+#[test]
+fn agt_14_a_tool_call_that_does_not_fit_is_refused_and_told_to_the_model() {
+    let mut costly = tool("search", "alice", false, true);
+    costly.cost_micros = 500_000;
+    let decision = gate(&alice(), &[costly]);
+    let caps = Caps {
+        cost_budget_micros: Some(100_000),
+        ..Caps::default()
+    };
+    // Unpriced model: its turns cost nothing, the tool's $0.50 does not fit $0.10.
+    let (mut l, _) = Loop::start("answer", vec![], decision, caps, Money::default(), 0);
+    let next = l.answered(
+        "answer",
+        asks(vec![call("c1", "search", json!({"q": "a"}))]),
+        1,
+    );
+    assert!(
+        matches!(&next[..], [Action::Refused(r), Action::CallModel { .. }]
+            if r.code == "BUDGET_EXCEEDED"),
+        "refused without running, and the model is asked again: {next:?}"
+    );
+    assert_eq!(l.tool_calls, 0);
+    assert_eq!(l.take_charge(), 0);
+    assert!(
+        matches!(l.messages.last(), Some(Message::Tool { content, .. })
+        if content.contains("BUDGET_EXCEEDED"))
+    );
+    // A tool that fits is charged when it is dispatched.
+    let mut cheap = tool("search", "alice", false, true);
+    cheap.cost_micros = 40_000;
+    let (mut l, _) = Loop::start(
+        "answer",
+        vec![],
+        gate(&alice(), &[cheap]),
+        caps,
+        Money::default(),
+        0,
+    );
+    let next = l.answered(
+        "answer",
+        asks(vec![call("c1", "search", json!({"q": "a"}))]),
+        1,
+    );
+    assert!(matches!(&next[..], [Action::CallTool { .. }]), "{next:?}");
+    assert_eq!(l.take_charge(), 40_000);
+}
+
+#[test]
+fn agt_14_a_failed_turn_gives_its_estimate_back() {
+    let decision = gate(&alice(), &[]);
+    let (mut l, _) = Loop::start("answer", vec![], decision, Caps::default(), priced(), 0);
+    let estimate = l.take_charge();
+    assert!(estimate > 0);
+    l.refund_turn();
+    assert_eq!(l.take_charge(), -estimate);
+    assert_eq!(l.spent_micros, 0);
 }

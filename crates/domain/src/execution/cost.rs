@@ -1,0 +1,175 @@
+//! Money (AGT-14; seed 000 §4.1.1 pre-flight cost, §7.2 cost control). Amounts are kept as
+//! whole micro-dollars (`u64`), so sums never drift; USD figures are only for the wire.
+//!
+//! - [`PriceTable`]: a model's price per million input and output tokens, from the
+//!   deployment's configuration (`AIDEN_MODEL_PRICES`), by the model name a Tool's
+//!   `connectionParams.model` gives; `"*"` prices any other model. A model without a price
+//!   costs nothing (and the loop's output says `priced: false`).
+//! - A Tool's `costPerCallUsd` is what one call of it costs.
+//! - [`SpendScope`]: the daily windows a run's spend counts in (its Process and its owner).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// USD amounts accepted on the wire (budgets, a Tool's cost): positive, at most a million.
+pub const MAX_USD: f64 = 1_000_000.0;
+
+/// Whole micro-dollars for `usd`, rounded up (a budget or cost never rounds in our favour).
+pub fn micros(usd: f64) -> u64 {
+    (usd * 1_000_000.0).ceil().max(0.0) as u64
+}
+
+/// `micros` as USD, for outputs.
+pub fn usd(micros: u64) -> f64 {
+    micros as f64 / 1_000_000.0
+}
+
+/// Whether `usd` is a usable amount (finite, `> 0` unless `zero_ok`, at most [`MAX_USD`]).
+pub fn valid_usd(usd: f64, zero_ok: bool) -> bool {
+    usd.is_finite() && usd <= MAX_USD && (usd > 0.0 || (zero_ok && usd == 0.0))
+}
+
+/// A model's price in USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Price {
+    pub input_per_million: f64,
+    pub output_per_million: f64,
+}
+
+impl Price {
+    /// What `input` prompt tokens and `output` answer tokens cost. USD per million tokens is
+    /// micro-dollars per token.
+    pub fn cost(&self, input: u64, output: u64) -> u64 {
+        (input as f64 * self.input_per_million + output as f64 * self.output_per_million).ceil()
+            as u64
+    }
+}
+
+/// Model prices by model name (`"*"`: any other model).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PriceTable(BTreeMap<String, Price>);
+
+impl PriceTable {
+    /// `{"<model>": {"inputPerMillion": 2.5, "outputPerMillion": 10}, "*": {...}}`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let table: BTreeMap<String, Price> =
+            serde_json::from_str(text).map_err(|e| format!("model prices: {e}"))?;
+        for (model, p) in &table {
+            if !valid_usd(p.input_per_million, true) || !valid_usd(p.output_per_million, true) {
+                return Err(format!(
+                    "model prices: `{model}` needs prices of 0-{MAX_USD} USD per million tokens"
+                ));
+            }
+        }
+        Ok(Self(table))
+    }
+
+    /// `AIDEN_MODEL_PRICES`: the table as JSON, or `@path` to a file holding it; empty when
+    /// unset. A table that does not parse is an error: a deployment that meant to price its
+    /// models must not silently run them for free.
+    pub fn from_env() -> Result<Self, String> {
+        let Ok(raw) = std::env::var("AIDEN_MODEL_PRICES") else {
+            return Ok(Self::default());
+        };
+        let text = match raw.strip_prefix('@') {
+            Some(path) => std::fs::read_to_string(path)
+                .map_err(|e| format!("AIDEN_MODEL_PRICES: cannot read {path}: {e}"))?,
+            None => raw,
+        };
+        if text.trim().is_empty() {
+            return Ok(Self::default());
+        }
+        Self::parse(&text)
+    }
+
+    pub fn price_of(&self, model: Option<&str>) -> Option<Price> {
+        model
+            .and_then(|m| self.0.get(m))
+            .or_else(|| self.0.get("*"))
+            .copied()
+    }
+}
+
+/// Where a run's spend is counted per UTC day: its Process, and its owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SpendScope<'a> {
+    Process(&'a str),
+    User(&'a str),
+}
+
+impl SpendScope<'_> {
+    /// The `SpendWindow` key of this scope on `day` (`YYYY-MM-DD`).
+    pub fn key(&self, day: &str) -> String {
+        match self {
+            Self::Process(id) => format!("process:{id}#{day}"),
+            Self::User(id) => format!("user:{id}#{day}"),
+        }
+    }
+}
+
+/// The UTC day of `now`, as windows name it.
+pub fn day_of(now: chrono::DateTime<chrono::Utc>) -> String {
+    now.format("%Y-%m-%d").to_string()
+}
+
+/// Seconds from `now` to the next UTC midnight (a spent daily budget's `Retry-After`).
+pub fn seconds_to_midnight(now: chrono::DateTime<chrono::Utc>) -> u64 {
+    use chrono::Timelike;
+    86_400 - u64::from(now.num_seconds_from_midnight())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agt_14_amounts_round_up_to_whole_micro_dollars() {
+        assert_eq!(micros(0.5), 500_000);
+        assert_eq!(micros(0.000_000_1), 1);
+        assert_eq!(usd(1_250_000), 1.25);
+        let p = Price {
+            input_per_million: 2.5,
+            output_per_million: 10.0,
+        };
+        // 1,000 input tokens at $2.50/M and 100 output at $10/M: $0.0025 + $0.001.
+        assert_eq!(p.cost(1_000, 100), 3_500);
+        assert_eq!(
+            p.cost(1, 0),
+            3,
+            "a fraction of a micro-dollar is charged whole"
+        );
+    }
+
+    #[test]
+    fn agt_14_the_price_table_falls_back_to_star_and_rejects_bad_prices() {
+        let t = PriceTable::parse(
+            r#"{"gpt": {"inputPerMillion": 1, "outputPerMillion": 2},
+                "*": {"inputPerMillion": 5, "outputPerMillion": 6}}"#,
+        )
+        .unwrap();
+        assert_eq!(t.price_of(Some("gpt")).unwrap().output_per_million, 2.0);
+        assert_eq!(t.price_of(Some("other")).unwrap().input_per_million, 5.0);
+        assert_eq!(t.price_of(None).unwrap().input_per_million, 5.0);
+        let bare =
+            PriceTable::parse(r#"{"gpt": {"inputPerMillion": 1, "outputPerMillion": 2}}"#).unwrap();
+        assert_eq!(bare.price_of(Some("other")), None);
+        assert!(
+            PriceTable::parse(r#"{"gpt": {"inputPerMillion": -1, "outputPerMillion": 2}}"#)
+                .is_err()
+        );
+        assert!(PriceTable::parse(r#"{"gpt": {"inputPerMillion": 1}}"#).is_err());
+    }
+
+    #[test]
+    fn agt_14_windows_are_per_scope_and_utc_day() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-11-25T23:59:30Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        let day = day_of(now);
+        assert_eq!(SpendScope::User("u1").key(&day), "user:u1#2026-11-25");
+        assert_eq!(SpendScope::Process("p").key(&day), "process:p#2026-11-25");
+        assert_eq!(seconds_to_midnight(now), 30);
+    }
+}

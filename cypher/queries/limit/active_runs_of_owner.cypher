@@ -1,0 +1,6 @@
+// AGT-10: a user's top-level runs not settled yet (their own maxConcurrent). Found through the
+// status index: unsettled runs are few, a user's runs of all time are not.
+MATCH (r:Run)
+WHERE r.status IN ['queued', 'running', 'waiting_for_approval'] AND r.ownerId = $ownerId
+  AND r.depth = 1
+RETURN count(r) AS n

@@ -1,8 +1,0 @@
-// AGT-10: one node per Process and clock hour counts the runs started in it. Every start of a
-// Process with a quota writes it, so concurrent starts serialize on it (on every API instance:
-// Neo4j locks the node, ArcadeDB fails the later commit and the start is retried) and each
-// sees the runs the others created.
-MERGE (w:QuotaWindow {key: $key})
-ON CREATE SET w.processId = $processId, w.windowStart = $windowStart, w.count = 0
-SET w.count = w.count + 1, w.touchedAt = $now
-RETURN w.count AS n

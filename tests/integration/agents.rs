@@ -17,8 +17,10 @@ use axum::{
 use reqwest::Method;
 use serde_json::{json, Value};
 
+mod budgets;
+
 #[derive(Clone, Default)]
-struct Upstream {
+pub(crate) struct Upstream {
     calls: Arc<Mutex<Vec<String>>>,
 }
 
@@ -42,7 +44,7 @@ async fn clock(State(u): State<Upstream>, Query(p): Params) -> Json<Value> {
     Json(json!({"time": format!("12:00 {zone}")}))
 }
 
-async fn serve(app: Router) -> String {
+pub(crate) async fn serve(app: Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -51,12 +53,14 @@ async fn serve(app: Router) -> String {
 
 /// One user's agent kit: the scripted model as an llm_call Tool (per API), two REST tools and
 /// a third that is disabled.
-struct Kit {
+pub(crate) struct Kit {
     u: Client,
     model: Model,
     up: Upstream,
     openai: String,
     anthropic: String,
+    /// The scripted model (OpenAI API) under a model name the test server prices (AGT-14).
+    priced: String,
     search: String,
     clock: String,
     disabled: String,
@@ -80,12 +84,15 @@ impl Kit {
     }
 }
 
-fn id(v: &Value) -> String {
+pub(crate) fn id(v: &Value) -> String {
     v["id"].as_str().unwrap().to_owned()
 }
 
-async fn kit() -> Kit {
-    let u = user().await;
+pub(crate) async fn kit() -> Kit {
+    kit_for(user().await).await
+}
+
+pub(crate) async fn kit_for(u: Client) -> Kit {
     let (model, base) = scripted_model::start().await;
     let up = Upstream::default();
     let tools_base = serve(
@@ -106,15 +113,16 @@ async fn kit() -> Kit {
             "endpoint": {"type": "string"}, "model": {"type": "string"}}}}),
     )
     .await);
-    let llm = |api: &str| {
+    let llm = |api: &str, model: &str| {
         json!({"id": unique("model"), "name": "model", "serviceId": llm_svc, "secretId": secret,
-               "connectionParams": {"endpoint": base, "model": "scripted"},
+               "connectionParams": {"endpoint": base, "model": model},
                "operation": {"type": "llm_call", "api": api, "promptTemplate": "{{message}}"},
                "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
                "outputSchema": {"type": "object"}})
     };
-    let openai = id(&fixtures::create(&u, "tools", llm("openai")).await);
-    let anthropic = id(&fixtures::create(&u, "tools", llm("anthropic")).await);
+    let openai = id(&fixtures::create(&u, "tools", llm("openai", "scripted")).await);
+    let anthropic = id(&fixtures::create(&u, "tools", llm("anthropic", "scripted")).await);
+    let priced = id(&fixtures::create(&u, "tools", llm("openai", aiden_tests::PRICED_MODEL)).await);
     let svc = fixtures::rest_service(&u, false).await;
     let rest = |name: &str, path: &str, field: &str| {
         json!({"id": unique("tool"), "name": name, "description": format!("the {name} tool"),
@@ -140,6 +148,7 @@ async fn kit() -> Kit {
         up,
         openai,
         anthropic,
+        priced,
         search,
         clock,
         disabled,
@@ -148,7 +157,7 @@ async fn kit() -> Kit {
 }
 
 /// An agent Process: one agent step over `tools`, answering `{{question}}`.
-async fn agent_process(k: &Kit, model: &str, tools: &[&str], caps: Value) -> String {
+pub(crate) async fn agent_process(k: &Kit, model: &str, tools: &[&str], caps: Value) -> String {
     let mut agent = json!({"tools": tools, "systemPrompt": "You are the test agent."});
     for (key, v) in caps.as_object().unwrap() {
         agent[key] = v.clone();
@@ -165,13 +174,13 @@ async fn agent_process(k: &Kit, model: &str, tools: &[&str], caps: Value) -> Str
     .await)
 }
 
-async fn run(k: &Kit, process: &str, script: Value) -> Value {
+pub(crate) async fn run(k: &Kit, process: &str, script: Value) -> Value {
     let question = format!("script:{script}");
     let run = k.u.start_run(process, json!({"question": question})).await;
     k.u.settled_run(&run).await
 }
 
-async fn events(u: &Client, run: &str) -> Vec<Value> {
+pub(crate) async fn events(u: &Client, run: &str) -> Vec<Value> {
     let text = u
         .raw(Method::GET, &format!("/v1/runs/{run}/events"))
         .send()

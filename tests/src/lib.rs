@@ -154,6 +154,17 @@ pub fn server() -> &'static Server {
         if std::env::var("AIDEN_RETRY_INITIAL_DELAY_MS").is_err() {
             std::env::set_var("AIDEN_RETRY_INITIAL_DELAY_MS", "100");
         }
+        // AGT-14: one model name is priced, so budget tests see real charges. $1,000 per
+        // million input tokens and $2,000 per million output: the scripted model's 10 + 5
+        // tokens cost $0.02 a turn, a turn's pre-flight estimate (1,024 answer tokens) ~$2.5.
+        if std::env::var("AIDEN_MODEL_PRICES").is_err() {
+            std::env::set_var(
+                "AIDEN_MODEL_PRICES",
+                format!(
+                    r#"{{"{PRICED_MODEL}": {{"inputPerMillion": 1000, "outputPerMillion": 2000}}}}"#
+                ),
+            );
+        }
         // Built-in measurements are written every sweep (3 s) rather than every minute.
         std::env::set_var("AIDEN_BUILTIN_METRICS_INTERVAL_MS", "1000");
         let graph = graph_settings();
@@ -249,6 +260,9 @@ pub fn server() -> &'static Server {
         }
     })
 }
+
+/// The model name the test server prices (AGT-14).
+pub const PRICED_MODEL: &str = "scripted-priced";
 
 /// The engine lease holder of every engine the tests start, in process or spawned.
 pub const TEST_INSTANCE_ID: &str = "aiden-tests";

@@ -174,12 +174,12 @@ impl App {
             }
             let clock = std::time::Instant::now();
             // Only a cached plan the caller may run is used (the create re-validates it); a
-            // refusal is always decided on a fresh read.
-            let cached = match self
-                .plans
-                .get(process_id)
-                .filter(|c| check_runnable(caller, process_id, &c.loaded).is_ok())
-            {
+            // refusal is always decided on a fresh read. So is the start of a Process with a
+            // quota: its limits may have changed since (AGT-10, AGT-14).
+            let cached = match self.plans.get(process_id).filter(|c| {
+                c.loaded.plan.quota.is_none()
+                    && check_runnable(caller, process_id, &c.loaded).is_ok()
+            }) {
                 Some(c) => c,
                 None => {
                     let loaded = plan::load(&mut tx, process_id).await.map_err(load_error)?;

@@ -518,30 +518,14 @@ impl Loop {
                     "the next model turn needs about {estimate} tokens; {} of the budget of {budget} are left",
                     budget.saturating_sub(self.spent_tokens)
                 );
-                if self.iterations == 0 {
-                    self.finished = Some(FinishReason::BudgetExceeded);
-                    return Action::Fail {
-                        code: "BUDGET_EXCEEDED".into(),
-                        message,
-                    };
-                }
-                let best = self.best_answer();
-                return self.finish(FinishReason::BudgetExceeded, best);
+                return self.over_budget(message);
             }
         }
         let estimate = self
             .price
             .map_or(0, |p| p.cost(input_tokens, TURN_OUTPUT_TOKENS));
         if let Err(message) = self.affords(estimate, "the next model turn") {
-            if self.iterations == 0 {
-                self.finished = Some(FinishReason::BudgetExceeded);
-                return Action::Fail {
-                    code: "BUDGET_EXCEEDED".into(),
-                    message,
-                };
-            }
-            let best = self.best_answer();
-            return self.finish(FinishReason::BudgetExceeded, best);
+            return self.over_budget(message);
         }
         self.charge(estimate as i64);
         self.reserved_micros = estimate;
@@ -549,6 +533,20 @@ impl Loop {
             step_id: self.next_id(agent_step, 'm'),
             request,
         }
+    }
+
+    /// The next turn does not fit a budget (AGT-11, AGT-14): a loop that has not asked the
+    /// model yet fails before spending anything; a later one ends with the best answer.
+    fn over_budget(&mut self, message: String) -> Action {
+        if self.iterations == 0 {
+            self.finished = Some(FinishReason::BudgetExceeded);
+            return Action::Fail {
+                code: "BUDGET_EXCEEDED".into(),
+                message,
+            };
+        }
+        let best = self.best_answer();
+        self.finish(FinishReason::BudgetExceeded, best)
     }
 
     /// A model turn reported using `tokens` (counted before its answer is read); with a

@@ -276,6 +276,32 @@ impl Quota {
     }
 }
 
+/// Whose limits a start or a spend counts against: a Process's, or a user's own (AGT-10,
+/// AGT-14).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject<'a> {
+    Process(&'a str),
+    User(&'a str),
+}
+
+impl Subject<'_> {
+    /// The `QuotaWindow` key of the clock hour `hour` (a Process's key predates users' quotas).
+    pub fn quota_key(&self, hour: &str) -> String {
+        match self {
+            Self::Process(id) => format!("{id}#{hour}"),
+            Self::User(id) => format!("user:{id}#{hour}"),
+        }
+    }
+
+    /// The `SpendWindow` key of the UTC day `day` (`YYYY-MM-DD`).
+    pub fn spend_key(&self, day: &str) -> String {
+        match self {
+            Self::Process(id) => format!("process:{id}#{day}"),
+            Self::User(id) => format!("user:{id}#{day}"),
+        }
+    }
+}
+
 fn default_depth() -> u32 {
     DEFAULT_MAX_RECURSION_DEPTH
 }

@@ -312,6 +312,17 @@ impl Engine {
         }
     }
 
+    /// A new pass over the cached runs, with today's spend windows in memory (AGT-14).
+    async fn pass(&mut self) -> Result<Pass<'_>, aiden_graph::Error> {
+        self.ledger.ensure_today(&self.graph).await?;
+        Ok(Pass::new(
+            self.graph.clone(),
+            &mut self.runs,
+            self.policy,
+            &self.ledger,
+        ))
+    }
+
     /// One pass: apply, commit (retrying transient conflicts from scratch), publish, notify.
     async fn apply(&mut self, broker: &Broker, messages: Vec<EngineMessage>) -> anyhow::Result<()> {
         let mut attempt = 0;
@@ -319,13 +330,7 @@ impl Engine {
             attempt += 1;
             let clock = std::time::Instant::now();
             let began = clock.elapsed();
-            self.ledger.ensure_today(&self.graph).await?;
-            let mut pass = Pass::new(
-                self.graph.clone(),
-                &mut self.runs,
-                self.policy,
-                &self.ledger,
-            );
+            let mut pass = self.pass().await?;
             let mut outcome = Ok(());
             for m in messages.iter().cloned() {
                 if let Err(e) = pass.handle(m).await {
@@ -493,13 +498,7 @@ impl Engine {
         lost_steps: &[(String, String)],
         cancels: &[String],
     ) -> anyhow::Result<()> {
-        self.ledger.ensure_today(&self.graph).await?;
-        let mut pass = Pass::new(
-            self.graph.clone(),
-            &mut self.runs,
-            self.policy,
-            &self.ledger,
-        );
+        let mut pass = self.pass().await?;
         let mut outcome = Ok(());
         for id in run_ids {
             outcome = pass.recover(id).await;

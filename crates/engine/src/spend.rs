@@ -8,7 +8,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use aiden_domain::execution::cost::{day_of, PriceTable, SpendScope};
+use aiden_domain::execution::cost::{day_of, PriceTable};
+use aiden_domain::process::Subject;
 use aiden_graph::Graph;
 use serde_json::{json, Value};
 
@@ -90,13 +91,13 @@ impl Charges {
         let process_budget = run.plan.quota.and_then(|q| q.cost_budget_micros());
         [
             (
-                SpendScope::Process(process).key(day),
+                Subject::Process(process).spend_key(day),
                 "process",
                 process.clone(),
                 process_budget,
             ),
             (
-                SpendScope::User(&run.owner_id).key(day),
+                Subject::User(&run.owner_id).spend_key(day),
                 "user",
                 run.owner_id.clone(),
                 run.owner_budget_micros,

@@ -3,16 +3,11 @@
 
 use std::collections::HashMap;
 
+pub use aiden_domain::process::Subject;
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::{bolt, cypher, query_file, Error, Tx};
-
-/// Whose hourly window a start counts in.
-pub enum Subject<'a> {
-    Process(&'a str),
-    User(&'a str),
-}
 
 /// AGT-10: counts one more start in the window `key` of `subject`; the window's count.
 pub async fn quota_window(

@@ -6,7 +6,7 @@
 //!   `maxCostUsdPerDay` today is refused. (Within a run, the engine checks each call before it
 //!   spends: `aiden_engine`'s spend ledger.)
 
-use aiden_domain::execution::cost::{day_of, seconds_to_midnight, usd, SpendScope};
+use aiden_domain::execution::cost::{day_of, seconds_to_midnight, usd};
 use aiden_domain::process::Quota;
 use aiden_domain::user::Caller;
 use aiden_domain::{Error as Domain, Violation};
@@ -51,10 +51,7 @@ async fn count_start(tx: &mut aiden_graph::Tx, subject: &Subject<'_>, quota: &Qu
     let now = chrono::Utc::now();
     let hour = now.format("%Y-%m-%dT%H:00:00Z").to_string();
     let stamp = now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    let key = match subject {
-        Subject::Process(p) => format!("{p}#{hour}"),
-        Subject::User(u) => format!("user:{u}#{hour}"),
-    };
+    let key = subject.quota_key(&hour);
     let started = limits::quota_window(tx, &key, subject, &hour, &stamp).await?;
     let who = name(subject);
     let refuse = |field: &str, message: String, retry_after_secs: u64| -> Error {
@@ -102,11 +99,7 @@ async fn check_budgets(
         .iter()
         .filter_map(|(subject, quota)| {
             let budget = quota.and_then(|q| q.cost_budget_micros())?;
-            let key = match subject {
-                Subject::Process(p) => SpendScope::Process(p),
-                Subject::User(u) => SpendScope::User(u),
-            }
-            .key(&day);
+            let key = subject.spend_key(&day);
             Some((key, subject, budget))
         })
         .collect();

@@ -25,6 +25,14 @@ fn today() -> String {
     chrono::Utc::now().format("%Y-%m-%d").to_string()
 }
 
+/// An admin sets (or, with `null`, removes) a user's own quota.
+async fn set_user_quota(user: &str, quota: Value) {
+    admin()
+        .patch(&format!("/v1/users/{user}"), json!({"quota": quota}))
+        .await
+        .ok(200);
+}
+
 async fn runs_of(process: &str) -> i64 {
     let rows: Vec<Value> = graph_rows(
         aiden_graph_query("MATCH (r:Run {processId: $p}) RETURN count(r) AS n").param("p", process),
@@ -115,13 +123,7 @@ async fn agt_14_a_tool_that_does_not_fit_is_refused_and_the_model_answers_withou
 async fn agt_14_daily_budgets_hold_across_runs_and_refuse_starts_once_spent() {
     let k = kit().await;
     let me = k.u.id.clone();
-    admin()
-        .patch(
-            &format!("/v1/users/{me}"),
-            json!({"quota": {"maxCostUsdPerDay": 10}}),
-        )
-        .await
-        .ok(200);
+    set_user_quota(&me, json!({"maxCostUsdPerDay": 10})).await;
     k.u.patch(
         &format!("/v1/tools/{}", k.search),
         json!({"costPerCallUsd": 5}),
@@ -192,13 +194,7 @@ async fn agt_14_daily_budgets_hold_across_runs_and_refuse_starts_once_spent() {
     k.u.patch(&format!("/v1/processes/{p}"), json!({"quota": null}))
         .await
         .ok(200);
-    admin()
-        .patch(
-            &format!("/v1/users/{me}"),
-            json!({"quota": {"maxCostUsdPerDay": 5}}),
-        )
-        .await
-        .ok(200);
+    set_user_quota(&me, json!({"maxCostUsdPerDay": 5})).await;
     let refused = start().await;
     refused.rejects(429, "AGT-14");
     let message = refused.body["error"]["message"].as_str().unwrap();
@@ -224,10 +220,7 @@ async fn agt_10_a_users_own_quota_limits_their_starts_over_all_processes() {
         .patch(&path, json!({"quota": {"maxInvocationsPerHour": 0}}))
         .await;
     assert_eq!(bad.status.as_u16(), 400, "{:?}", bad.body);
-    admin()
-        .patch(&path, json!({"quota": {"maxInvocationsPerHour": 2}}))
-        .await
-        .ok(200);
+    set_user_quota(&me, json!({"maxInvocationsPerHour": 2})).await;
     assert_eq!(
         u.get(&path).await.ok(200)["quota"],
         json!({"maxInvocationsPerHour": 2})
@@ -253,10 +246,7 @@ async fn agt_10_a_users_own_quota_limits_their_starts_over_all_processes() {
     assert_eq!(runs_of(&a).await, 1, "the refused start wrote nothing");
 
     // maxConcurrent counts the user's unsettled runs of any Process.
-    admin()
-        .patch(&path, json!({"quota": {"maxConcurrent": 1}}))
-        .await
-        .ok(200);
+    set_user_quota(&me, json!({"maxConcurrent": 1})).await;
     let slow = id(&fixtures::create(
         &k.u,
         "processes",
@@ -272,7 +262,7 @@ async fn agt_10_a_users_own_quota_limits_their_starts_over_all_processes() {
     assert_eq!(busy.headers["retry-after"], "1");
     assert_eq!(k.u.settled_run(&running).await["status"], "completed");
     // Removed, it limits nothing.
-    admin().patch(&path, json!({"quota": null})).await.ok(200);
+    set_user_quota(&me, Value::Null).await;
     assert!(k.u.get(&path).await.ok(200).get("quota").is_none());
     k.u.start_run(&b, json!({})).await;
 }

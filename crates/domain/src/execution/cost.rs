@@ -6,7 +6,8 @@
 //!   `connectionParams.model` gives; `"*"` prices any other model. A model without a price
 //!   costs nothing (and the loop's output says `priced: false`).
 //! - A Tool's `costPerCallUsd` is what one call of it costs.
-//! - [`SpendScope`]: the daily windows a run's spend counts in (its Process and its owner).
+//! - The daily windows a run's spend counts in are its Process's and its owner's
+//!   ([`crate::process::Subject::spend_key`]).
 
 use std::collections::BTreeMap;
 
@@ -92,23 +93,6 @@ impl PriceTable {
     }
 }
 
-/// Where a run's spend is counted per UTC day: its Process, and its owner.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SpendScope<'a> {
-    Process(&'a str),
-    User(&'a str),
-}
-
-impl SpendScope<'_> {
-    /// The `SpendWindow` key of this scope on `day` (`YYYY-MM-DD`).
-    pub fn key(&self, day: &str) -> String {
-        match self {
-            Self::Process(id) => format!("process:{id}#{day}"),
-            Self::User(id) => format!("user:{id}#{day}"),
-        }
-    }
-}
-
 /// The UTC day of `now`, as windows name it.
 pub fn day_of(now: chrono::DateTime<chrono::Utc>) -> String {
     now.format("%Y-%m-%d").to_string()
@@ -168,8 +152,14 @@ mod tests {
             .unwrap()
             .with_timezone(&chrono::Utc);
         let day = day_of(now);
-        assert_eq!(SpendScope::User("u1").key(&day), "user:u1#2026-11-25");
-        assert_eq!(SpendScope::Process("p").key(&day), "process:p#2026-11-25");
+        use crate::process::Subject;
+        assert_eq!(Subject::User("u1").spend_key(&day), "user:u1#2026-11-25");
+        assert_eq!(
+            Subject::Process("p").spend_key(&day),
+            "process:p#2026-11-25"
+        );
+        assert_eq!(Subject::User("u1").quota_key("H"), "user:u1#H");
+        assert_eq!(Subject::Process("p").quota_key("H"), "p#H");
         assert_eq!(seconds_to_midnight(now), 30);
     }
 }

@@ -18,6 +18,7 @@ use reqwest::Method;
 use serde_json::{json, Value};
 
 mod budgets;
+mod routing;
 
 #[derive(Clone, Default)]
 pub(crate) struct Upstream {

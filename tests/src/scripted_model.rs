@@ -2,7 +2,9 @@
 //! with tool calls (issue #11's tests; no network, no cost). It reads its script from the
 //! conversation's user message (`script:[…]`): entry k answers the loop's k-th model turn
 //! (k = assistant messages so far): `{"calls": [{"name", "args"}]}` asks for tools,
-//! `{"answer": "x"}` answers `x | <every tool message so far, in order>`. Call ids are
+//! `{"answer": "x"}` answers `x | <every tool message so far, in order>`. A router turn (AGT-15:
+//! its system prompt is the intent router's) answers the script's `{"route": …}` entry (a
+//! string as is, anything else as JSON text); the loop's turns skip that entry. Call ids are
 //! `call_<k>_<j>` (OpenAI) and `toolu_<k>_<j>` (Anthropic). With `"stream": true` it answers
 //! in each API's streaming format (server-sent events: the text word by word, tool arguments in
 //! two fragments), 15 ms apart.
@@ -164,6 +166,18 @@ fn scripted(messages: &[(String, String)]) -> Value {
         .map(|(_, c)| c.trim_start_matches("script:").to_owned())
         .unwrap_or_else(|| "[{\"answer\": \"no script\"}]".into());
     let script: Vec<Value> = serde_json::from_str(&script).expect("script JSON");
+    let (routes, script): (Vec<Value>, Vec<Value>) =
+        script.into_iter().partition(|e| e.get("route").is_some());
+    let router_turn = messages
+        .iter()
+        .any(|(r, c)| r == "system" && c.starts_with("You are the intent router"));
+    if router_turn {
+        let route = routes.first().map_or(Value::Null, |e| e["route"].clone());
+        let text = route
+            .as_str()
+            .map_or_else(|| route.to_string(), str::to_owned);
+        return json!({"answer": text});
+    }
     let turn = messages.iter().filter(|(r, _)| r == "assistant").count();
     let entry = script
         .get(turn)
@@ -227,6 +241,9 @@ async fn openai(State(m): State<Model>, Json(body): Json<Value>) -> Response {
 async fn anthropic(State(m): State<Model>, Json(body): Json<Value>) -> Response {
     m.requests.lock().unwrap().push(body.clone());
     let mut neutral = Vec::new();
+    if let Some(system) = body["system"].as_str() {
+        neutral.push(("system".to_owned(), system.to_owned()));
+    }
     for x in body["messages"].as_array().unwrap() {
         let role = x["role"].as_str().unwrap_or_default();
         match &x["content"] {

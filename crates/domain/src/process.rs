@@ -126,6 +126,9 @@ pub struct AgentSpec {
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     #[schemars(schema_with = "crate::wire::approvals")]
     pub approvals: std::collections::BTreeMap<Id, String>,
+    /// AGT-15: classify the message into an intent first; the gate offers only its tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router: Option<crate::execution::agent::router::RouterSpec>,
 }
 
 fn default_max_iterations() -> u32 {
@@ -975,6 +978,9 @@ fn check_agent(
         );
     }
     let Some(agent) = &step.agent else { return };
+    if let Some(router) = &agent.router {
+        router.check(&format!("{path}/agent/router"), &agent.tools, v);
+    }
     for tool in agent.approvals.keys() {
         if !agent.tools.contains(tool) {
             v.rule(

@@ -796,7 +796,9 @@ impl<'a> Pass<'a> {
             redispatch: false,
             traceparent: Some(aiden_jobs::trace::run_traceparent(&run.id)),
             literal_input: spec.literal.clone(),
-            agent_turn: spec.call_of.is_some() && spec.id.contains("#m"),
+            agent_turn: spec.call_of.is_some()
+                && aiden_domain::execution::agent::CallKind::of(&spec.id)
+                    .is_some_and(aiden_domain::execution::agent::CallKind::asks_model),
         })
     }
 

@@ -77,6 +77,7 @@ pub async fn load(tx: &mut Tx, process_id: &str) -> Result<Loaded, LoadError> {
                     caps: agent.caps(),
                     system_prompt: agent.system_prompt.clone(),
                     model_name: doc_field(row.tool_doc.as_deref(), "/connectionParams/model"),
+                    router: agent.router.clone(),
                 }
             }
             (Some(tool), _) => Target::Tool {

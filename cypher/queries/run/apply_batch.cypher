@@ -28,7 +28,8 @@ FOREACH (l IN s.lost | MERGE (w:Worker {id: l.workerId})
 FOREACH (a IN s.audits |
   CREATE (sr)-[:HAS_AUDIT]->(:ToolCallAudit {id: a.id, runId: a.runId, stepRunId: a.stepRunId, toolId: a.toolId,
                           actor: a.actor, inputHash: a.inputHash, status: a.status,
-                          durationMs: a.durationMs, attempt: a.attempt, at: a.at}))
+                          durationMs: a.durationMs, attempt: a.attempt, at: a.at,
+                          kind: a.kind, pipeline: a.pipeline}))
 WITH count(*) AS stepRows
 UNWIND $runs AS r
 MATCH (x:Run {id: r.id})

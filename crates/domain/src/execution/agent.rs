@@ -13,6 +13,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+pub mod router;
+
 /// Layer 1 (seed 000 §2.2): fixed, first, never overridden.
 pub const IMMUTABLE_CORE: &str = "You are an AI assistant operating within a governed platform.
 
@@ -117,6 +119,21 @@ pub struct PolicyDecision {
     pub forbidden: Vec<Forbidden>,
 }
 
+impl PolicyDecision {
+    /// Seed 004's required permissions: the capabilities the allowed tools need approved
+    /// (AGT-9), each once.
+    pub fn capabilities(&self) -> Vec<String> {
+        let mut caps: Vec<String> = self
+            .allowed
+            .iter()
+            .filter_map(|t| t.capability.clone())
+            .collect();
+        caps.sort();
+        caps.dedup();
+        caps
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Forbidden {
@@ -124,29 +141,67 @@ pub struct Forbidden {
     pub reason: String,
 }
 
-/// Seed 004 phase 2: a pure function of the caller and the step's declared tools. A tool is
-/// allowed when it is enabled (PROC-8) and the caller may use it (TOOL-3: their own or
-/// shared); everything else is forbidden with the rule that says why.
-pub fn gate(caller: &Caller<'_>, declared: &[AgentTool]) -> PolicyDecision {
+/// Seed 004 phase 2: a pure function of the caller, the step's declared tools and, when the
+/// step has a router, the intent it chose. A tool is allowed when it is enabled (PROC-8), the
+/// caller may use it (TOOL-3: their own or shared) and the intent names it (AGT-15);
+/// everything else is forbidden with the rule that says why.
+pub fn gate(
+    caller: &Caller<'_>,
+    declared: &[AgentTool],
+    intent: Option<&router::Intent>,
+) -> PolicyDecision {
     let mut allowed = Vec::new();
     let mut forbidden = Vec::new();
     for tool in declared {
         let reason = if !tool.enabled {
-            Some("PROC-8: the tool is disabled")
+            Some("PROC-8: the tool is disabled".to_owned())
         } else if !(tool.shared || tool.owner_id == caller.id || caller.is_admin) {
-            Some("TOOL-3: the tool is not visible to the run's owner")
+            Some("TOOL-3: the tool is not visible to the run's owner".to_owned())
         } else {
-            None
+            intent.and_then(|i| intent_forbids(i, tool))
         };
         match reason {
-            Some(r) => forbidden.push(Forbidden {
+            Some(reason) => forbidden.push(Forbidden {
                 tool_id: tool.id.clone(),
-                reason: r.to_owned(),
+                reason,
             }),
             None => allowed.push(tool.clone()),
         }
     }
     PolicyDecision { allowed, forbidden }
+}
+
+/// AGT-15: why `intent` forbids `tool`, if it does.
+fn intent_forbids(intent: &router::Intent, tool: &AgentTool) -> Option<String> {
+    (!intent.tools.iter().any(|t| t.as_str() == tool.id))
+        .then(|| format!("AGT-15: intent `{}` does not use this tool", intent.name))
+}
+
+/// What a call of an agent loop is, from its step id (`<step>#m<n>`, `#r<n>`, `#t<n>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallKind {
+    /// A model turn of the loop.
+    Model,
+    /// The router's turn (AGT-15): a model turn that classifies the message.
+    Router,
+    Tool,
+}
+
+impl CallKind {
+    pub fn of(step_id: &str) -> Option<Self> {
+        let tail = &step_id[step_id.rfind('#')? + 1..];
+        match tail.chars().next()? {
+            'm' => Some(Self::Model),
+            'r' => Some(Self::Router),
+            't' => Some(Self::Tool),
+            _ => None,
+        }
+    }
+
+    /// Whether the call asks the model (its job is an agent turn on the llm_call pool).
+    pub fn asks_model(self) -> bool {
+        matches!(self, Self::Model | Self::Router)
+    }
 }
 
 /// A model-safe function name for `name` (OpenAI and Anthropic accept `[A-Za-z0-9_-]{1,64}`),
@@ -434,6 +489,12 @@ pub struct Loop {
     pub started_ms: i64,
     #[serde(default)]
     pub finished: Option<FinishReason>,
+    /// AGT-15: the router turn is out and the loop waits for it before asking the model.
+    #[serde(default)]
+    pub routing: bool,
+    /// AGT-15: what the router decided (none: the step has no router).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<router::Routed>,
 }
 
 /// What the engine must do next.
@@ -457,10 +518,17 @@ pub enum Action {
     Finish(Value),
     /// The loop cannot even start its first turn (AGT-11): the step fails.
     Fail { code: String, message: String },
+    /// The router decided (AGT-15); `forbidden` are the declared tools its intent leaves out.
+    Routed {
+        route: router::Routed,
+        forbidden: Vec<Forbidden>,
+    },
 }
 
 impl Loop {
-    /// A new loop for `agent_step`, and its first model turn.
+    /// A new loop for `agent_step`, and its first turn: the router's when `router` is its
+    /// request (AGT-15; `messages` are then the prompt's layers without the tool guardrail,
+    /// which follows once the intent leaves tools to offer), else the model's.
     pub fn start(
         agent_step: &str,
         messages: Vec<Message>,
@@ -468,8 +536,27 @@ impl Loop {
         caps: Caps,
         money: Money,
         now_ms: i64,
+        router: Option<Value>,
     ) -> (Self, Vec<Action>) {
-        let mut l = Self {
+        let mut l = Self::new(messages, decision, caps, money, now_ms);
+        let first = match router {
+            Some(request) => {
+                l.routing = true;
+                l.ask(agent_step, 'r', request)
+            }
+            None => l.call_model(agent_step),
+        };
+        (l, vec![first])
+    }
+
+    fn new(
+        messages: Vec<Message>,
+        decision: PolicyDecision,
+        caps: Caps,
+        money: Money,
+        now_ms: i64,
+    ) -> Self {
+        Self {
             messages,
             tools: decision.allowed,
             forbidden: decision.forbidden,
@@ -489,9 +576,69 @@ impl Loop {
             charged: 0,
             started_ms: now_ms,
             finished: None,
+            routing: false,
+            route: None,
+        }
+    }
+
+    /// AGT-15: the router chose `intent` (how: `route`). The tools it does not name are no
+    /// longer offered; then the model is asked.
+    pub fn routed(
+        &mut self,
+        agent_step: &str,
+        route: router::Routed,
+        intent: &router::Intent,
+        now_ms: i64,
+    ) -> Vec<Action> {
+        self.routing = false;
+        let mut left_out = Vec::new();
+        self.tools.retain(|t| match intent_forbids(intent, t) {
+            Some(reason) => {
+                left_out.push(Forbidden {
+                    tool_id: t.id.clone(),
+                    reason,
+                });
+                false
+            }
+            None => true,
+        });
+        self.forbidden.extend(left_out.iter().cloned());
+        if !self.tools.is_empty() {
+            self.messages.push(Message::System {
+                content: TOOL_GUARDRAIL.into(),
+            });
+        }
+        self.route = Some(route.clone());
+        let mut actions = vec![Action::Routed {
+            route,
+            forbidden: left_out,
+        }];
+        if self.timed_out(now_ms) {
+            let best = self.best_answer();
+            actions.push(self.finish(FinishReason::Timeout, best));
+        } else {
+            actions.push(self.call_model(agent_step));
+        }
+        actions
+    }
+
+    /// Seed 004 §4.3: the pipeline as the loop saw it (router, policy, executor), for its one
+    /// audit record; the engine adds the calls' step runs and the post-hooks.
+    pub fn pipeline(&self) -> Value {
+        let decision = PolicyDecision {
+            allowed: self.tools.clone(),
+            forbidden: self.forbidden.clone(),
         };
-        let first = l.call_model(agent_step);
-        (l, vec![first])
+        let offered: Vec<&str> = self.tools.iter().map(|t| t.call_name.as_str()).collect();
+        json!({
+            "router": self.route,
+            "policy": {"offered": offered, "forbidden": self.forbidden,
+                       "capabilities": decision.capabilities(), "decisions": self.decisions},
+            "executor": {"roundTrips": self.iterations, "toolCalls": self.tool_calls,
+                         "refused": self.refusals, "finishReason": self.finished,
+                         "tokens": self.spent_tokens,
+                         "costUsd": super::cost::usd(self.spent_micros)},
+        })
     }
 
     fn next_id(&mut self, agent_step: &str, kind: char) -> String {
@@ -509,6 +656,12 @@ impl Loop {
             })
             .collect();
         let request = json!({"messages": self.messages, "tools": tools});
+        self.ask(agent_step, 'm', request)
+    }
+
+    /// A model turn (`kind` `m`, or `r` for the router's) with `request`, if it fits the
+    /// budgets (AGT-11, AGT-14); its estimate is charged now.
+    fn ask(&mut self, agent_step: &str, kind: char, request: Value) -> Action {
         let input_tokens = super::budget::estimate_tokens(&request);
         if let Some(budget) = self.caps.token_budget {
             // AGT-11: the turn's cost is estimated before it is asked for, never after.
@@ -530,7 +683,7 @@ impl Loop {
         self.charge(estimate as i64);
         self.reserved_micros = estimate;
         Action::CallModel {
-            step_id: self.next_id(agent_step, 'm'),
+            step_id: self.next_id(agent_step, kind),
             request,
         }
     }

@@ -80,6 +80,9 @@ pub enum Target {
         /// The model Tool's `connectionParams.model`: what its turns are priced by (AGT-14).
         #[serde(default)]
         model_name: Option<String>,
+        /// AGT-15: the step's router, if it has one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        router: Option<super::agent::router::RouterSpec>,
     },
 }
 

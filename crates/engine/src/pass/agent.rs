@@ -6,8 +6,8 @@
 //! after every transition. A restarted engine rebuilds both from the graph and resumes.
 
 use aiden_domain::execution::agent::{
-    assemble, gate, layers_from_memory, Action, AgentTool, Caller, Decision, Layers, Loop,
-    ModelAnswer, Money,
+    assemble, gate, layers_from_memory, Action, AgentTool, CallKind, Caller, Decision, Forbidden,
+    Layers, Loop, ModelAnswer, Money,
 };
 use aiden_domain::execution::interpolate::render_tree;
 use aiden_domain::execution::schedule::{PlanStep, StepStatus, Target};
@@ -67,6 +67,7 @@ impl Pass<'_> {
             caps,
             system_prompt,
             model_name,
+            router,
             ..
         } = &spec.target
         else {
@@ -98,26 +99,45 @@ impl Pass<'_> {
             id: &run.owner_id,
             is_admin: false,
         };
-        let decision = gate(&caller, &tools);
         let (retrieved, history) = layers_from_memory(&inputs.memory, &inputs.message);
+        let mut message = inputs.message;
+        // AGT-15: a message starting with an intent's prefix is routed without a model turn;
+        // any other message of a step with a router is classified by the router's turn first.
+        let prefixed = router.as_ref().and_then(|r| {
+            let (route, rest) = r.by_prefix(&message)?;
+            let intent = r.intent(&route.intent)?.clone();
+            Some((route, rest, intent))
+        });
+        let intent = prefixed.as_ref().map(|(_, _, i)| i);
+        let decision = gate(&caller, &tools, intent);
+        let ask_router = router.as_ref().filter(|_| prefixed.is_none());
+        if let Some((_, rest, _)) = &prefixed {
+            message.clone_from(rest);
+        }
         let layers = Layers {
             system_prompt: system_prompt.clone(),
             preferences: inputs.preferences,
             retrieved,
             history,
-            message: inputs.message,
+            message,
         };
-        let messages = assemble(&layers, !decision.allowed.is_empty());
-        for f in &decision.forbidden {
-            self.event(
-                run_id,
-                "tool.refused",
-                Some(&spec.id),
-                json!({"toolId": f.tool_id, "code": "TOOL_FORBIDDEN", "reason": f.reason,
-                       "stage": "policy"}),
+        let offers = ask_router.is_none() && !decision.allowed.is_empty();
+        let messages = assemble(&layers, offers);
+        self.refused_by_policy(run_id, &spec.id, &decision.forbidden);
+        let now = self.now_ms;
+        let request = ask_router.map(|r| r.request(&layers.message));
+        let (mut state, mut actions) =
+            Loop::start(&spec.id, messages, decision, *caps, money, now, request);
+        if let Some((route, _, _)) = prefixed {
+            state.route = Some(route.clone());
+            actions.insert(
+                0,
+                Action::Routed {
+                    route,
+                    forbidden: Vec::new(),
+                },
             );
         }
-        let (state, actions) = Loop::start(&spec.id, messages, decision, *caps, money, self.now_ms);
         let sr = run.steps[i].id.clone();
         self.run(run_id).steps[i].status = StepStatus::Running;
         self.run(run_id).steps[i].attempts = 1;
@@ -155,11 +175,37 @@ impl Pass<'_> {
             return;
         }
         let step_id = run.plan.steps[call].id.clone();
+        let router = match &run.plan.steps[agent].target {
+            Target::Agent { router, .. } => router.clone(),
+            _ => None,
+        };
         let now = self.now_ms;
         let Some(state) = self.loop_of(run_id, agent) else {
             return;
         };
-        let actions = if step_id.contains("#m") {
+        let kind = CallKind::of(&step_id);
+        let actions = if let (Some(CallKind::Router), Some(router)) = (kind, router) {
+            // AGT-15: a router turn that failed or answered nothing usable routes to the
+            // fallback intent; the loop goes on either way.
+            let text = match result {
+                Ok(v) => {
+                    state.spend(usage.total, usage.input, usage.output);
+                    serde_json::from_value::<ModelAnswer>(v)
+                        .ok()
+                        .and_then(|a| a.text)
+                }
+                Err(_) => {
+                    state.refund_turn();
+                    None
+                }
+            };
+            let route = router.read(text.as_deref());
+            let intent = router
+                .intent(&route.intent)
+                .unwrap_or(router.fallback())
+                .clone();
+            state.routed(&parent, route, &intent, now)
+        } else if kind == Some(CallKind::Model) {
             match result {
                 Ok(v) => {
                     let answer: ModelAnswer = serde_json::from_value(v).unwrap_or_default();
@@ -176,7 +222,7 @@ impl Pass<'_> {
                         "MODEL_ERROR",
                         format!("model turn `{step_id}`: {}", error.message),
                     );
-                    self.fail_step_now(run_id, agent, error);
+                    self.fail_agent(run_id, agent, error);
                     return;
                 }
             }
@@ -273,8 +319,18 @@ impl Pass<'_> {
                 ),
                 Action::Finish(output) => finished = Some(output),
                 Action::Fail { code, message } => {
-                    self.fail_step_now(run_id, agent, ErrorInfo::new(&code, message));
+                    self.fail_agent(run_id, agent, ErrorInfo::new(&code, message));
                     return;
+                }
+                Action::Routed { route, forbidden } => {
+                    self.event(
+                        run_id,
+                        "step.routed",
+                        Some(&parent),
+                        json!({"intent": route.intent, "confidence": route.confidence,
+                               "source": route.source}),
+                    );
+                    self.refused_by_policy(run_id, &parent, &forbidden);
                 }
             }
         }
@@ -349,6 +405,71 @@ impl Pass<'_> {
         }
     }
 
+    /// AGT-3 / AGT-15: the declared tools the gate does not offer, each recorded.
+    fn refused_by_policy(&mut self, run_id: &str, step: &str, forbidden: &[Forbidden]) {
+        for f in forbidden {
+            self.event(
+                run_id,
+                "tool.refused",
+                Some(step),
+                json!({"toolId": f.tool_id, "code": "TOOL_FORBIDDEN", "reason": f.reason,
+                       "stage": "policy"}),
+            );
+        }
+    }
+
+    /// The loop cannot go on (over budget before its first turn, or the model failed): the
+    /// step fails, with its pipeline's audit record.
+    fn fail_agent(&mut self, run_id: &str, agent: usize, error: ErrorInfo) {
+        self.audit_pipeline(run_id, agent, "failed", &Value::Null);
+        self.fail_step_now(run_id, agent, error);
+    }
+
+    /// Seed 004 §4.3: one audit record for the whole pipeline (router, policy, the executor's
+    /// calls and round trips, post-hooks), beside the per-call records, on the agent's step run.
+    fn audit_pipeline(&mut self, run_id: &str, agent: usize, status: &str, output: &Value) {
+        let (now, now_ms) = (self.now.clone(), self.now_ms);
+        let run = self.run(run_id);
+        let Some(state) = run.loops.get(&agent) else {
+            return;
+        };
+        let parent = &run.plan.steps[agent].id;
+        let mut pipeline = state.pipeline();
+        let calls: Vec<Value> = run
+            .plan
+            .steps
+            .iter()
+            .zip(&run.steps)
+            .filter(|(spec, _)| spec.call_of.as_deref() == Some(parent.as_str()))
+            .map(|(spec, s)| {
+                let tool = match &spec.target {
+                    Target::Tool { id, .. } => id.as_str(),
+                    _ => "",
+                };
+                json!({"stepId": spec.id, "toolId": tool, "status": s.status.as_str()})
+            })
+            .collect();
+        pipeline["executor"]["calls"] = json!(calls);
+        let count = |k: &str| output[k].as_array().map_or(0, Vec::len);
+        pipeline["postHooks"] = json!({
+            "memorySuggestions": count("memorySuggestions"),
+            "droppedSensitive": output["droppedSensitive"].as_u64().unwrap_or(0),
+        });
+        let record = json!({
+            "id": uuid::Uuid::now_v7().to_string(), "runId": run_id,
+            "stepRunId": run.steps[agent].id, "actor": run.owner_id,
+            "toolId": match &run.plan.steps[agent].target {
+                Target::Agent { model, .. } => model.as_str(),
+                _ => "",
+            },
+            "status": status, "durationMs": now_ms - state.started_ms, "attempt": 1,
+            "at": now, "kind": "pipeline", "pipeline": pipeline.to_string(),
+        });
+        tracing::info!(run_id, step = %parent, %pipeline, "agent pipeline");
+        let sr = run.steps[agent].id.clone();
+        self.audits.entry(sr).or_default().push(record);
+    }
+
     /// The loop is over: the agent step completes with it (outstanding calls are canceled).
     fn finish_agent(&mut self, run_id: &str, agent: usize, output: Value) {
         let parent = self.run(run_id).plan.steps[agent].id.clone();
@@ -385,6 +506,7 @@ impl Pass<'_> {
                 "ownerId": owner, "runId": run_id, "at": self.now,
             }));
         }
+        self.audit_pipeline(run_id, agent, "completed", &output);
         let call = Call::internal(&self.now);
         self.complete_step(run_id, agent, output, telemetry, &call, &started);
     }
@@ -426,7 +548,7 @@ impl Pass<'_> {
         };
         self.new_calls.push(json!({
             "id": sr, "runId": run_id, "stepId": step_id, "parentId": parent_sr,
-            "kind": if step_id.contains("#m") { "model" } else { "tool" },
+            "kind": if CallKind::of(step_id).is_some_and(CallKind::asks_model) { "model" } else { "tool" },
             "toolId": tool_id, "order": order, "at": self.now,
             "spec": serde_json::to_string(&spec).unwrap_or_default(),
         }));

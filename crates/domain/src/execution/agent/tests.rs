@@ -56,8 +56,9 @@ fn started(caps: Caps) -> Loop {
             tool("lookup", "bob", true, true),
             tool("private", "bob", false, true),
         ],
+        None,
     );
-    let (l, actions) = Loop::start("answer", vec![], decision, caps, Money::default(), 0);
+    let (l, actions) = Loop::start("answer", vec![], decision, caps, Money::default(), 0, None);
     assert!(matches!(&actions[..], [Action::CallModel { step_id, .. }] if step_id == "answer#m1"));
     l
 }
@@ -72,6 +73,7 @@ fn the_gate_allows_own_and_shared_enabled_tools_and_says_why_it_forbids_the_rest
             tool("theirs", "bob", false, true),
             tool("off", "alice", false, false),
         ],
+        None,
     );
     let ids: Vec<&str> = d.allowed.iter().map(|t| t.id.as_str()).collect();
     assert_eq!(ids, ["mine", "shared"]);
@@ -86,7 +88,7 @@ fn the_gate_allows_own_and_shared_enabled_tools_and_says_why_it_forbids_the_rest
         id: "root",
         is_admin: true,
     };
-    let d = gate(&admin, &[tool("theirs", "bob", false, true)]);
+    let d = gate(&admin, &[tool("theirs", "bob", false, true)], None);
     assert_eq!(d.allowed.len(), 1);
 }
 
@@ -318,7 +320,11 @@ fn openai_arguments_arrive_as_a_json_string() {
 fn a_call_needing_approval_waits_then_runs_when_granted_or_is_refused_when_denied() {
     let mut mail = tool("mail", "alice", false, true);
     mail.capability = Some("email.send".into());
-    let decision = gate(&alice(), &[tool("search", "alice", false, true), mail]);
+    let decision = gate(
+        &alice(),
+        &[tool("search", "alice", false, true), mail],
+        None,
+    );
     let (mut l, _) = Loop::start(
         "answer",
         vec![],
@@ -326,6 +332,7 @@ fn a_call_needing_approval_waits_then_runs_when_granted_or_is_refused_when_denie
         Caps::default(),
         Money::default(),
         0,
+        None,
     );
     let calls = vec![
         call("c1", "mail", json!({"q": "hi"})),
@@ -376,6 +383,7 @@ fn a_call_needing_approval_waits_then_runs_when_granted_or_is_refused_when_denie
         Caps::default(),
         Money::default(),
         0,
+        None,
     );
     d.answered("answer", asks(vec![calls[0].clone()]), 1);
     let denied = d.decide(
@@ -397,7 +405,7 @@ fn a_call_needing_approval_waits_then_runs_when_granted_or_is_refused_when_denie
 
 #[test]
 fn the_token_budget_is_checked_before_each_model_turn() {
-    let decision = gate(&alice(), &[tool("search", "alice", false, true)]);
+    let decision = gate(&alice(), &[tool("search", "alice", false, true)], None);
     let tight = Caps {
         token_budget: Some(100),
         ..Caps::default()
@@ -409,6 +417,7 @@ fn the_token_budget_is_checked_before_each_model_turn() {
         tight,
         Money::default(),
         0,
+        None,
     );
     assert!(
         matches!(&first[..], [Action::Fail { code, .. }] if code == "BUDGET_EXCEEDED"),
@@ -420,7 +429,15 @@ fn the_token_budget_is_checked_before_each_model_turn() {
         token_budget: Some(TURN_OUTPUT_TOKENS + 200),
         ..Caps::default()
     };
-    let (mut l, first) = Loop::start("answer", vec![], decision, one_turn, Money::default(), 0);
+    let (mut l, first) = Loop::start(
+        "answer",
+        vec![],
+        decision,
+        one_turn,
+        Money::default(),
+        0,
+        None,
+    );
     assert!(
         matches!(&first[..], [Action::CallModel { .. }]),
         "{first:?}"
@@ -475,8 +492,16 @@ fn priced() -> Money {
 
 #[test]
 fn agt_14_a_model_turn_is_charged_its_estimate_then_its_actual_cost() {
-    let decision = gate(&alice(), &[tool("search", "alice", false, true)]);
-    let (mut l, first) = Loop::start("answer", vec![], decision, Caps::default(), priced(), 0);
+    let decision = gate(&alice(), &[tool("search", "alice", false, true)], None);
+    let (mut l, first) = Loop::start(
+        "answer",
+        vec![],
+        decision,
+        Caps::default(),
+        priced(),
+        0,
+        None,
+    );
     assert!(
         matches!(&first[..], [Action::CallModel { .. }]),
         "{first:?}"
@@ -507,12 +532,12 @@ fn agt_14_a_model_turn_is_charged_its_estimate_then_its_actual_cost() {
 
 #[test]
 fn agt_14_a_money_budget_refuses_the_first_turn_before_any_spend() {
-    let decision = gate(&alice(), &[tool("search", "alice", false, true)]);
+    let decision = gate(&alice(), &[tool("search", "alice", false, true)], None);
     let tight = Caps {
         cost_budget_micros: Some(100),
         ..Caps::default()
     };
-    let (mut l, first) = Loop::start("answer", vec![], decision.clone(), tight, priced(), 0);
+    let (mut l, first) = Loop::start("answer", vec![], decision.clone(), tight, priced(), 0, None);
     let [Action::Fail { code, message }] = &first[..] else {
         panic!("{first:?}")
     };
@@ -522,7 +547,7 @@ fn agt_14_a_money_budget_refuses_the_first_turn_before_any_spend() {
     // The run's daily windows limit it the same way.
     let mut broke = priced();
     broke.allowance = Some(100);
-    let (_, first) = Loop::start("answer", vec![], decision, Caps::default(), broke, 0);
+    let (_, first) = Loop::start("answer", vec![], decision, Caps::default(), broke, 0, None);
     assert!(
         matches!(&first[..], [Action::Fail { code, message }]
             if code == "BUDGET_EXCEEDED" && message.contains("daily budget")),
@@ -534,13 +559,13 @@ fn agt_14_a_money_budget_refuses_the_first_turn_before_any_spend() {
 fn agt_14_a_tool_call_that_does_not_fit_is_refused_and_told_to_the_model() {
     let mut costly = tool("search", "alice", false, true);
     costly.cost_micros = 500_000;
-    let decision = gate(&alice(), &[costly]);
+    let decision = gate(&alice(), &[costly], None);
     let caps = Caps {
         cost_budget_micros: Some(100_000),
         ..Caps::default()
     };
     // Unpriced model: its turns cost nothing, the tool's $0.50 does not fit $0.10.
-    let (mut l, _) = Loop::start("answer", vec![], decision, caps, Money::default(), 0);
+    let (mut l, _) = Loop::start("answer", vec![], decision, caps, Money::default(), 0, None);
     let next = l.answered(
         "answer",
         asks(vec![call("c1", "search", json!({"q": "a"}))]),
@@ -563,10 +588,11 @@ fn agt_14_a_tool_call_that_does_not_fit_is_refused_and_told_to_the_model() {
     let (mut l, _) = Loop::start(
         "answer",
         vec![],
-        gate(&alice(), &[cheap]),
+        gate(&alice(), &[cheap], None),
         caps,
         Money::default(),
         0,
+        None,
     );
     let next = l.answered(
         "answer",
@@ -579,11 +605,139 @@ fn agt_14_a_tool_call_that_does_not_fit_is_refused_and_told_to_the_model() {
 
 #[test]
 fn agt_14_a_failed_turn_gives_its_estimate_back() {
-    let decision = gate(&alice(), &[]);
-    let (mut l, _) = Loop::start("answer", vec![], decision, Caps::default(), priced(), 0);
+    let decision = gate(&alice(), &[], None);
+    let (mut l, _) = Loop::start(
+        "answer",
+        vec![],
+        decision,
+        Caps::default(),
+        priced(),
+        0,
+        None,
+    );
     let estimate = l.take_charge();
     assert!(estimate > 0);
     l.refund_turn();
     assert_eq!(l.take_charge(), -estimate);
     assert_eq!(l.spent_micros, 0);
+}
+
+fn router_intent(name: &str, tools: &[&str]) -> router::Intent {
+    router::Intent {
+        name: name.into(),
+        description: None,
+        tools: tools.iter().map(|t| crate::Id::parse(t).unwrap()).collect(),
+        prefix: None,
+    }
+}
+
+#[test]
+fn agt_15_the_gate_offers_only_the_intents_tools() {
+    let declared = [
+        tool("search", "alice", false, true),
+        tool("lookup", "bob", true, true),
+        tool("private", "bob", false, true),
+    ];
+    let d = gate(
+        &alice(),
+        &declared,
+        Some(&router_intent("find", &["search"])),
+    );
+    let ids: Vec<&str> = d.allowed.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["search"]);
+    let why: Vec<&str> = d.forbidden.iter().map(|f| &f.reason[..6]).collect();
+    // Visibility is judged first: an intent cannot make a tool the owner may not use usable.
+    assert_eq!(why, ["AGT-15", "TOOL-3"]);
+}
+
+#[test]
+fn agt_15_a_routed_loop_asks_the_router_first_then_offers_only_the_intents_tools() {
+    let declared = [
+        tool("search", "alice", false, true),
+        tool("lookup", "bob", true, true),
+    ];
+    let decision = gate(&alice(), &declared, None);
+    let request = json!({"messages": [{"role": "user", "content": "hi"}], "tools": []});
+    let (mut l, first) = Loop::start(
+        "answer",
+        vec![Message::User {
+            content: "hi".into(),
+        }],
+        decision,
+        Caps::default(),
+        Money::default(),
+        0,
+        Some(request.clone()),
+    );
+    assert!(
+        matches!(&first[..], [Action::CallModel { step_id, request: r }]
+        if step_id == "answer#r1" && *r == request)
+    );
+    assert!(l.routing);
+    let route = router::Routed {
+        intent: "find".into(),
+        confidence: 0.9,
+        source: router::RouteSource::Model,
+    };
+    let actions = l.routed("answer", route, &router_intent("find", &["lookup"]), 1);
+    let [Action::Routed { forbidden, .. }, Action::CallModel { step_id, request }] = &actions[..]
+    else {
+        panic!("{actions:?}")
+    };
+    assert_eq!(step_id, "answer#m2");
+    assert_eq!(forbidden.len(), 1);
+    assert_eq!(forbidden[0].tool_id, "search");
+    let offered: Vec<&str> = request["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(offered, ["lookup"]);
+    let last = request["messages"].as_array().unwrap().last().unwrap();
+    assert_eq!(
+        last["content"], TOOL_GUARDRAIL,
+        "tools are offered: the guardrail follows"
+    );
+    assert!(!l.routing);
+    // The router's turn is not one of the loop's iterations.
+    let done = l.answered("answer", says("hello", vec![]), 2);
+    let Action::Finish(out) = &done[0] else {
+        panic!()
+    };
+    assert_eq!(out["iterations"], 1);
+    let p = l.pipeline();
+    assert_eq!(p["router"]["intent"], "find");
+    assert_eq!(p["policy"]["offered"], json!(["lookup"]));
+    assert_eq!(p["policy"]["forbidden"][0]["toolId"], "search");
+    assert_eq!(p["executor"]["roundTrips"], 1);
+    assert_eq!(p["executor"]["finishReason"], "complete");
+}
+
+#[test]
+fn agt_15_an_intent_without_tools_gets_no_tools_and_no_guardrail() {
+    let decision = gate(&alice(), &[tool("search", "alice", false, true)], None);
+    let (mut l, _) = Loop::start(
+        "answer",
+        vec![],
+        decision,
+        Caps::default(),
+        Money::default(),
+        0,
+        Some(json!({"messages": [], "tools": []})),
+    );
+    let route = router::Routed {
+        intent: "chat".into(),
+        confidence: 0.0,
+        source: router::RouteSource::Fallback,
+    };
+    let actions = l.routed("answer", route, &router_intent("chat", &[]), 1);
+    let Action::CallModel { request, .. } = &actions[1] else {
+        panic!("{actions:?}")
+    };
+    assert_eq!(request["tools"], json!([]));
+    assert!(request["messages"].as_array().unwrap().is_empty());
+    assert!(matches!(CallKind::of("answer#r1"), Some(CallKind::Router)));
+    assert!(CallKind::of("answer#t2") == Some(CallKind::Tool));
+    assert!(CallKind::of("answer").is_none());
 }

@@ -18,6 +18,7 @@ use crate::plan;
 use crate::state::{step_run_id, RunState, RunStatus, StepState};
 
 mod agent;
+mod money;
 
 type Runs = HashMap<String, RunState>;
 
@@ -489,6 +490,10 @@ impl<'a> Pass<'a> {
             .started_at
             .clone()
             .unwrap_or(call.started_at.clone());
+        if !matches!(outcome, StepOutcome::Retrying { .. }) {
+            let completed = matches!(outcome, StepOutcome::Completed { .. });
+            self.settle_cost(run_id, i, &mut telemetry, completed);
+        }
         match outcome {
             StepOutcome::Completed { output } => {
                 let run = self.run(run_id);
@@ -735,6 +740,11 @@ impl<'a> Pass<'a> {
         let spec = &run.plan.steps[i];
         match &spec.target {
             Target::Tool { .. } => {
+                if let Err(message) = self.charge_dispatch(run_id, i) {
+                    let error = ErrorInfo::new("BUDGET_EXCEEDED", message);
+                    self.fail_step_now(run_id, i, error);
+                    return Ok(());
+                }
                 let Some(job) = self.job_for(&run, i) else {
                     return Ok(());
                 };
@@ -776,7 +786,10 @@ impl<'a> Pass<'a> {
 
     fn job_for(&self, run: &RunState, i: usize) -> Option<Job> {
         let spec = &run.plan.steps[i];
-        let Target::Tool { id, operation_type } = &spec.target else {
+        let Target::Tool {
+            id, operation_type, ..
+        } = &spec.target
+        else {
             return None;
         };
         Some(Job {
@@ -893,6 +906,7 @@ impl<'a> Pass<'a> {
                 .steps
                 .iter()
                 .map(|s| StepState {
+                    reserved_micros: 0,
                     id: s.id.clone(),
                     status: StepStatus::Pending,
                     attempts: 0,

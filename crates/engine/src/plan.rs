@@ -1,7 +1,9 @@
 //! Resolving a Process's current version into a [`Plan`]: its definition plus what each step
 //! calls (operation type for the queue, the `CALLS_TOOL` timeout).
 
-use aiden_domain::execution::agent::{call_name, AgentTool};
+use aiden_domain::execution::agent::{call_name, AgentTool, TURN_OUTPUT_TOKENS};
+use aiden_domain::execution::budget::estimate_text_tokens;
+use aiden_domain::execution::cost::{micros, ModelTurn, StepCost};
 use aiden_domain::execution::schedule::{Plan, Target};
 use aiden_domain::process::{Definition, TOOL_DEFAULT_TIMEOUT_MS, TOOL_MAX_TIMEOUT_MS};
 use aiden_domain::tool::Tool;
@@ -84,6 +86,7 @@ pub async fn load(tx: &mut Tx, process_id: &str) -> Result<Loaded, LoadError> {
                 id: tool.clone(),
                 operation_type: operation_type(row.tool_doc.as_deref())
                     .ok_or_else(|| LoadError::Corrupt(format!("tool `{tool}` has no operation")))?,
+                cost: step_cost(row.tool_doc.as_deref()),
             },
             (None, Some(child)) => Target::Process { id: child.clone() },
             (None, None) => {
@@ -113,6 +116,34 @@ pub async fn load(tx: &mut Tx, process_id: &str) -> Result<Loaded, LoadError> {
         shared: first.shared,
         steps,
     })
+}
+
+/// AGT-14: what a step calling this Tool itself costs (its `costPerCallUsd`; an `llm_call`
+/// Tool's turn, priced at dispatch by the deployment's table).
+fn step_cost(tool_doc: Option<&str>) -> StepCost {
+    let Some(doc) = tool_doc.and_then(|d| serde_json::from_str::<Value>(d).ok()) else {
+        return StepCost::default();
+    };
+    let model = (doc.pointer("/operation/type") == Some(&Value::from("llm_call"))).then(|| {
+        let template = doc
+            .pointer("/operation/promptTemplate")
+            .and_then(Value::as_str);
+        ModelTurn {
+            name: doc
+                .pointer("/connectionParams/model")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            template_tokens: template.map_or(0, estimate_text_tokens),
+            output_tokens: doc
+                .pointer("/connectionParams/maxTokens")
+                .and_then(Value::as_u64)
+                .unwrap_or(TURN_OUTPUT_TOKENS),
+        }
+    });
+    StepCost {
+        per_call_micros: doc["costPerCallUsd"].as_f64().map_or(0, micros),
+        model,
+    }
 }
 
 fn operation_type(tool_doc: Option<&str>) -> Option<String> {

@@ -58,6 +58,8 @@ pub struct StepState {
     pub worker_id: Option<String>,
     pub started_at: Option<String>,
     pub child_run_id: Option<String>,
+    /// AGT-14: the estimate charged when a priced step was queued, until it settles.
+    pub reserved_micros: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -184,6 +186,7 @@ fn step_state(id: String, status: StepStatus, row: Option<&Value>) -> StepState 
         worker_id: get("workerId").and_then(Value::as_str).map(str::to_owned),
         started_at: get("startedAt").and_then(Value::as_str).map(str::to_owned),
         child_run_id: get("childRunId").and_then(Value::as_str).map(str::to_owned),
+        reserved_micros: get("reservedMicros").and_then(Value::as_u64).unwrap_or(0),
     }
 }
 

@@ -202,6 +202,81 @@ async fn agt_14_daily_budgets_hold_across_runs_and_refuse_starts_once_spent() {
     assert_eq!(runs_of(&p).await, 2, "a refused start writes nothing");
 }
 
+/// AGT-14 outside agents: a plain `llm_call` step and a Tool a Process calls directly are
+/// priced before dispatch against the daily windows, and refused before spending.
+#[tokio::test]
+async fn agt_14_plain_model_and_tool_steps_are_priced_and_refused_before_any_spend() {
+    let k = kit().await;
+    let me = k.u.id.clone();
+    set_user_quota(&me, json!({"maxCostUsdPerDay": 3})).await;
+    k.u.patch(
+        &format!("/v1/tools/{}", k.search),
+        json!({"costPerCallUsd": 1}),
+    )
+    .await
+    .ok(200);
+    let plain = |name: &str, tool: &str, inputs: Value| {
+        json!({"id": unique(name), "name": name, "initialContext": ["question"],
+               "steps": [{"id": "s", "tool": tool, "inputs": inputs, "output": {"variable": "o"}}]})
+    };
+    let ask = id(&fixtures::create(
+        &k.u,
+        "processes",
+        plain("ask", &k.priced, json!({"message": "{{question}}"})),
+    )
+    .await);
+    let look = id(&fixtures::create(
+        &k.u,
+        "processes",
+        plain("look", &k.search, json!({"q": "{{question}}"})),
+    )
+    .await);
+    let user_key = format!("user:{me}#{}", today());
+    let go = |p: String| {
+        let u = &k.u;
+        async move {
+            let r = u.start_run(&p, json!({"question": "hello"})).await;
+            u.settled_run(&r).await
+        }
+    };
+    // The model step: estimated at about $2.06 (its prompt and 1,024 answer tokens), which
+    // fits $3; settled at its reported usage (10 in, 5 out: $0.02).
+    let r = go(ask.clone()).await;
+    assert_eq!(r["status"], "completed", "{r}");
+    assert_eq!(step(&r, "s")["telemetry"]["costUsd"], 0.02, "{r}");
+    assert_eq!(spent(user_key.clone()).await, 20_000);
+    assert_eq!(
+        spent(format!("process:{ask}#{}", today())).await,
+        20_000,
+        "the Process's window too"
+    );
+    // The tool step: its $1 per call.
+    let r = go(look.clone()).await;
+    assert_eq!(r["status"], "completed", "{r}");
+    assert_eq!(step(&r, "s")["telemetry"]["costUsd"], 1.0, "{r}");
+    assert_eq!(spent(user_key.clone()).await, 1_020_000);
+    assert_eq!(k.calls("search:"), 1);
+    // $1.98 left: the model step's estimate no longer fits; then, at $0.98, neither does the
+    // tool's call. Both fail before anything is sent, and nothing is charged.
+    set_user_quota(&me, json!({"maxCostUsdPerDay": 2})).await;
+    let models_asked = k.requests().len();
+    let r = go(ask).await;
+    assert_eq!(r["status"], "failed", "{r}");
+    assert_eq!(step(&r, "s")["error"]["code"], "BUDGET_EXCEEDED", "{r}");
+    assert_eq!(k.requests().len(), models_asked, "the model was not asked");
+    let r = go(look).await;
+    assert_eq!(r["status"], "failed", "{r}");
+    assert!(
+        step(&r, "s")["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("daily budget"),
+        "{r}"
+    );
+    assert_eq!(k.calls("search:"), 1, "the tool was not called");
+    assert_eq!(spent(user_key).await, 1_020_000);
+}
+
 #[tokio::test]
 async fn agt_10_a_users_own_quota_limits_their_starts_over_all_processes() {
     use chrono::Timelike;

@@ -93,6 +93,67 @@ impl PriceTable {
     }
 }
 
+/// What a step that calls a Tool itself (not an agent's call) costs, from its Tool as the run
+/// was planned: its `costPerCallUsd` and, for an `llm_call` Tool, its model turn.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StepCost {
+    #[serde(default)]
+    pub per_call_micros: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelTurn>,
+}
+
+/// A plain `llm_call` step's turn, for its pre-flight estimate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelTurn {
+    /// `connectionParams.model`: what the turn is priced by.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The prompt template's tokens (the rendered inputs are added at dispatch).
+    pub template_tokens: u64,
+    /// The longest answer: `connectionParams.maxTokens`, else 1,024.
+    pub output_tokens: u64,
+}
+
+impl StepCost {
+    pub fn is_free(&self) -> bool {
+        self.per_call_micros == 0 && self.model.is_none()
+    }
+
+    /// Before the call: its per-call cost, plus the model turn at `price` (the template and
+    /// the rendered `inputs` in, the longest answer out).
+    pub fn estimate(&self, price: Option<Price>, inputs: &serde_json::Value) -> u64 {
+        let turn = match (&self.model, price) {
+            (Some(m), Some(p)) => {
+                let input = m.template_tokens + super::budget::estimate_tokens(inputs);
+                p.cost(input, m.output_tokens)
+            }
+            _ => 0,
+        };
+        self.per_call_micros + turn
+    }
+
+    /// Once settled: the per-call cost, plus the model turn at its reported usage (`None`:
+    /// none reported, so the estimate stands) if it completed; a failed turn costs nothing.
+    pub fn settled(
+        &self,
+        price: Option<Price>,
+        estimate: u64,
+        usage: Option<(u64, u64)>,
+        completed: bool,
+    ) -> u64 {
+        let turn = match (price.filter(|_| self.model.is_some()), usage) {
+            (None, _) => 0,
+            _ if !completed => 0,
+            (Some(p), Some((input, output))) => p.cost(input, output),
+            (Some(_), None) => estimate.saturating_sub(self.per_call_micros),
+        };
+        self.per_call_micros + turn
+    }
+}
+
 /// The UTC day of `now`, as windows name it.
 pub fn day_of(now: chrono::DateTime<chrono::Utc>) -> String {
     now.format("%Y-%m-%d").to_string()
@@ -107,6 +168,43 @@ pub fn seconds_to_midnight(now: chrono::DateTime<chrono::Utc>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn agt_14_a_plain_steps_cost_is_estimated_then_settled_at_its_usage() {
+        let p = Price {
+            input_per_million: 1_000.0,
+            output_per_million: 2_000.0,
+        };
+        let model = StepCost {
+            per_call_micros: 0,
+            model: Some(ModelTurn {
+                name: Some("m".into()),
+                template_tokens: 3,
+                output_tokens: 100,
+            }),
+        };
+        // 3 + 2 input tokens (a string counts its 8 characters) and 100 answer tokens.
+        let estimate = model.estimate(Some(p), &serde_json::json!("abcdefgh"));
+        assert_eq!(estimate, 5 * 1_000 + 100 * 2_000);
+        assert_eq!(
+            model.settled(Some(p), estimate, Some((10, 5)), true),
+            20_000
+        );
+        assert_eq!(model.settled(Some(p), estimate, None, true), estimate);
+        assert_eq!(model.settled(Some(p), estimate, Some((10, 5)), false), 0);
+        assert_eq!(model.estimate(None, &serde_json::json!("x")), 0, "unpriced");
+        let tool = StepCost {
+            per_call_micros: 500_000,
+            model: None,
+        };
+        assert!(!tool.is_free() && StepCost::default().is_free());
+        assert_eq!(tool.estimate(Some(p), &serde_json::json!("x")), 500_000);
+        assert_eq!(
+            tool.settled(Some(p), 500_000, None, false),
+            500_000,
+            "it was called"
+        );
+    }
 
     #[test]
     fn agt_14_amounts_round_up_to_whole_micro_dollars() {

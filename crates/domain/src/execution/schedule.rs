@@ -66,6 +66,10 @@ pub enum Target {
     Tool {
         id: String,
         operation_type: String,
+        /// AGT-14: what a call costs when the step calls it itself (an agent's calls are
+        /// priced by its loop, and carry none).
+        #[serde(default, skip_serializing_if = "super::cost::StepCost::is_free")]
+        cost: super::cost::StepCost,
     },
     Process {
         id: String,

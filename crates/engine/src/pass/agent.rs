@@ -9,6 +9,7 @@ use aiden_domain::execution::agent::{
     assemble, gate, layers_from_memory, Action, AgentTool, CallKind, Caller, Decision, Forbidden,
     Layers, Loop, ModelAnswer, Money,
 };
+use aiden_domain::execution::cost::StepCost;
 use aiden_domain::execution::interpolate::render_tree;
 use aiden_domain::execution::schedule::{PlanStep, StepStatus, Target};
 use aiden_domain::process::{Mode, StepOutput};
@@ -34,6 +35,11 @@ pub(super) struct Usage {
 }
 
 impl Usage {
+    /// `(input, output)` tokens, if the provider reported any.
+    pub(super) fn reported(self) -> Option<(u64, u64)> {
+        (self.input + self.output > 0).then_some((self.input, self.output))
+    }
+
     pub(super) fn of(telemetry: &Map<String, Value>) -> Self {
         let n = |k: &str| {
             telemetry
@@ -272,6 +278,7 @@ impl Pass<'_> {
                     let target = Target::Tool {
                         id: model,
                         operation_type: model_operation_type,
+                        cost: StepCost::default(),
                     };
                     self.add_call(
                         run_id,
@@ -302,6 +309,7 @@ impl Pass<'_> {
                     let target = Target::Tool {
                         id: tool_id,
                         operation_type,
+                        cost: StepCost::default(),
                     };
                     self.add_call(run_id, agent, &step_id, target, arguments, timeout);
                 }
@@ -555,6 +563,7 @@ impl Pass<'_> {
         let run = self.run(run_id);
         run.plan.steps.push(spec);
         run.steps.push(StepState {
+            reserved_micros: 0,
             id: sr,
             status: StepStatus::Queued,
             attempts: 0,

@@ -17,6 +17,7 @@ fn step(id: &str, mode: Mode, deps: &[&str], var: &str) -> PlanStep {
         target: Target::Tool {
             id: "t".into(),
             operation_type: "rest_api".into(),
+            cost: Default::default(),
         },
         call_of: None,
         literal: None,

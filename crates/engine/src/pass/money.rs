@@ -4,7 +4,7 @@
 //! (`reservedMicros`, so a restarted engine settles it right); when the step settles, its
 //! actual cost (the model's reported usage) replaces it.
 
-use aiden_domain::execution::cost::usd;
+use aiden_domain::execution::cost::{usd, Price, StepCost};
 use aiden_domain::execution::interpolate::render_tree;
 use aiden_domain::execution::schedule::Target;
 use serde_json::{json, Map, Value};
@@ -13,23 +13,32 @@ use super::agent::Usage;
 use super::Pass;
 
 impl Pass<'_> {
-    /// Charges step `i`'s estimate before its job exists; `Err`: it does not fit what the
-    /// run's daily windows have left, and it must not run.
-    pub(super) fn charge_dispatch(&mut self, run_id: &str, i: usize) -> Result<(), String> {
-        let Some(run) = self.runs.get(run_id) else {
-            return Ok(());
-        };
+    /// Step `i` of the run, if it calls a Tool itself and that costs something: its cost, and
+    /// its model's price now.
+    fn priced(&self, run_id: &str, i: usize) -> Option<(StepCost, Option<Price>)> {
+        let run = self.runs.get(run_id)?;
         let spec = &run.plan.steps[i];
         let Target::Tool { cost, .. } = &spec.target else {
-            return Ok(());
+            return None;
         };
         if cost.is_free() || spec.call_of.is_some() {
-            return Ok(());
+            return None;
         }
         let price = cost
             .model
             .as_ref()
             .and_then(|m| self.ledger.prices.price_of(m.name.as_deref()));
+        Some((cost.clone(), price))
+    }
+
+    /// Charges step `i`'s estimate before its job exists; `Err`: it does not fit what the
+    /// run's daily windows have left, and it must not run.
+    pub(super) fn charge_dispatch(&mut self, run_id: &str, i: usize) -> Result<(), String> {
+        let (Some((cost, price)), Some(run)) = (self.priced(run_id, i), self.runs.get(run_id))
+        else {
+            return Ok(());
+        };
+        let spec = &run.plan.steps[i];
         let inputs = Value::Object(spec.inputs.clone());
         let rendered = render_tree(&inputs, &Value::Object(run.variables.clone()));
         let estimate = cost.estimate(price, rendered.as_ref().unwrap_or(&inputs));
@@ -62,20 +71,10 @@ impl Pass<'_> {
         telemetry: &mut Map<String, Value>,
         completed: bool,
     ) {
-        let Some(run) = self.runs.get(run_id) else {
+        let (Some((cost, price)), Some(run)) = (self.priced(run_id, i), self.runs.get(run_id))
+        else {
             return;
         };
-        let spec = &run.plan.steps[i];
-        let Target::Tool { cost, .. } = &spec.target else {
-            return;
-        };
-        if cost.is_free() || spec.call_of.is_some() {
-            return;
-        }
-        let price = cost
-            .model
-            .as_ref()
-            .and_then(|m| self.ledger.prices.price_of(m.name.as_deref()));
         let reserved = run.steps[i].reserved_micros;
         let usage = Usage::of(telemetry).reported();
         let actual = cost.settled(price, reserved, usage, completed);

@@ -43,6 +43,7 @@ async fn runs_of(process: &str) -> i64 {
 
 #[tokio::test]
 async fn agt_14_a_step_budget_refuses_the_first_model_turn_before_any_spend() {
+    let since = chrono::Utc::now().to_rfc3339();
     let k = kit().await;
     let p = agent_process(&k, &k.priced, &[&k.search], json!({"costBudgetUsd": 1.0})).await;
     let r = run(&k, &p, json!([{"answer": "never"}])).await;
@@ -57,6 +58,24 @@ async fn agt_14_a_step_budget_refuses_the_first_model_turn_before_any_spend() {
         "{answer}"
     );
     assert!(k.requests().is_empty(), "the model was never called");
+    // Its failed pipeline record (AGT-16) is not a failed call of the model.
+    let failures: Vec<Value> = graph_rows(aiden_tests::ask_query(
+        "tool_failures_since",
+        &[("since", json!(since))],
+    ))
+    .await;
+    assert!(
+        failures.iter().all(|f| f["toolId"] != k.priced.as_str()),
+        "{failures:?}"
+    );
+    let pipelines: Vec<Value> = graph_rows(
+        aiden_graph_query(
+            "MATCH (x:ToolCallAudit {runId: $run, kind: 'pipeline'}) RETURN x.status AS status",
+        )
+        .param("run", r["id"].as_str().unwrap()),
+    )
+    .await;
+    assert_eq!(pipelines, [json!({"status": "failed"})]);
     // Amounts are checked when defined.
     for (path, body) in [
         (

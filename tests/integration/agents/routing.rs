@@ -130,6 +130,16 @@ async fn agt_15_the_router_narrows_the_tools_to_its_intent_and_the_pipeline_is_a
     )
     .await;
     assert_eq!(per_call[0]["n"], 4, "each call keeps its own record");
+    // The pipeline record is not a tool call: "where the time goes" leaves it out.
+    let latency: Vec<Value> = graph_rows(aiden_tests::ask_query(
+        "step_latency",
+        &[("processId", json!(p)), ("version", json!(1))],
+    ))
+    .await;
+    assert!(
+        latency.iter().all(|r| r["stepId"] != "answer"),
+        "{latency:?}"
+    );
 }
 
 #[tokio::test]

@@ -5,7 +5,7 @@
 use aiden_tests::{admin, aiden_graph_query, fixtures, graph_rows, step_of as step, unique, user};
 use serde_json::{json, Value};
 
-use super::{agent_process, events, id, kit, kit_for, run};
+use super::{agent_process, events, id, kit, kit_for, run, Kit};
 
 /// The scripted conversation of these tests: search once, then answer.
 fn search_then_answer() -> Value {
@@ -31,6 +31,16 @@ async fn set_user_quota(user: &str, quota: Value) {
         .patch(&format!("/v1/users/{user}"), json!({"quota": quota}))
         .await
         .ok(200);
+}
+
+/// The kit's search Tool costs `usd` per call (AGT-14).
+async fn set_search_cost(k: &Kit, usd: f64) {
+    k.u.patch(
+        &format!("/v1/tools/{}", k.search),
+        json!({"costPerCallUsd": usd}),
+    )
+    .await
+    .ok(200);
 }
 
 async fn runs_of(process: &str) -> i64 {
@@ -143,12 +153,7 @@ async fn agt_14_daily_budgets_hold_across_runs_and_refuse_starts_once_spent() {
     let k = kit().await;
     let me = k.u.id.clone();
     set_user_quota(&me, json!({"maxCostUsdPerDay": 10})).await;
-    k.u.patch(
-        &format!("/v1/tools/{}", k.search),
-        json!({"costPerCallUsd": 5}),
-    )
-    .await
-    .ok(200);
+    set_search_cost(&k, 5.0).await;
     let p = agent_process(&k, &k.priced, &[&k.search], json!({})).await;
     let first = run(&k, &p, search_then_answer()).await;
     assert_eq!(step(&first, "answer")["output"]["costUsd"], 5.04, "{first}");
@@ -228,12 +233,7 @@ async fn agt_14_plain_model_and_tool_steps_are_priced_and_refused_before_any_spe
     let k = kit().await;
     let me = k.u.id.clone();
     set_user_quota(&me, json!({"maxCostUsdPerDay": 3})).await;
-    k.u.patch(
-        &format!("/v1/tools/{}", k.search),
-        json!({"costPerCallUsd": 1}),
-    )
-    .await
-    .ok(200);
+    set_search_cost(&k, 1.0).await;
     let plain = |name: &str, tool: &str, inputs: Value| {
         json!({"id": unique(name), "name": name, "initialContext": ["question"],
                "steps": [{"id": "s", "tool": tool, "inputs": inputs, "output": {"variable": "o"}}]})

@@ -48,6 +48,11 @@ fn says(text: &str, calls: Vec<ToolCall>) -> ModelAnswer {
     }
 }
 
+/// A loop for step `answer` with no prompt, started at 0 without a router.
+fn open(decision: PolicyDecision, caps: Caps, money: Money) -> (Loop, Vec<Action>) {
+    Loop::start("answer", vec![], decision, caps, money, 0, None)
+}
+
 fn started(caps: Caps) -> Loop {
     let decision = gate(
         &alice(),
@@ -58,7 +63,7 @@ fn started(caps: Caps) -> Loop {
         ],
         None,
     );
-    let (l, actions) = Loop::start("answer", vec![], decision, caps, Money::default(), 0, None);
+    let (l, actions) = open(decision, caps, Money::default());
     assert!(matches!(&actions[..], [Action::CallModel { step_id, .. }] if step_id == "answer#m1"));
     l
 }
@@ -325,15 +330,7 @@ fn a_call_needing_approval_waits_then_runs_when_granted_or_is_refused_when_denie
         &[tool("search", "alice", false, true), mail],
         None,
     );
-    let (mut l, _) = Loop::start(
-        "answer",
-        vec![],
-        decision.clone(),
-        Caps::default(),
-        Money::default(),
-        0,
-        None,
-    );
+    let (mut l, _) = open(decision.clone(), Caps::default(), Money::default());
     let calls = vec![
         call("c1", "mail", json!({"q": "hi"})),
         call("c2", "search", json!({"q": "x"})),
@@ -376,15 +373,7 @@ fn a_call_needing_approval_waits_then_runs_when_granted_or_is_refused_when_denie
     );
     assert!(matches!(&later[..], [Action::Wait { .. }]), "{later:?}");
 
-    let (mut d, _) = Loop::start(
-        "answer",
-        vec![],
-        decision,
-        Caps::default(),
-        Money::default(),
-        0,
-        None,
-    );
+    let (mut d, _) = open(decision, Caps::default(), Money::default());
     d.answered("answer", asks(vec![calls[0].clone()]), 1);
     let denied = d.decide(
         "answer",
@@ -410,15 +399,7 @@ fn the_token_budget_is_checked_before_each_model_turn() {
         token_budget: Some(100),
         ..Caps::default()
     };
-    let (l, first) = Loop::start(
-        "answer",
-        vec![],
-        decision.clone(),
-        tight,
-        Money::default(),
-        0,
-        None,
-    );
+    let (l, first) = open(decision.clone(), tight, Money::default());
     assert!(
         matches!(&first[..], [Action::Fail { code, .. }] if code == "BUDGET_EXCEEDED"),
         "nothing is spent before the refusal: {first:?}"
@@ -429,15 +410,7 @@ fn the_token_budget_is_checked_before_each_model_turn() {
         token_budget: Some(TURN_OUTPUT_TOKENS + 200),
         ..Caps::default()
     };
-    let (mut l, first) = Loop::start(
-        "answer",
-        vec![],
-        decision,
-        one_turn,
-        Money::default(),
-        0,
-        None,
-    );
+    let (mut l, first) = open(decision, one_turn, Money::default());
     assert!(
         matches!(&first[..], [Action::CallModel { .. }]),
         "{first:?}"
@@ -493,15 +466,7 @@ fn priced() -> Money {
 #[test]
 fn agt_14_a_model_turn_is_charged_its_estimate_then_its_actual_cost() {
     let decision = gate(&alice(), &[tool("search", "alice", false, true)], None);
-    let (mut l, first) = Loop::start(
-        "answer",
-        vec![],
-        decision,
-        Caps::default(),
-        priced(),
-        0,
-        None,
-    );
+    let (mut l, first) = open(decision, Caps::default(), priced());
     assert!(
         matches!(&first[..], [Action::CallModel { .. }]),
         "{first:?}"
@@ -537,7 +502,7 @@ fn agt_14_a_money_budget_refuses_the_first_turn_before_any_spend() {
         cost_budget_micros: Some(100),
         ..Caps::default()
     };
-    let (mut l, first) = Loop::start("answer", vec![], decision.clone(), tight, priced(), 0, None);
+    let (mut l, first) = open(decision.clone(), tight, priced());
     let [Action::Fail { code, message }] = &first[..] else {
         panic!("{first:?}")
     };
@@ -547,7 +512,7 @@ fn agt_14_a_money_budget_refuses_the_first_turn_before_any_spend() {
     // The run's daily windows limit it the same way.
     let mut broke = priced();
     broke.allowance = Some(100);
-    let (_, first) = Loop::start("answer", vec![], decision, Caps::default(), broke, 0, None);
+    let (_, first) = open(decision, Caps::default(), broke);
     assert!(
         matches!(&first[..], [Action::Fail { code, message }]
             if code == "BUDGET_EXCEEDED" && message.contains("daily budget")),
@@ -565,7 +530,7 @@ fn agt_14_a_tool_call_that_does_not_fit_is_refused_and_told_to_the_model() {
         ..Caps::default()
     };
     // Unpriced model: its turns cost nothing, the tool's $0.50 does not fit $0.10.
-    let (mut l, _) = Loop::start("answer", vec![], decision, caps, Money::default(), 0, None);
+    let (mut l, _) = open(decision, caps, Money::default());
     let next = l.answered(
         "answer",
         asks(vec![call("c1", "search", json!({"q": "a"}))]),
@@ -585,15 +550,7 @@ fn agt_14_a_tool_call_that_does_not_fit_is_refused_and_told_to_the_model() {
     // A tool that fits is charged when it is dispatched.
     let mut cheap = tool("search", "alice", false, true);
     cheap.cost_micros = 40_000;
-    let (mut l, _) = Loop::start(
-        "answer",
-        vec![],
-        gate(&alice(), &[cheap], None),
-        caps,
-        Money::default(),
-        0,
-        None,
-    );
+    let (mut l, _) = open(gate(&alice(), &[cheap], None), caps, Money::default());
     let next = l.answered(
         "answer",
         asks(vec![call("c1", "search", json!({"q": "a"}))]),
@@ -606,15 +563,7 @@ fn agt_14_a_tool_call_that_does_not_fit_is_refused_and_told_to_the_model() {
 #[test]
 fn agt_14_a_failed_turn_gives_its_estimate_back() {
     let decision = gate(&alice(), &[], None);
-    let (mut l, _) = Loop::start(
-        "answer",
-        vec![],
-        decision,
-        Caps::default(),
-        priced(),
-        0,
-        None,
-    );
+    let (mut l, _) = open(decision, Caps::default(), priced());
     let estimate = l.take_charge();
     assert!(estimate > 0);
     l.refund_turn();

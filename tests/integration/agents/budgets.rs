@@ -326,8 +326,8 @@ async fn agt_10_a_users_own_quota_limits_their_starts_over_all_processes() {
     };
     let a = id(&fixtures::create(&k.u, "processes", quick("a")).await);
     let b = id(&fixtures::create(&k.u, "processes", quick("b")).await);
-    k.u.start_run(&a, json!({})).await;
-    k.u.start_run(&b, json!({})).await;
+    let first = k.u.start_run(&a, json!({})).await;
+    let second = k.u.start_run(&b, json!({})).await;
     let third =
         k.u.post(&format!("/v1/processes/{a}/runs"), json!({"inputs": {}}))
             .await;
@@ -339,7 +339,11 @@ async fn agt_10_a_users_own_quota_limits_their_starts_over_all_processes() {
         .contains("user"));
     assert_eq!(runs_of(&a).await, 1, "the refused start wrote nothing");
 
-    // maxConcurrent counts the user's unsettled runs of any Process.
+    // maxConcurrent counts the user's unsettled runs of any Process (the two above are let
+    // settle first: under load they could still be running and count).
+    for r in [first, second] {
+        k.u.settled_run(&r).await;
+    }
     set_user_quota(&me, json!({"maxConcurrent": 1})).await;
     let slow = id(&fixtures::create(
         &k.u,

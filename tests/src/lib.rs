@@ -213,6 +213,7 @@ pub fn server() -> &'static Server {
                     aiden_engine::Engine::new(graph.clone(), amqp.clone(), notifier.clone())
                         .with_lease(lease);
                 tokio::spawn(aiden_engine::relay_deltas(amqp.clone(), notifier.clone()));
+                let door = engine.door();
                 tokio::spawn(engine.run());
                 for ty in aiden_jobs::OPERATION_TYPES {
                     let config = aiden_workers::pool::PoolConfig {
@@ -232,7 +233,8 @@ pub fn server() -> &'static Server {
                 };
                 let app = aiden_service::App::new(graph, vault)
                     .with_broker(&amqp)
-                    .with_auth_policy(&auth);
+                    .with_auth_policy(&auth)
+                    .with_engine_door(door);
                 app.bootstrap_admin(&token).await.expect("bootstrap admin");
                 // Memory upkeep, ticking fast so its tests settle quickly.
                 tokio::spawn(

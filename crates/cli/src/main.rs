@@ -92,9 +92,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         args.amqp_uri.clone(),
         notifier.clone(),
     ));
+    let engine = aiden_engine::Engine::new(graph.clone(), args.amqp_uri.clone(), notifier.clone());
     let app = aiden_service::App::new(graph.clone(), vault)
         .with_broker(&args.amqp_uri)
-        .with_auth_policy(&args.auth.policy());
+        .with_auth_policy(&args.auth.policy())
+        .with_engine_door(engine.door());
     tokio::spawn(watch_queues(args.amqp_uri.clone()));
     // The outbox relay: content to ingest reaches RabbitMQ (issue #9).
     tokio::spawn(
@@ -147,9 +149,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         args.instance_id(server.port()),
         std::time::Duration::from_millis(args.engine_lease_ms),
     );
-    let engine =
-        aiden_engine::Engine::new(graph, args.amqp_uri.clone(), notifier).with_lease(lease.clone());
-    let engine = tokio::spawn(engine.run());
+    let engine = tokio::spawn(engine.with_lease(lease.clone()).run());
     server.run().await?;
     engine.abort();
     lease.release().await;

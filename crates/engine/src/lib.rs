@@ -5,6 +5,7 @@
 //! on start, on reconnect and on a failed commit it is rebuilt from the graph.
 
 mod deltas;
+pub mod door;
 pub mod lease;
 mod notify;
 mod pass;
@@ -21,6 +22,7 @@ use aiden_jobs::topology::ENGINE_QUEUE;
 pub use aiden_jobs::StepDelta;
 use aiden_jobs::{Broker, EngineMessage, RetryPolicy};
 pub use deltas::relay_deltas;
+pub use door::{Door, Started};
 use futures::{FutureExt, StreamExt};
 use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicNackOptions, BasicQosOptions};
 use lapin::types::FieldTable;
@@ -58,6 +60,9 @@ pub struct Engine {
     graph_failed_at: Option<std::time::Instant>,
     /// AGT-14: model prices and the day's spend windows.
     ledger: spend::Ledger,
+    /// Run starts this process's API hands over (issue #10), and its end of that door.
+    door: Door,
+    starts: Option<tokio::sync::mpsc::Receiver<door::LocalStart>>,
 }
 
 /// The model price table (`AIDEN_MODEL_PRICES`, AGT-14). `aiden serve` checks it at start;
@@ -165,7 +170,10 @@ impl Engine {
             format!("pid-{}", std::process::id()),
             DEFAULT_LEASE_TTL,
         );
+        let (door, starts) = door::door();
         Self {
+            door,
+            starts: Some(starts),
             graph,
             amqp_uri,
             policy: RetryPolicy::from_env(),
@@ -197,18 +205,39 @@ impl Engine {
         self.lease.clone()
     }
 
+    /// Where this process's API hands its run starts to this engine (open while it leads).
+    pub fn door(&self) -> Door {
+        self.door.clone()
+    }
+
     /// Runs forever: waits for the lease, (re)connects to the broker, recovers runs from the
     /// graph, then consumes until the lease or the connection is lost.
     pub async fn run(mut self) {
+        let mut starts = self.starts.take().expect("the engine runs once");
         loop {
-            self.lease.acquire().await;
+            {
+                // Not leading: a start handed over meanwhile is refused, and its API writes it.
+                let acquired = self.lease.acquire();
+                tokio::pin!(acquired);
+                loop {
+                    tokio::select! {
+                        _ = &mut acquired => break,
+                        Some(s) = starts.recv() => s.answer(Started::NotTaken),
+                    }
+                }
+            }
             metrics::gauge!("aiden_engine_active").set(1.0);
             let (lost_tx, lost) = tokio::sync::watch::channel(false);
             let keeper = tokio::spawn({
                 let lease = self.lease.clone();
                 async move { lease.keep(lost_tx).await }
             });
-            match self.session(lost).await {
+            let ended = self.session(lost, &mut starts).await;
+            self.door.set_open(false);
+            while let Ok(s) = starts.try_recv() {
+                s.answer(Started::NotTaken);
+            }
+            match ended {
                 Ok(()) => tracing::warn!("engine consumer ended; reconnecting"),
                 Err(e) => tracing::warn!(error = %e, "engine session failed; reconnecting"),
             }
@@ -223,6 +252,7 @@ impl Engine {
     async fn session(
         &mut self,
         mut lost: tokio::sync::watch::Receiver<bool>,
+        starts: &mut tokio::sync::mpsc::Receiver<door::LocalStart>,
     ) -> anyhow::Result<()> {
         let broker = Broker::connect(&self.amqp_uri).await?;
         let channel = broker.connection().create_channel().await?;
@@ -237,14 +267,21 @@ impl Engine {
                 FieldTable::default(),
             )
             .await?;
+        self.door.set_open(true);
         let mut recovered = false;
         // The first tick (recovery, when no backlog arrives) comes shortly after connecting.
         let first_tick = tokio::time::Instant::now() + Duration::from_millis(300);
         let mut sweep = tokio::time::interval_at(first_tick, SWEEP_EVERY);
         sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            let first = tokio::select! {
-                d = consumer.next() => d,
+            let mut deliveries = Vec::new();
+            let mut handed = Vec::new();
+            tokio::select! {
+                d = consumer.next() => match d {
+                    Some(d) => deliveries.push(d?),
+                    None => return Ok(()),
+                },
+                Some(s) = starts.recv() => handed.push(s),
                 _ = lost.changed() => {
                     // Another instance may take over: stop consuming at once, so the broker
                     // hands unacked messages to the next engine.
@@ -261,13 +298,14 @@ impl Engine {
                     }
                     continue;
                 }
-            };
-            let Some(first) = first else { return Ok(()) };
-            let mut deliveries = vec![first?];
-            while deliveries.len() < MAX_BATCH {
-                match consumer.next().now_or_never() {
-                    Some(Some(d)) => deliveries.push(d?),
-                    _ => break,
+            }
+            while deliveries.len() + handed.len() < MAX_BATCH {
+                if let Some(Some(d)) = consumer.next().now_or_never() {
+                    deliveries.push(d?);
+                } else if let Ok(s) = starts.try_recv() {
+                    handed.push(s);
+                } else {
+                    break;
                 }
             }
             let mut messages = Vec::with_capacity(deliveries.len());
@@ -285,11 +323,13 @@ impl Engine {
                     Err(e) => tracing::error!(error = %e, "undecodable engine message dropped"),
                 }
             }
-            let drained = deliveries.len() < MAX_BATCH;
-            let last = deliveries.last().expect("one delivery");
-            match self.apply(&broker, messages).await {
+            let drained = deliveries.len() + handed.len() < MAX_BATCH;
+            let last = deliveries.last();
+            match self.apply(&broker, messages, handed).await {
                 Ok(()) => {
-                    last.acker.ack(BasicAckOptions { multiple: true }).await?;
+                    if let Some(last) = last {
+                        last.acker.ack(BasicAckOptions { multiple: true }).await?;
+                    }
                     // Recover only once the backlog is applied: step notices already queued
                     // (a step a worker is running) must land before recovery re-dispatches
                     // what the graph still shows as queued.
@@ -300,12 +340,14 @@ impl Engine {
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "engine pass failed; messages requeued");
-                    last.acker
-                        .nack(BasicNackOptions {
-                            multiple: true,
-                            requeue: true,
-                        })
-                        .await?;
+                    if let Some(last) = last {
+                        last.acker
+                            .nack(BasicNackOptions {
+                                multiple: true,
+                                requeue: true,
+                            })
+                            .await?;
+                    }
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             }
@@ -324,23 +366,59 @@ impl Engine {
     }
 
     /// One pass: apply, commit (retrying transient conflicts from scratch), publish, notify.
-    async fn apply(&mut self, broker: &Broker, messages: Vec<EngineMessage>) -> anyhow::Result<()> {
+    /// The runs `handed` over by this process's API are created in it, and each hears once
+    /// the pass is durable (or why not).
+    async fn apply(
+        &mut self,
+        broker: &Broker,
+        messages: Vec<EngineMessage>,
+        mut handed: Vec<door::LocalStart>,
+    ) -> anyhow::Result<()> {
         let mut attempt = 0;
         loop {
             attempt += 1;
             let clock = std::time::Instant::now();
             let began = clock.elapsed();
-            let mut pass = self.pass().await?;
+            let mut pass = match self.pass().await {
+                Ok(pass) => pass,
+                Err(e) => {
+                    for s in handed {
+                        s.answer(Started::Failed(e.to_string()));
+                    }
+                    return Err(e.into());
+                }
+            };
             let mut outcome = Ok(());
+            let mut unusable = Vec::new();
+            for (i, s) in handed.iter().enumerate() {
+                match pass.start_handed(&s.run).await {
+                    Ok(true) => {}
+                    Ok(false) => unusable.push(i),
+                    Err(e) => {
+                        outcome = Err(e);
+                        break;
+                    }
+                }
+            }
             for m in messages.iter().cloned() {
+                if outcome.is_err() {
+                    break;
+                }
                 if let Err(e) = pass.handle(m).await {
                     outcome = Err(e);
                     break;
                 }
             }
             let handled = clock.elapsed();
+            let mut stale = Vec::new();
             if outcome.is_ok() {
-                outcome = pass.write().await;
+                outcome = pass.write().await.and_then(|missed| {
+                    stale = missed;
+                    match stale.is_empty() {
+                        true => Ok(()),
+                        false => Err(aiden_graph::Error::StalePlan),
+                    }
+                });
             }
             let written = clock.elapsed();
             let touched = pass.touched();
@@ -371,6 +449,12 @@ impl Engine {
                     metrics::histogram!("aiden_engine_pass_seconds").record(commit.as_secs_f64());
                     metrics::histogram!("aiden_engine_pass_messages").record(messages.len() as f64);
                     metrics::counter!("aiden_jobs_dispatched_total").increment(job_count as u64);
+                    for (i, s) in handed.into_iter().enumerate() {
+                        s.answer(match unusable.contains(&i) {
+                            true => Started::Failed("the run could not be prepared".into()),
+                            false => Started::Created,
+                        });
+                    }
                     self.publish(broker, jobs, cancels).await;
                     tracing::debug!(
                         messages = messages.len(),
@@ -404,7 +488,21 @@ impl Engine {
                 }
                 Err(e) => {
                     self.restore(&touched, saved);
+                    if !stale.is_empty() {
+                        // Handed runs whose Process moved on: they go back to their API, which
+                        // reads the plan again; the rest of the pass is redone without them.
+                        let (gone, kept) =
+                            handed.into_iter().partition(|s| stale.contains(&s.run.id));
+                        handed = kept;
+                        for s in gone {
+                            s.answer(Started::StalePlan);
+                        }
+                        continue;
+                    }
                     if !e.is_transient() || attempt >= 8 {
+                        for s in handed {
+                            s.answer(Started::Failed(e.to_string()));
+                        }
                         return Err(e.into());
                     }
                     metrics::counter!("aiden_engine_pass_retries_total").increment(1);
@@ -520,7 +618,8 @@ impl Engine {
             }
         }
         if outcome.is_ok() {
-            outcome = pass.write().await;
+            // A recovery pass is handed no runs: nothing to miss.
+            outcome = pass.write().await.map(drop);
         }
         let touched = pass.touched();
         let jobs = std::mem::take(&mut pass.jobs);

@@ -51,6 +51,8 @@ pub struct Pass<'a> {
     /// Memory an agent's answer proposed (AGT-13): proposed Entities.
     proposals: Vec<Value>,
     pub new_runs: Vec<NewRun>,
+    /// Runs handed to this pass to create (`Batch::new_runs`): the engine's door (issue #10).
+    handed: Vec<Value>,
     pub jobs: Vec<Job>,
     pub cancels: Vec<String>,
     /// Runs started in this pass (linked to their definitions by the batch statement).
@@ -101,6 +103,7 @@ impl<'a> Pass<'a> {
             new_calls: Vec::new(),
             proposals: Vec::new(),
             new_runs: Vec::new(),
+            handed: Vec::new(),
             jobs: Vec::new(),
             cancels: Vec::new(),
             links: Vec::new(),
@@ -293,6 +296,24 @@ impl<'a> Pass<'a> {
             }
         }
         self.drain().await
+    }
+
+    /// Creates and starts a run handed over by this process's API: its Run node is written
+    /// with the pass (`write` answers whether it was). `false` if its snapshot is unusable.
+    pub async fn start_handed(&mut self, run: &NewRun) -> Result<bool, aiden_graph::Error> {
+        let state = match RunState::from_row(&run.created_row(&self.now)) {
+            Ok(state) => state,
+            Err(e) => {
+                tracing::error!(run_id = %run.id, error = %e, "handed run unusable");
+                return Ok(false);
+            }
+        };
+        self.remember(&run.id);
+        self.runs.insert(run.id.clone(), state);
+        self.handed.push(run.batch_row(&self.now));
+        self.start(&run.id);
+        self.drain().await?;
+        Ok(true)
     }
 
     /// Runs a recovery pass for a run: starts it if queued, re-publishes the jobs of steps
@@ -1068,7 +1089,9 @@ impl<'a> Pass<'a> {
         rows
     }
 
-    pub async fn write(&mut self) -> Result<(), aiden_graph::Error> {
+    /// Writes the pass; answers the handed runs it could not create (their Process moved on:
+    /// the caller rolls the pass back).
+    pub async fn write(&mut self) -> Result<Vec<String>, aiden_graph::Error> {
         let new_runs = std::mem::take(&mut self.new_runs);
         // A child run's SPAWNED edge and an agent call's HAS_CALL start at a step run that may
         // be among these: then the existing runs' step runs go first, in a batch of their own
@@ -1077,12 +1100,14 @@ impl<'a> Pass<'a> {
             .take_unwritten_step_runs()
             .into_iter()
             .partition(|s| !new_runs.iter().any(|r| s["runId"] == r.id.as_str()));
+        let mut missed = Vec::new();
         if !step_runs.is_empty() && (!new_runs.is_empty() || !self.new_calls.is_empty()) {
             let first = Batch {
+                new_runs: std::mem::take(&mut self.handed),
                 step_runs: std::mem::take(&mut step_runs),
                 ..Batch::default()
             };
-            runs::apply(self.tx().await?, &first).await?;
+            missed = unmade(&first, runs::apply(self.tx().await?, &first).await?);
         }
         step_runs.extend(children);
         for run in &new_runs {
@@ -1146,6 +1171,7 @@ impl<'a> Pass<'a> {
             .collect();
         self.written_events = written;
         let batch = Batch {
+            new_runs: std::mem::take(&mut self.handed),
             step_runs,
             steps,
             runs,
@@ -1156,10 +1182,22 @@ impl<'a> Pass<'a> {
             // statement internally, and one such retry re-ran a batch whose first execution had
             // landed (a duplicate audit id), so a reported failure did not mean "not written"
             // and the engine, re-reading its runs, never published their next jobs.
-            runs::apply(self.tx().await?, &batch).await?;
+            let made = runs::apply(self.tx().await?, &batch).await?;
+            missed.extend(unmade(&batch, made));
         }
-        Ok(())
+        Ok(missed)
     }
+}
+
+/// The ids of the batch's new runs that its statement did not create.
+fn unmade(batch: &Batch, made: Vec<String>) -> Vec<String> {
+    batch
+        .new_runs
+        .iter()
+        .filter_map(|r| r["id"].as_str())
+        .filter(|id| !made.iter().any(|m| m == id))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// One attempt's facts as a worker reported them.

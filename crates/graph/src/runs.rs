@@ -70,6 +70,23 @@ pub struct NewRun {
 }
 
 impl NewRun {
+    /// The run as a row of the engine's batch (`$newRuns`), created with the pass that starts
+    /// it (the same properties and revision rule as [`create`]).
+    pub fn batch_row(&self, now: &str) -> Value {
+        serde_json::json!({
+            "id": self.id, "processId": self.process_id, "number": self.number,
+            "versionId": self.version_id, "depth": self.depth,
+            "parentRunId": self.parent_run_id, "parentStepRunId": self.parent_step_run_id,
+            "ownerId": self.owner_id, "inputs": self.inputs, "plan": self.plan,
+            "createdAt": now, "alternativeId": self.alternative_id,
+            "expectedRevision": self.expected_process_revision,
+            "triggerKind": self.trigger.as_ref().map(|t| &t.0),
+            "triggerSubjectId": self.trigger.as_ref().map(|t| &t.1),
+            "stepRuns": serde_json::to_string(&self.steps).unwrap_or_default(),
+            "ownerBudgetMicros": self.owner_budget_micros,
+        })
+    }
+
     /// The row [`get`] returns for this run right after [`create`] committed it.
     pub fn created_row(&self, now: &str) -> RunRow {
         RunRow {
@@ -378,6 +395,8 @@ pub async fn head_in(tx: &mut Tx, run_id: &str) -> Result<Option<RunHead>, Error
 /// Everything one engine pass changes, written by one statement (`run/apply_batch.cypher`).
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct Batch {
+    /// [`NewRun::batch_row`] per Run the engine creates in this pass.
+    pub new_runs: Vec<Value>,
     /// `{id, runId, stepId, processStepId, order}` per StepRun to create (`pending`) before the
     /// changes below: those of runs the engine writes for the first time.
     pub step_runs: Vec<Value>,
@@ -393,20 +412,28 @@ pub struct Batch {
 
 impl Batch {
     pub fn is_empty(&self) -> bool {
-        self.step_runs.is_empty()
+        self.new_runs.is_empty()
+            && self.step_runs.is_empty()
             && self.steps.is_empty()
             && self.runs.is_empty()
             && self.links.is_empty()
     }
 }
 
-pub async fn apply(tx: &mut Tx, batch: &Batch) -> Result<(), Error> {
+/// Writes the batch; answers the ids of the `new_runs` it created (one whose Process moved on
+/// since its plan was read is not).
+pub async fn apply(tx: &mut Tx, batch: &Batch) -> Result<Vec<String>, Error> {
     let q = cypher(query_file!("run/apply_batch.cypher"), None)
+        .param("newRuns", bolt(Value::Array(batch.new_runs.clone()))?)
         .param("stepRuns", bolt(Value::Array(batch.step_runs.clone()))?)
         .param("steps", bolt(Value::Array(batch.steps.clone()))?)
         .param("runs", bolt(Value::Array(batch.runs.clone()))?)
         .param("links", batch.links.clone());
-    tx.run(q).await
+    #[derive(Deserialize)]
+    struct Made {
+        made: Vec<String>,
+    }
+    Ok(tx.one::<Made>(q).await?.map(|m| m.made).unwrap_or_default())
 }
 
 /// What a worker needs to call a Tool, and what the engine re-checks at execution.

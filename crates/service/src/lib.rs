@@ -86,6 +86,8 @@ pub struct App {
     plans: plans::PlanCache,
     /// Wakes the outbox relay after a commit that recorded content to ingest.
     outbox_wake: std::sync::Arc<tokio::sync::Notify>,
+    /// This process's engine, which creates the runs started here while it leads (issue #10).
+    door: Option<aiden_engine::Door>,
 }
 
 impl App {
@@ -107,7 +109,14 @@ impl App {
             stripes: stripes::Stripes::default(),
             plans: plans::PlanCache::default(),
             outbox_wake: std::sync::Arc::default(),
+            door: None,
         }
+    }
+
+    /// Hands run starts to this process's engine while it holds the lease (issue #10).
+    pub fn with_engine_door(mut self, door: aiden_engine::Door) -> Self {
+        self.door = Some(door);
+        self
     }
 
     /// How this instance authenticates (USR-2's cache bound, USR-4's throttle).

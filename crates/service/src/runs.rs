@@ -1,13 +1,15 @@
 //! Runs on the mutation path: start (with `Idempotency-Key`), read, cancel, the event log and
-//! the worker list. Starting writes the Run and its StepRuns in one transaction, then tells the
-//! engine; if that message is lost the engine's sweep finds the queued run within seconds.
+//! the worker list. A start is handed to this process's engine when it leads (created in its
+//! group commit, answered once durable); otherwise it writes the Run in one transaction, then
+//! tells the engine, and if that message is lost the engine's sweep finds the queued run within
+//! seconds.
 
 use aiden_domain::access::{ensure_readable, Owned, Sharing};
 use aiden_domain::execution::agent::{ApprovalDecision, ApprovalRequest, MAX_APPROVAL_TTL_SECONDS};
 use aiden_domain::user::Caller;
 use aiden_domain::Error as Domain;
 use aiden_engine::plan::{self, LoadError};
-use aiden_engine::step_run_id;
+use aiden_engine::{step_run_id, Started};
 use aiden_graph::runs::{self, EventRow, NewRun, NewStepRun};
 use aiden_jobs::EngineMessage;
 use serde::Serialize;
@@ -129,6 +131,33 @@ pub(crate) fn top_level_run(
     }
 }
 
+/// A depth-1 run from a cached plan, created only if the Process is still at its revision.
+fn cached_run(
+    caller: &Caller,
+    process_id: &str,
+    cached: &crate::plans::CachedPlan,
+    inputs: &Map<String, Value>,
+    trigger: Option<(String, String)>,
+) -> Result<NewRun> {
+    let loaded = &cached.loaded;
+    for name in &loaded.initial_context {
+        if !inputs.contains_key(name) {
+            return Err(Domain::invariant(
+                "PROC-5",
+                format!("/inputs/{name}"),
+                "required by the process's initialContext",
+            )
+            .into());
+        }
+    }
+    let run_id = uuid::Uuid::now_v7().to_string();
+    let mut new_run = top_level_run(&run_id, caller, process_id, loaded, inputs, None);
+    new_run.plan = cached.plan_json.clone();
+    new_run.expected_process_revision = Some(loaded.revision);
+    new_run.trigger = trigger;
+    Ok(new_run)
+}
+
 impl App {
     pub async fn start_run(
         &self,
@@ -151,6 +180,15 @@ impl App {
         idempotency_key: Option<&str>,
         trigger: Option<(String, String)>,
     ) -> Result<RunStarted> {
+        if idempotency_key.is_none() {
+            if let Some(started) = self
+                .start_through_engine(caller, process_id, &inputs, &trigger)
+                .await?
+            {
+                metrics::counter!("aiden_runs_started_total").increment(1);
+                return Ok(started);
+            }
+        }
         let request_key = idempotency_key.map(|k| format!("{}#{k}", caller.id.as_str()));
         let total = std::time::Instant::now();
         let started = write_tx!(self, |tx| {
@@ -191,21 +229,8 @@ impl App {
             crate::limits::check_start(&mut tx, caller, process_id, loaded.plan.quota.as_ref())
                 .await?;
             let loaded_us = clock.elapsed().as_micros() as u64;
-            for name in &loaded.initial_context {
-                if !inputs.contains_key(name) {
-                    return Err(Domain::invariant(
-                        "PROC-5",
-                        format!("/inputs/{name}"),
-                        "required by the process's initialContext",
-                    )
-                    .into());
-                }
-            }
-            let run_id = uuid::Uuid::now_v7().to_string();
-            let mut new_run = top_level_run(&run_id, caller, process_id, loaded, &inputs, None);
-            new_run.plan = cached.plan_json.clone();
-            new_run.expected_process_revision = Some(loaded.revision);
-            new_run.trigger = trigger.clone();
+            let new_run = cached_run(caller, process_id, &cached, &inputs, trigger.clone())?;
+            let run_id = new_run.id.clone();
             let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
             if let Err(e) = runs::create(&mut tx, &new_run, &now).await {
                 // The Process changed since its plan was read: read it again (the retry).
@@ -247,6 +272,56 @@ impl App {
             "start_run total"
         );
         Ok(started)
+    }
+
+    /// Issue #10: a start this instance's engine can take is handed to it, and created in the
+    /// engine's next group commit instead of by a statement of its own here; the answer comes
+    /// once that commit is durable. `None` when it cannot be: no engine lease here, no plan in
+    /// the cache (the slow path reads one), or a start that counts against a quota or an
+    /// idempotency key (those are checked in the graph, in the slow path's transaction).
+    async fn start_through_engine(
+        &self,
+        caller: &Caller,
+        process_id: &str,
+        inputs: &Map<String, Value>,
+        trigger: &Option<(String, String)>,
+    ) -> Result<Option<RunStarted>> {
+        let Some(door) = self.door.as_ref().filter(|d| d.is_open()) else {
+            return Ok(None);
+        };
+        if caller.quota.is_some() {
+            return Ok(None);
+        }
+        let Some(cached) = self.plans.get(process_id).filter(|c| {
+            c.loaded.plan.quota.is_none() && check_runnable(caller, process_id, &c.loaded).is_ok()
+        }) else {
+            return Ok(None);
+        };
+        let new_run = cached_run(caller, process_id, &cached, inputs, trigger.clone())?;
+        let run_id = new_run.id.clone();
+        let created = new_run.created_row("");
+        let span = aiden_jobs::trace::run_span(
+            &run_id,
+            None,
+            || tracing::info_span!("run.start", run.id = %run_id, process.id = %process_id),
+        );
+        let started = tracing::Instrument::instrument(door.start(new_run), span).await;
+        match started {
+            // `queued`, as from the slow path: the state the run was accepted in (by now the
+            // engine has started it; its progress is in its view and events).
+            Started::Created => Ok(Some(RunStarted {
+                run_id,
+                status: "queued".into(),
+                created: Some(created),
+            })),
+            Started::StalePlan => {
+                // The Process changed since its plan was read: the slow path reads it again.
+                self.plans.forget(process_id);
+                Ok(None)
+            }
+            Started::NotTaken => Ok(None),
+            Started::Failed(m) => Err(aiden_graph::Error::Unavailable(m).into()),
+        }
     }
 
     pub(crate) async fn notify_engine(&self, message: &EngineMessage, confirmed: bool) {

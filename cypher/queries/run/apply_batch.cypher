@@ -9,7 +9,23 @@
 // engine pass slower as conversations grew.
 // Last, runs started in this pass are linked to their ProcessVersion, User, ProcessSteps and
 // Tools (run/create_run.cypher says why that is not done at creation).
-// First the StepRuns of runs written for the first time (run/create_run.cypher says why the
+// First the Runs handed to the engine to create (the API of the instance holding the engine
+// lease hands a start over instead of writing it: issue #10), each only if its Process is still
+// at the plan's revision, enabled and on its version (run/create_run.cypher's rule); the RETURN
+// says which were made, and the engine undoes a pass that missed one.
+UNWIND $newRuns AS nr
+MATCH (p:Process {id: nr.processId})-[:HAS_VERSION]->(v:ProcessVersion {id: nr.versionId})
+WHERE nr.expectedRevision IS NULL
+   OR (p.revision = nr.expectedRevision AND p.enabled = true AND p.version = v.number)
+CREATE (:Run {id: nr.id, processId: nr.processId, processVersion: nr.number,
+              versionId: nr.versionId, status: 'queued', depth: nr.depth,
+              parentRunId: nr.parentRunId, parentStepRunId: nr.parentStepRunId,
+              ownerId: nr.ownerId, inputs: nr.inputs, plan: nr.plan, eventSeq: 0,
+              createdAt: nr.createdAt, alternativeId: nr.alternativeId,
+              triggerKind: nr.triggerKind, triggerSubjectId: nr.triggerSubjectId, linked: false,
+              stepRuns: nr.stepRuns, ownerBudgetMicros: nr.ownerBudgetMicros})
+WITH count(*) AS runsMade
+// Then the StepRuns of runs written for the first time (run/create_run.cypher says why the
 // engine creates them).
 UNWIND $stepRuns AS n
 MATCH (run:Run {id: n.runId})
@@ -70,4 +86,7 @@ CREATE (sr)-[:OF_STEP]->(ps)
 WITH sr, ps
 OPTIONAL MATCH (ps)-[:CALLS_TOOL]->(t:Tool)
 FOREACH (_ IN CASE WHEN t IS NULL THEN [] ELSE [1] END | CREATE (sr)-[:INVOKES_TOOL]->(t))
-RETURN count(*) AS linked
+WITH count(*) AS linked
+UNWIND $newRuns AS nr
+OPTIONAL MATCH (m:Run {id: nr.id})
+RETURN collect(m.id) AS made

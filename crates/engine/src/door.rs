@@ -1,0 +1,85 @@
+//! Run starts handed to the engine in-process (issue #10). The API of the instance whose
+//! engine holds the lease gives a new run to the engine instead of writing it and publishing a
+//! start message: the run's create then rides in the engine's group commit (one statement per
+//! pass for every run started, stepped and settled in it), and the request is answered once
+//! that commit is durable. Elsewhere (no lease here, or a start the door cannot take) the API
+//! writes the run itself and publishes its start, as before.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use aiden_graph::runs::NewRun;
+use tokio::sync::{mpsc, oneshot};
+
+/// How a start handed to the engine ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Started {
+    /// Created and started, durably: the run and its first jobs are committed.
+    Created,
+    /// Not created: its Process is no longer at the plan's revision, enabled and on its
+    /// version. Read the plan again and retry.
+    StalePlan,
+    /// The engine never took it (no lease here, or its session ended first): nothing was
+    /// written; the caller writes the run itself.
+    NotTaken,
+    /// The pass that carried it did not commit (the graph refused it after its retries).
+    Failed(String),
+}
+
+pub(crate) struct LocalStart {
+    pub run: NewRun,
+    pub reply: oneshot::Sender<Started>,
+}
+
+impl LocalStart {
+    pub fn answer(self, outcome: Started) {
+        // The requester may have gone away; the run's fate does not depend on it.
+        let _ = self.reply.send(outcome);
+    }
+}
+
+/// The API's end of the door. Open only while this process's engine holds the lease and
+/// consumes.
+#[derive(Clone)]
+pub struct Door {
+    tx: mpsc::Sender<LocalStart>,
+    open: Arc<AtomicBool>,
+}
+
+/// Starts waiting for a pass at most (beyond it a start waits for room).
+const CAPACITY: usize = 4_096;
+
+pub(crate) fn door() -> (Door, mpsc::Receiver<LocalStart>) {
+    let (tx, rx) = mpsc::channel(CAPACITY);
+    (
+        Door {
+            tx,
+            open: Arc::default(),
+        },
+        rx,
+    )
+}
+
+impl Door {
+    pub fn is_open(&self) -> bool {
+        self.open.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_open(&self, open: bool) {
+        self.open.store(open, Ordering::Release);
+    }
+
+    /// Hands `run` to the engine and waits for the pass that creates it to commit.
+    pub async fn start(&self, run: NewRun) -> Started {
+        if !self.is_open() {
+            return Started::NotTaken;
+        }
+        let (reply, answer) = oneshot::channel();
+        if self.tx.send(LocalStart { run, reply }).await.is_err() {
+            return Started::NotTaken;
+        }
+        answer
+            .await
+            .unwrap_or_else(|_| Started::Failed("the engine stopped".into()))
+    }
+}

@@ -309,13 +309,21 @@ impl App {
         match started {
             // `queued`, as from the slow path: the state the run was accepted in (by now the
             // engine has started it; its progress is in its view and events).
-            Started::Created => Ok(Some(RunStarted {
-                run_id,
-                status: "queued".into(),
-                created: Some(created),
-            })),
+            Started::Created => {
+                tracing::debug!(run_id, process_id, "run created by the engine's pass");
+                Ok(Some(RunStarted {
+                    run_id,
+                    status: "queued".into(),
+                    created: Some(created),
+                }))
+            }
             Started::StalePlan => {
                 // The Process changed since its plan was read: the slow path reads it again.
+                tracing::debug!(
+                    run_id,
+                    process_id,
+                    "stale plan refused by the engine; reading it again"
+                );
                 self.plans.forget(process_id);
                 Ok(None)
             }

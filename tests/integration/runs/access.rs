@@ -58,6 +58,82 @@ async fn proc_8_holds_after_runs_have_filled_the_plan_and_tool_caches() {
     assert_eq!(k.up.calls_with("q", "v2b").len(), 1);
 }
 
+/// Issue #10's door: a start this instance's engine creates in its own pass is held to the same
+/// rule as a start written by the API. When another instance changed the Process after this one
+/// cached its plan, the engine's pass creates nothing for the stale plan, and the start is
+/// decided again on a fresh read: it runs the new version, and a disabled Process is refused
+/// (PROC-8).
+#[tokio::test]
+async fn proc_8_a_start_handed_to_the_engine_holds_when_another_instance_changed_the_process() {
+    let u = user().await;
+    let k = kit(&u).await;
+    let p = process(
+        &u,
+        json!({"steps": [step(&k.echo, "a", json!({"q": "v1"}))]}),
+    )
+    .await;
+    // The first start reads the plan (and caches it); the second is handed to the engine.
+    for _ in 0..2 {
+        let run = u.settled_run(&start(&u, &p, json!({})).await).await;
+        assert_eq!(run["processVersion"], 1, "{run}");
+    }
+    let handed = aiden_tests::server()
+        .logs()
+        .matches("run created by the engine's pass")
+        .count();
+    assert!(handed >= 1, "no start went through the engine's door");
+
+    let other = aiden_service::App::new(
+        aiden_graph::Graph::connect(&aiden_tests::server().graph)
+            .await
+            .expect("graph"),
+        aiden_service::Vault::from_base64(aiden_tests::TEST_MASTER_KEY).unwrap(),
+    );
+    let caller = other.authenticate(&u.token).await.unwrap().expect("caller");
+    let patch = |body: serde_json::Value| serde_json::from_value(body).expect("patch");
+    other
+        .patch_process(
+            &caller,
+            &p,
+            patch(json!({"steps": [step(&k.echo, "a", json!({"q": "v2"})),
+                                   step(&k.echo, "b", json!({"q": "v2b"}))]})),
+            None,
+        )
+        .await
+        .expect("patched elsewhere");
+    let run = u.settled_run(&start(&u, &p, json!({})).await).await;
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["processVersion"], 2, "{run}");
+    assert_eq!(run["steps"].as_array().unwrap().len(), 2, "{run}");
+    let stale = format!("process_id=\"{p}\"");
+    let refusals = |logs: &str| {
+        logs.lines()
+            .filter(|l| l.contains("stale plan refused by the engine") && l.contains(&stale))
+            .count()
+    };
+    assert_eq!(
+        refusals(&aiden_tests::server().logs()),
+        1,
+        "the engine refused the stale plan"
+    );
+
+    // The plan is cached again (version 2); disabled elsewhere, the next start is refused.
+    u.settled_run(&start(&u, &p, json!({})).await).await;
+    other
+        .patch_process(&caller, &p, patch(json!({"enabled": false})), None)
+        .await
+        .expect("disabled elsewhere");
+    u.post(&format!("/v1/processes/{p}/runs"), json!({"inputs": {}}))
+        .await
+        .rejects(422, "PROC-8");
+    assert_eq!(refusals(&aiden_tests::server().logs()), 2);
+    assert_eq!(
+        k.up.calls_with("q", "v1").len(),
+        2,
+        "no run of the stale plan ran"
+    );
+}
+
 /// PROC-8 at execution: a Tool disabled after the Process was defined fails the step, and so
 /// does a disabled Service; nothing reaches the upstream.
 #[tokio::test]

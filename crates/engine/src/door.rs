@@ -83,3 +83,58 @@ impl Door {
             .unwrap_or_else(|_| Started::Failed("the engine stopped".into()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(id: &str) -> NewRun {
+        NewRun {
+            id: id.into(),
+            process_id: "p".into(),
+            number: 1,
+            version_id: "p@1".into(),
+            depth: 1,
+            parent_run_id: None,
+            parent_step_run_id: None,
+            owner_id: "u".into(),
+            inputs: "{}".into(),
+            plan: "{}".into(),
+            steps: Vec::new(),
+            alternative_id: None,
+            expected_process_revision: Some(1),
+            trigger: None,
+            owner_budget_micros: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_closed_door_takes_nothing_and_nothing_waits_in_it() {
+        let (door, mut starts) = door();
+        assert_eq!(door.start(run("r1")).await, Started::NotTaken);
+        assert!(starts.try_recv().is_err(), "a refused start must not queue");
+    }
+
+    #[tokio::test]
+    async fn an_open_door_answers_what_the_engine_says_and_failed_if_it_never_does() {
+        let (door, mut starts) = door();
+        door.set_open(true);
+        let engine = tokio::spawn(async move {
+            let first = starts.recv().await.expect("handed");
+            assert_eq!(first.run.id, "r1");
+            first.answer(Started::StalePlan);
+            // The second is dropped unanswered (the engine stopped mid-pass).
+            drop(starts.recv().await.expect("handed"));
+            starts
+        });
+        assert_eq!(door.start(run("r1")).await, Started::StalePlan);
+        assert!(matches!(door.start(run("r2")).await, Started::Failed(_)));
+        let starts = engine.await.unwrap();
+        drop(starts);
+        assert_eq!(
+            door.start(run("r3")).await,
+            Started::NotTaken,
+            "no engine behind it"
+        );
+    }
+}

@@ -299,7 +299,8 @@ impl App {
         };
         let new_run = cached_run(caller, process_id, &cached, inputs, trigger.clone())?;
         let run_id = new_run.id.clone();
-        let created = new_run.created_row("");
+        let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let created = new_run.created_row(&now);
         let span = aiden_jobs::trace::run_span(
             &run_id,
             None,

@@ -73,18 +73,9 @@ impl NewRun {
     /// The run as a row of the engine's batch (`$newRuns`), created with the pass that starts
     /// it (the same properties and revision rule as [`create`]).
     pub fn batch_row(&self, now: &str) -> Value {
-        serde_json::json!({
-            "id": self.id, "processId": self.process_id, "number": self.number,
-            "versionId": self.version_id, "depth": self.depth,
-            "parentRunId": self.parent_run_id, "parentStepRunId": self.parent_step_run_id,
-            "ownerId": self.owner_id, "inputs": self.inputs, "plan": self.plan,
-            "createdAt": now, "alternativeId": self.alternative_id,
-            "expectedRevision": self.expected_process_revision,
-            "triggerKind": self.trigger.as_ref().map(|t| &t.0),
-            "triggerSubjectId": self.trigger.as_ref().map(|t| &t.1),
-            "stepRuns": serde_json::to_string(&self.steps).unwrap_or_default(),
-            "ownerBudgetMicros": self.owner_budget_micros,
-        })
+        let mut row = self.created_row(now).run;
+        row["expectedRevision"] = serde_json::json!(self.expected_process_revision);
+        row
     }
 
     /// The row [`get`] returns for this run right after [`create`] committed it.

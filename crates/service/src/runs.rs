@@ -131,6 +131,15 @@ pub(crate) fn top_level_run(
     }
 }
 
+/// Traced (issue #12): the run's first span, handing it to the engine.
+fn start_span(run_id: &str, process_id: &str) -> tracing::Span {
+    aiden_jobs::trace::run_span(
+        run_id,
+        None,
+        || tracing::info_span!("run.start", run.id = %run_id, process.id = %process_id),
+    )
+}
+
 /// A depth-1 run from a cached plan, created only if the Process is still at its revision.
 fn cached_run(
     caller: &Caller,
@@ -211,13 +220,7 @@ impl App {
                 }
             }
             let clock = std::time::Instant::now();
-            // Only a cached plan the caller may run is used (the create re-validates it); a
-            // refusal is always decided on a fresh read. So is the start of a Process with a
-            // quota: its limits may have changed since (AGT-10, AGT-14).
-            let cached = match self.plans.get(process_id).filter(|c| {
-                c.loaded.plan.quota.is_none()
-                    && check_runnable(caller, process_id, &c.loaded).is_ok()
-            }) {
+            let cached = match self.usable_cached_plan(caller, process_id) {
                 Some(c) => c,
                 None => {
                     let loaded = plan::load(&mut tx, process_id).await.map_err(load_error)?;
@@ -258,12 +261,7 @@ impl App {
                 run_id: started.run_id.clone(),
                 created: serde_json::to_value(row).ok(),
             };
-            // Traced (issue #12): the run's first span, handing it to the engine.
-            let span = aiden_jobs::trace::run_span(
-                &started.run_id,
-                None,
-                || tracing::info_span!("run.start", run.id = %started.run_id, process.id = %process_id),
-            );
+            let span = start_span(&started.run_id, process_id);
             tracing::Instrument::instrument(self.notify_engine(&start, false), span).await;
         }
         tracing::debug!(
@@ -292,21 +290,16 @@ impl App {
         if caller.quota.is_some() {
             return Ok(None);
         }
-        let Some(cached) = self.plans.get(process_id).filter(|c| {
-            c.loaded.plan.quota.is_none() && check_runnable(caller, process_id, &c.loaded).is_ok()
-        }) else {
+        let Some(cached) = self.usable_cached_plan(caller, process_id) else {
             return Ok(None);
         };
         let new_run = cached_run(caller, process_id, &cached, inputs, trigger.clone())?;
         let run_id = new_run.id.clone();
         let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
         let created = new_run.created_row(&now);
-        let span = aiden_jobs::trace::run_span(
-            &run_id,
-            None,
-            || tracing::info_span!("run.start", run.id = %run_id, process.id = %process_id),
-        );
-        let started = tracing::Instrument::instrument(door.start(new_run), span).await;
+        let started =
+            tracing::Instrument::instrument(door.start(new_run), start_span(&run_id, process_id))
+                .await;
         match started {
             // `queued`, as from the slow path: the state the run was accepted in (by now the
             // engine has started it; its progress is in its view and events).
@@ -331,6 +324,19 @@ impl App {
             Started::NotTaken => Ok(None),
             Started::Failed(m) => Err(aiden_graph::Error::Unavailable(m).into()),
         }
+    }
+
+    /// Only a cached plan the caller may run is used (the create re-validates it); a refusal
+    /// is always decided on a fresh read. So is the start of a Process with a quota: its limits
+    /// may have changed since (AGT-10, AGT-14).
+    fn usable_cached_plan(
+        &self,
+        caller: &Caller,
+        process_id: &str,
+    ) -> Option<std::sync::Arc<crate::plans::CachedPlan>> {
+        self.plans.get(process_id).filter(|c| {
+            c.loaded.plan.quota.is_none() && check_runnable(caller, process_id, &c.loaded).is_ok()
+        })
     }
 
     pub(crate) async fn notify_engine(&self, message: &EngineMessage, confirmed: bool) {

@@ -17,7 +17,7 @@ UNWIND $newRuns AS nr
 MATCH (p:Process {id: nr.processId})-[:HAS_VERSION]->(v:ProcessVersion {id: nr.versionId})
 WHERE nr.expectedRevision IS NULL
    OR (p.revision = nr.expectedRevision AND p.enabled = true AND p.version = v.number)
-CREATE (:Run {id: nr.id, processId: nr.processId, processVersion: nr.number,
+CREATE (:Run {id: nr.id, processId: nr.processId, processVersion: nr.processVersion,
               versionId: nr.versionId, status: 'queued', depth: nr.depth,
               parentRunId: nr.parentRunId, parentStepRunId: nr.parentStepRunId,
               ownerId: nr.ownerId, inputs: nr.inputs, plan: nr.plan, eventSeq: 0,

@@ -1,7 +1,7 @@
 // One engine pass in one statement: new step runs, step-run changes (with the Worker that finished each
 // attempt, one CREATEd edge per attempt: a MERGE would scan the Worker's ever-growing edge list,
 // and the tool-call audit records), then run changes with their new events (one RunEventChunk
-// per run holding this pass's events). `WITH count(*)` joins the two halves and yields one row even when there are no step rows. A run that generates an agent
+// per run holding this pass's events, hung off its Run: HAS_EVENTS). `WITH count(*)` joins the two halves and yields one row even when there are no step rows. A run that generates an agent
 // Alternative settles it in the same statement: content written once, from `generating` only,
 // and its content is recorded for Graphiti ingestion (IngestItem, the outbox) with it.
 // Every lookup by a key that may be null goes through coalesce(key, ''): ArcadeDB answers a
@@ -51,7 +51,7 @@ UNWIND $runs AS r
 MATCH (x:Run {id: r.id})
 SET x += r.set
 FOREACH (c IN r.chunks |
-  CREATE (:RunEventChunk {key: c.key, runId: c.runId, firstSeq: c.firstSeq, lastSeq: c.lastSeq,
+  CREATE (x)-[:HAS_EVENTS]->(:RunEventChunk {key: c.key, runId: c.runId, firstSeq: c.firstSeq, lastSeq: c.lastSeq,
                           events: c.events}))
 WITH stepRows, x
 OPTIONAL MATCH (al:Alternative {id: coalesce(x.alternativeId, '')})

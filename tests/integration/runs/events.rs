@@ -65,8 +65,9 @@ async fn exec_5_sse_replays_an_ordered_gapless_log_and_resumes_after_last_event_
     assert_eq!(r.status(), 404);
 }
 
-/// EXEC-5 (audit): the log is one RunEventChunk per engine pass; `aiden check` reports a settled
-/// run whose chunks do not cover exactly 1..eventSeq, and stops once the chunk is back.
+/// EXEC-5 (audit): the log is one RunEventChunk per engine pass, hung off its Run; `aiden check`
+/// reports a settled run whose chunks do not cover exactly 1..eventSeq, and stops once the
+/// chunk is back.
 #[tokio::test]
 async fn exec_5_check_reports_a_run_whose_event_chunks_leave_a_gap() {
     let u = user().await;
@@ -83,26 +84,23 @@ async fn exec_5_check_reports_a_run_whose_event_chunks_leave_a_gap() {
         "a fresh run's log is whole"
     );
     let graph = aiden_graph::Graph::connect(&server().graph).await.unwrap();
-    let moved = format!("{id}-moved");
-    let set_run = |from: &str, to: &str, first_only: bool| {
-        let filter = if first_only {
-            " AND c.firstSeq > 1"
-        } else {
-            ""
-        };
-        neo4rs::query(&format!(
-            "MATCH (c:RunEventChunk) WHERE c.runId = $from{filter} \
-             WITH c ORDER BY c.firstSeq DESC LIMIT 1 SET c.runId = $to"
-        ))
-        .param("from", from.to_owned())
-        .param("to", to.to_owned())
-    };
+    // A gap: the run's last chunk is no longer hung off it (HAS_EVENTS), then is again.
+    let detach = neo4rs::query(
+        "MATCH (:Run {id: $id})-[h:HAS_EVENTS]->(c:RunEventChunk) WHERE c.firstSeq > 1 \
+         WITH h, c ORDER BY c.firstSeq DESC LIMIT 1 SET c.detachedFrom = $id DELETE h",
+    )
+    .param("id", id.clone());
     let mut tx = graph.begin().await.unwrap();
-    tx.run(set_run(&id, &moved, true)).await.unwrap();
+    tx.run(detach).await.unwrap();
     tx.commit().await.unwrap();
     assert_eq!(findings(&[&id]).await, vec![format!("EXEC-5 {id}")]);
+    let reattach = neo4rs::query(
+        "MATCH (r:Run {id: $id}) MATCH (c:RunEventChunk) WHERE c.detachedFrom = $id \
+         CREATE (r)-[:HAS_EVENTS]->(c) REMOVE c.detachedFrom",
+    )
+    .param("id", id.clone());
     let mut tx = graph.begin().await.unwrap();
-    tx.run(set_run(&moved, &id, false)).await.unwrap();
+    tx.run(reattach).await.unwrap();
     tx.commit().await.unwrap();
     assert!(findings(&[&id]).await.is_empty(), "repaired");
 }

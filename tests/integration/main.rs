@@ -17,4 +17,5 @@ mod queues;
 mod runs;
 mod secrets;
 mod tools;
+mod transactions;
 mod users;

@@ -25,19 +25,16 @@ impl Tx {
         Self { inner }
     }
 
+    /// Every row, in one round trip (with the transaction's BEGIN when this is its first).
     pub async fn rows<T: DeserializeOwned>(&mut self, q: neo4rs::Query) -> Result<Vec<T>, Error> {
         let timer = StatementTimer::start(&q);
-        let mut stream = self.inner.execute(q).await.map_err(Error::from_driver)?;
-        let mut out = Vec::new();
-        while let Some(row) = stream
-            .next(&mut self.inner)
+        let rows = self
+            .inner
+            .fetch_all(q, neo4rs::Fetch::All)
             .await
-            .map_err(Error::from_driver)?
-        {
-            out.push(row.to::<T>().map_err(|e| Error::Decode(e.to_string()))?);
-        }
+            .map_err(Error::from_driver)?;
         timer.done();
-        Ok(out)
+        decode(rows)
     }
 
     /// The `n` a counting statement returns (0 when it returns no row).
@@ -51,7 +48,10 @@ impl Tx {
 
     pub async fn run(&mut self, q: neo4rs::Query) -> Result<(), Error> {
         let timer = StatementTimer::start(&q);
-        self.inner.run(q).await.map_err(Error::from_driver)?;
+        self.inner
+            .fetch_all(q, neo4rs::Fetch::Discard)
+            .await
+            .map_err(Error::from_driver)?;
         timer.done();
         Ok(())
     }
@@ -63,6 +63,12 @@ impl Tx {
     pub async fn rollback(self) -> Result<(), Error> {
         self.inner.rollback().await.map_err(Error::from_driver)
     }
+}
+
+fn decode<T: DeserializeOwned>(rows: Vec<neo4rs::Row>) -> Result<Vec<T>, Error> {
+    rows.into_iter()
+        .map(|row| row.to::<T>().map_err(|e| Error::Decode(e.to_string())))
+        .collect()
 }
 
 /// `aiden_graph_statement_seconds{file}`: one statement's round trip (sent, every row read),

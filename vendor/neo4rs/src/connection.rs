@@ -59,6 +59,12 @@ pub struct Connection {
     recv_timeout: Duration,
     pending_responses: usize,
     io_in_progress: bool,
+    /// Back in Bolt's READY state with no transaction open: set after a transaction committed
+    /// or rolled back, cleared by any request. The pool skips the RESET for such a connection
+    /// (vendor/README.md).
+    clean: bool,
+    /// When the last response arrived: a connection idle longer is checked with RESET anyway.
+    last_used: std::time::Instant,
     #[allow(unused)]
     #[cfg(feature = "unstable-bolt-protocol-impl-v2")]
     hints: Option<ConnectionsHints>,
@@ -145,6 +151,8 @@ impl Connection {
             recv_timeout,
             pending_responses: 0,
             io_in_progress: false,
+            clean: false,
+            last_used: std::time::Instant::now(),
             #[cfg(feature = "unstable-bolt-protocol-impl-v2")]
             hints: None,
         }
@@ -266,6 +274,17 @@ impl Connection {
         self.pending_responses == 0 && !self.io_in_progress
     }
 
+    /// The connection is known to be READY with nothing open (a transaction just ended).
+    pub(crate) fn mark_clean(&mut self) {
+        self.clean = self.is_reusable();
+    }
+
+    /// Reusable without a RESET: clean, and used recently enough that the server cannot have
+    /// dropped it unnoticed (a restart takes longer than this).
+    pub(crate) fn is_fresh_and_clean(&self, within: Duration) -> bool {
+        self.clean && self.is_reusable() && self.last_used.elapsed() < within
+    }
+
     /// Receives the responses that are still outstanding for requests already sent,
     /// so that a connection returned to the pool with a request in flight can be
     /// reused. The responses are not decoded, only counted. A read that was
@@ -299,6 +318,7 @@ impl Connection {
             }
         }
         self.io_in_progress = false;
+        self.last_used = std::time::Instant::now();
         Ok(())
     }
 
@@ -319,6 +339,7 @@ impl Connection {
             return Err(Error::IncompleteBoltExchange);
         }
         self.io_in_progress = true;
+        self.clean = false;
         for bytes in messages {
             self.pending_responses += 1;
             self.write_message(&bytes).await?;

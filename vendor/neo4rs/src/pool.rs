@@ -65,6 +65,11 @@ impl Manager for ConnectionManager {
 
     async fn recycle(&self, obj: &mut Self::Type, _: &Metrics) -> RecycleResult<Self::Error> {
         trace!("recycling connection");
+        // A transaction that just ended left the connection READY: a RESET would be one more
+        // round trip per transaction. One idle for a while is checked, as it may be dead.
+        if obj.is_fresh_and_clean(Duration::from_secs(1)) {
+            return Ok(());
+        }
         // A stream dropped before it was consumed leaves its pipelined PULL in flight.
         // Its responses are drained here, so the connection can be reset and reused.
         // A connection with an interrupted read fails the drain and is discarded.

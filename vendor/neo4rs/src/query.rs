@@ -100,6 +100,11 @@ impl Query {
         &self.params
     }
 
+    #[cfg(not(feature = "unstable-bolt-protocol-impl-v2"))]
+    pub(crate) fn into_run_request(self) -> BoltRequest {
+        BoltRequest::run(&self.query, self.params, self.extra)
+    }
+
     pub(crate) async fn run(self, connection: &mut ManagedConnection) -> Result<RunResult> {
         let request = BoltRequest::run(&self.query, self.params, self.extra);
         Self::try_run(request, connection)

@@ -12,12 +12,17 @@ use crate::{
     Operation, RunResult, config::Database, errors::Result, pool::ManagedConnection, query::Query,
     stream::RowStream,
 };
+#[cfg(not(feature = "unstable-bolt-protocol-impl-v2"))]
+use crate::{row::Row, types::BoltList};
 
 /// A handle which is used to control a transaction, created as a result of [`crate::Graph::start_txn`]
 ///
 /// When a transaction is started, a dedicated connection is reserved and moved into the handle which
 /// will be released to the connection pool when the [`Txn`] handle is dropped.
 pub struct Txn {
+    /// BEGIN not sent yet: it goes out in the same flush as the first statement (vendor/README.md).
+    #[cfg(not(feature = "unstable-bolt-protocol-impl-v2"))]
+    begin_pending: bool,
     db: Option<Database>,
     fetch_size: usize,
     connection: ManagedConnection,
@@ -32,21 +37,121 @@ impl Txn {
     pub(crate) async fn new(
         db: Option<Database>,
         fetch_size: usize,
-        mut connection: ManagedConnection,
+        connection: ManagedConnection,
         operation: Operation,
         imp_user: Option<ImpersonateUser>,
     ) -> Result<Self> {
-        let begin = BoltRequest::begin(db.as_deref());
-        match connection.send_recv(begin).await? {
-            BoltResponse::Success(_) => Ok(Txn {
-                db,
-                fetch_size,
-                connection,
-                operation,
-                imp_user,
-            }),
+        Ok(Txn {
+            begin_pending: true,
+            db,
+            fetch_size,
+            connection,
+            operation,
+            imp_user,
+        })
+    }
+
+    /// Sends the deferred BEGIN on its own, for the calls that do not pipeline it.
+    #[cfg(not(feature = "unstable-bolt-protocol-impl-v2"))]
+    async fn ensure_begun(&mut self) -> Result<()> {
+        if !self.begin_pending {
+            return Ok(());
+        }
+        self.begin_pending = false;
+        let begin = BoltRequest::begin(self.db.as_deref());
+        match self.connection.send_recv(begin).await? {
+            BoltResponse::Success(_) => Ok(()),
             msg => Err(msg.into_error("BEGIN")),
         }
+    }
+
+    /// Runs one statement and reads its whole result in a single round trip: the deferred
+    /// BEGIN (on the transaction's first statement), RUN, then PULL of every record (or DISCARD)
+    /// go out in one flush.
+    #[cfg(not(feature = "unstable-bolt-protocol-impl-v2"))]
+    pub async fn fetch_all(&mut self, q: impl Into<Query>, fetch: Fetch) -> Result<Vec<Row>> {
+        let query = self.with_extras(q.into());
+        let version = self.connection.version();
+        let mut requests = Vec::with_capacity(3);
+        let mut names = Vec::with_capacity(3);
+        if self.begin_pending {
+            requests.push(BoltRequest::begin(self.db.as_deref()).into_bytes(version)?);
+            names.push("BEGIN");
+        }
+        requests.push(query.into_run_request().into_bytes(version)?);
+        names.push("RUN");
+        let (follow_up, name) = match fetch {
+            Fetch::All => (BoltRequest::pull_all_for(-1), "PULL"),
+            Fetch::Discard => (BoltRequest::discard_all_for(-1), "DISCARD"),
+        };
+        requests.push(follow_up.into_bytes(version)?);
+        names.push(name);
+        self.connection.send_pipelined(requests).await?;
+        self.begin_pending = false;
+        // One summary per request, in order; after a FAILURE the server answers IGNORED.
+        let mut failure = None;
+        let mut fields = BoltList::default();
+        let mut rows = Vec::new();
+        let mut more = false;
+        for name in names {
+            loop {
+                match self.connection.recv().await? {
+                    BoltResponse::Record(record) if name == "PULL" => {
+                        rows.push(Row::new(fields.clone(), record.data));
+                    }
+                    BoltResponse::Success(success) => {
+                        if name == "RUN" {
+                            fields = success.get("fields").unwrap_or_default();
+                        }
+                        more = name == "PULL" && success.get("has_more").unwrap_or(false);
+                        break;
+                    }
+                    BoltResponse::Record(_) => {
+                        failure.get_or_insert(crate::errors::Error::UnexpectedMessage(format!(
+                            "a record in answer to {name}"
+                        )));
+                    }
+                    other => {
+                        if failure.is_none() {
+                            failure = Some(other.into_error(name));
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        // A server that caps a PULL of all records says so with `has_more`: read on.
+        while more {
+            self.connection.send(BoltRequest::pull_all_for(-1)).await?;
+            loop {
+                match self.connection.recv().await? {
+                    BoltResponse::Record(record) => rows.push(Row::new(fields.clone(), record.data)),
+                    BoltResponse::Success(success) => {
+                        more = success.get("has_more").unwrap_or(false);
+                        break;
+                    }
+                    other => return Err(other.into_error("PULL")),
+                }
+            }
+        }
+        Ok(rows)
+    }
+
+    fn with_extras(&self, q: Query) -> Query {
+        let mut query = q;
+        if let Some(db) = self.db.as_ref() {
+            query = query.extra("db", db.to_string());
+        }
+        query.extra(
+            "mode",
+            match self.operation {
+                Operation::Read => "r",
+                Operation::Write => "w",
+            },
+        )
     }
 
     #[cfg(feature = "unstable-bolt-protocol-impl-v2")]
@@ -108,17 +213,9 @@ impl Txn {
 
     /// Runs a single query and discards the stream.
     pub async fn run(&mut self, q: impl Into<Query>) -> Result<RunResult> {
-        let mut query = q.into();
-        if let Some(db) = self.db.as_ref() {
-            query = query.extra("db", db.to_string());
-        }
-        query = query.extra(
-            "mode",
-            match self.operation {
-                Operation::Read => "r",
-                Operation::Write => "w",
-            },
-        );
+        #[cfg(not(feature = "unstable-bolt-protocol-impl-v2"))]
+        self.ensure_begun().await?;
+        let query = self.with_extras(q.into());
         match query.run(&mut self.connection).await {
             Ok(result) => {
                 #[cfg(feature = "unstable-bolt-protocol-impl-v2")]
@@ -131,18 +228,9 @@ impl Txn {
 
     /// Executes a query and returns a [`RowStream`]
     pub async fn execute(&mut self, q: impl Into<Query>) -> Result<RowStream> {
-        let mut query = q.into();
-        if let Some(db) = self.db.as_ref() {
-            query = query.extra("db", db.to_string());
-        }
-        query = query.extra(
-            "mode",
-            match self.operation {
-                Operation::Read => "r",
-                Operation::Write => "w",
-            },
-        );
-        query
+        #[cfg(not(feature = "unstable-bolt-protocol-impl-v2"))]
+        self.ensure_begun().await?;
+        self.with_extras(q.into())
             .execute_mut(self.fetch_size, &mut self.connection)
             .await
     }
@@ -150,11 +238,16 @@ impl Txn {
     /// Commits the transaction in progress
     #[cfg(not(feature = "unstable-bolt-protocol-impl-v2"))]
     pub async fn commit(mut self) -> Result<()> {
-        let commit = BoltRequest::commit();
-        match self.connection.send_recv(commit).await? {
-            BoltResponse::Success(_) => Ok(()),
-            msg => Err(msg.into_error("COMMIT")),
+        // A transaction that never ran a statement was never begun: nothing to commit.
+        if !self.begin_pending {
+            let commit = BoltRequest::commit();
+            match self.connection.send_recv(commit).await? {
+                BoltResponse::Success(_) => {}
+                msg => return Err(msg.into_error("COMMIT")),
+            }
         }
+        self.connection.mark_clean();
+        Ok(())
     }
 
     #[cfg(feature = "unstable-bolt-protocol-impl-v2")]
@@ -172,11 +265,15 @@ impl Txn {
     pub async fn rollback(mut self) -> Result<()> {
         #[cfg(not(feature = "unstable-bolt-protocol-impl-v2"))]
         {
-            let rollback = BoltRequest::rollback();
-            match self.connection.send_recv(rollback).await? {
-                BoltResponse::Success(_) => Ok(()),
-                msg => Err(msg.into_error("ROLLBACK")),
+            if !self.begin_pending {
+                let rollback = BoltRequest::rollback();
+                match self.connection.send_recv(rollback).await? {
+                    BoltResponse::Success(_) => {}
+                    msg => return Err(msg.into_error("ROLLBACK")),
+                }
             }
+            self.connection.mark_clean();
+            Ok(())
         }
 
         #[cfg(feature = "unstable-bolt-protocol-impl-v2")]
@@ -211,6 +308,16 @@ const _: () = {
     const fn assert_send_sync<T: ?Sized + Send + Sync>() {}
     assert_send_sync::<Txn>();
 };
+
+/// What [`Txn::fetch_all`] asks for after RUN.
+#[cfg(not(feature = "unstable-bolt-protocol-impl-v2"))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fetch {
+    /// PULL every record.
+    All,
+    /// DISCARD the result (statements run for their writes).
+    Discard,
+}
 
 pub trait TransactionHandle: private::Handle {}
 

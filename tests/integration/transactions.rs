@@ -1,0 +1,131 @@
+//! The driver's transaction path against the real Bolt server (vendor/README.md): BEGIN goes
+//! out with a transaction's first statement, RUN and PULL in one flush, and a connection that
+//! just ended a transaction goes back into use without a RESET. One pooled connection, so each
+//! test reuses the connection the previous transaction left.
+
+use aiden_tests::{graph_settings, unique};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+struct N {
+    n: i64,
+}
+
+async fn one_connection() -> aiden_graph::Graph {
+    let settings = aiden_graph::Settings {
+        max_connections: 1,
+        ..graph_settings()
+    };
+    aiden_graph::Graph::connect(&settings).await.expect("graph")
+}
+
+async fn probes(graph: &aiden_graph::Graph, key: &str) -> i64 {
+    let mut tx = graph.begin().await.expect("begin");
+    let rows: Vec<N> = tx
+        .rows(neo4rs::query("MATCH (p:TxProbe {key: $key}) RETURN count(p) AS n").param("key", key))
+        .await
+        .expect("count");
+    tx.commit().await.expect("commit");
+    rows[0].n
+}
+
+fn create(key: &str) -> neo4rs::Query {
+    neo4rs::query("CREATE (p:TxProbe {key: $key}) RETURN 1 AS n").param("key", key)
+}
+
+#[tokio::test]
+async fn a_transaction_commits_and_rolls_back_its_pipelined_writes() {
+    let graph = one_connection().await;
+    let kept = unique("kept");
+    let mut tx = graph.begin().await.expect("begin");
+    let rows: Vec<N> = tx.rows(create(&kept)).await.expect("create");
+    assert_eq!(
+        rows.len(),
+        1,
+        "the first statement's rows come back with its BEGIN"
+    );
+    let many: Vec<N> = tx
+        .rows(neo4rs::query("UNWIND range(1, 2500) AS i RETURN i AS n"))
+        .await
+        .expect("many rows");
+    let sum: i64 = many.iter().map(|r| r.n).sum();
+    assert_eq!(
+        (many.len(), sum),
+        (2500, 2500 * 2501 / 2),
+        "every record, in one PULL"
+    );
+    tx.run(create(&kept))
+        .await
+        .expect("a second statement in the same transaction");
+    tx.commit().await.expect("commit");
+    assert_eq!(probes(&graph, &kept).await, 2);
+
+    let dropped = unique("dropped");
+    let mut tx = graph.begin().await.expect("begin");
+    tx.run(create(&dropped)).await.expect("create");
+    tx.rollback().await.expect("rollback");
+    assert_eq!(
+        probes(&graph, &dropped).await,
+        0,
+        "a rolled-back write is gone"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_statement_writes_nothing_and_leaves_the_connection_usable() {
+    let graph = one_connection().await;
+    let key = unique("failed");
+    let mut tx = graph.begin().await.expect("begin");
+    tx.run(create(&key)).await.expect("create");
+    let err = tx
+        .rows::<N>(neo4rs::query("RETURN 1 AS n, THIS IS NOT CYPHER"))
+        .await
+        .err()
+        .expect("a syntax error fails the statement");
+    assert!(!err.is_transient(), "{err}");
+    // The server answers ROLLBACK on a failed transaction as it likes; the pool resets it.
+    let _ = tx.rollback().await;
+    assert_eq!(
+        probes(&graph, &key).await,
+        0,
+        "the write before the failure is not kept"
+    );
+
+    // A failure as the transaction's first statement (pipelined with its BEGIN), dropped
+    // without a rollback.
+    let mut tx = graph.begin().await.expect("begin");
+    assert!(tx.run(neo4rs::query("NOT CYPHER EITHER")).await.is_err());
+    drop(tx);
+    let again = unique("again");
+    let mut tx = graph.begin().await.expect("begin");
+    tx.run(create(&again))
+        .await
+        .expect("the reused connection works");
+    tx.commit().await.expect("commit");
+    assert_eq!(probes(&graph, &again).await, 1);
+}
+
+#[tokio::test]
+async fn a_transaction_that_ran_nothing_ends_cleanly() {
+    let graph = one_connection().await;
+    graph
+        .begin()
+        .await
+        .expect("begin")
+        .commit()
+        .await
+        .expect("empty commit");
+    graph
+        .begin()
+        .await
+        .expect("begin")
+        .rollback()
+        .await
+        .expect("empty rollback");
+    drop(graph.begin().await.expect("begin"));
+    let key = unique("after-empty");
+    let mut tx = graph.begin().await.expect("begin");
+    tx.run(create(&key)).await.expect("create");
+    tx.commit().await.expect("commit");
+    assert_eq!(probes(&graph, &key).await, 1);
+}

@@ -157,7 +157,7 @@ impl BoltRequest {
 
     #[cfg_attr(
         feature = "unstable-bolt-protocol-impl-v2",
-        deprecated(since = "0.9.0", note = "Use `crate::bolt::Discard` instead.")
+        deprecated(since = "0.9.0", note = "Use `crate::bolt::Pull` instead.")
     )]
     pub fn pull_all_for(query_id: i64) -> BoltRequest {
         BoltRequest::Pull(pull::Pull::new(-1, query_id))
@@ -165,7 +165,7 @@ impl BoltRequest {
 
     #[cfg_attr(
         feature = "unstable-bolt-protocol-impl-v2",
-        deprecated(since = "0.9.0", note = "Use `crate::bolt::Pull` instead.")
+        deprecated(since = "0.9.0", note = "Use `crate::bolt::Discard` instead.")
     )]
     pub fn discard_all_for(query_id: i64) -> BoltRequest {
         BoltRequest::Discard(discard::Discard::new(-1, query_id))

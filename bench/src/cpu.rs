@@ -2,11 +2,17 @@
 //! user + system time of every process on the machine, read from `/proc`, grouped by what it
 //! is (graph, broker, engine, workers, nginx, client) and differenced across the scenario.
 //! `other` is whatever else ran meanwhile (this machine is shared), so a noisy window shows.
+//! `graph_jit` is the part of `graph` spent in the JVM's JIT compiler threads: until the JVM has
+//! compiled its hot paths (tens of thousands of statements after a start), compiling costs the
+//! graph server as much CPU as the statements themselves, and this says how warm a run was.
 
 use std::collections::BTreeMap;
 
 /// Clock ticks per second of `/proc/<pid>/stat` (USER_HZ; 100 on every Linux this runs on).
 const TICKS_PER_S: f64 = 100.0;
+
+/// Thread names (`comm`, cut to 15 bytes) of HotSpot's C1 and C2 compiler threads.
+const JIT_THREAD_PREFIXES: [&str; 2] = ["C1 CompilerThre", "C2 CompilerThre"];
 
 /// CPU ticks per group at one moment (exited processes are not counted).
 pub struct Sample(BTreeMap<&'static str, u64>);
@@ -27,6 +33,20 @@ fn group(pid: u32, cmdline: &str, comm: &str) -> &'static str {
     } else {
         "other"
     }
+}
+
+/// CPU ticks of a process's JIT compiler threads (threads that exited are not counted).
+fn jit_ticks(process: &std::path::Path) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(process.join("task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("stat")).ok())
+        .filter_map(|stat| ticks(&stat))
+        .filter(|(comm, _)| JIT_THREAD_PREFIXES.iter().any(|p| comm.starts_with(p)))
+        .map(|(_, t)| t)
+        .sum()
 }
 
 /// utime + stime of one process; `comm` may hold spaces and parentheses, so fields are counted
@@ -65,7 +85,11 @@ impl Sample {
             };
             let cmdline = std::fs::read_to_string(path.join("cmdline")).unwrap_or_default();
             let cmdline = cmdline.trim_end_matches('\0');
-            *totals.entry(group(pid, cmdline, &comm)).or_default() += t;
+            let group = group(pid, cmdline, &comm);
+            *totals.entry(group).or_default() += t;
+            if group == "graph" {
+                *totals.entry("graph_jit").or_default() += jit_ticks(&path);
+            }
         }
         Self(totals)
     }
@@ -94,6 +118,32 @@ mod tests {
     fn reads_utime_and_stime_past_a_comm_with_spaces() {
         let stat = "42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 1 0 1 0 0";
         assert_eq!(ticks(stat), Some(("a b) c".to_owned(), 300)));
+    }
+
+    #[test]
+    fn counts_only_the_compiler_threads_as_jit() {
+        let process = std::env::temp_dir().join(format!("aiden-bench-jit-{}", std::process::id()));
+        let threads = [
+            (
+                "1",
+                "1 (java) S 1 1 1 0 -1 0 0 0 0 0 700 100 0 0 20 0 1 0 1 0 0",
+            ),
+            (
+                "2",
+                "2 (C2 CompilerThre) S 1 1 1 0 -1 0 0 0 0 0 300 10 0 0 20 0 1 0 1 0 0",
+            ),
+            (
+                "3",
+                "3 (C1 CompilerThre) S 1 1 1 0 -1 0 0 0 0 0 40 2 0 0 20 0 1 0 1 0 0",
+            ),
+        ];
+        for (tid, stat) in threads {
+            let dir = process.join("task").join(tid);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("stat"), stat).unwrap();
+        }
+        assert_eq!(jit_ticks(&process), 352);
+        std::fs::remove_dir_all(&process).unwrap();
     }
 
     #[test]

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The execution benchmark (issue #3): everything local — graph, broker, API + engine, one
 # rest_api worker pool, nginx echo on 127.0.0.1:18080 — every step durable in the graph.
-# Prints one JSON line per scenario (chain3_seq, chain3, fanout4), after 1,000 unmeasured
-# chain3 runs (--warmup N).
+# Prints one JSON line per scenario (chain3, chain3_seq, fanout4, the peers' order), after 1,000
+# unmeasured runs of each workload used (--warmup N), on a graph server and broker it has just
+# (re)started, as ../shared/peers/README.md ("What counts") asks; AIDEN_BENCH_REUSE_STACK=1
+# measures the running ones instead (a warm JVM: not a figure to set beside the peers').
 #   scripts/bench.sh [--scale 0.1] [--scenarios chain3_seq,chain3] [--warmup N]
 #   scripts/bench.sh --scenarios agent_loop
 #       an agent step (model turn, echo tool call, model turn) against a scripted model, one
@@ -16,7 +18,11 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
-scripts/stack.sh up >/dev/null
+if [ "${AIDEN_BENCH_REUSE_STACK:-0}" = 1 ]; then
+  scripts/stack.sh up >/dev/null
+else
+  scripts/stack.sh restart >/dev/null
+fi
 scripts/echo-nginx.sh up >/dev/null
 # shellcheck disable=SC1091
 . .stack/env
@@ -25,8 +31,9 @@ case " $* " in
   *chain3_history*)
     # Cost against history is measured from an empty graph: a database of its own.
     export AIDEN_NEO4J_DATABASE="bench_history_$(date +%s)"
-    curl -fsS -u "root:$AIDEN_NEO4J_PASSWORD" -X POST "http://127.0.0.1:${AIDEN_STACK_ARCADE_HTTP_PORT:-2480}/api/v1/server" \
-      -d "{\"command\":\"create database $AIDEN_NEO4J_DATABASE\"}" >/dev/null
+    # shellcheck source=scripts/lib/arcadedb-database.sh
+    . scripts/lib/arcadedb-database.sh
+    arcadedb_database create "$AIDEN_NEO4J_DATABASE"
     echo "bench: chain3_history uses the new database $AIDEN_NEO4J_DATABASE" >&2
     ;;
 esac

@@ -5,6 +5,7 @@
 #
 #   scripts/stack.sh up      install if needed, start, wait until ready, write .stack/env
 #   scripts/stack.sh down    stop what `up` started
+#   scripts/stack.sh restart stop what `up` started, then `up` (cold servers: scripts/bench.sh)
 #   scripts/stack.sh status  what listens where
 #   scripts/stack.sh env     print the AIDEN_* settings (source it: `. <(scripts/stack.sh env)`)
 #   scripts/stack.sh graph-down | graph-up
@@ -129,35 +130,55 @@ ensure_test_vhost() {
   echo "amqp://guest:guest@127.0.0.1:$AMQP_PORT/aiden-test" >"$STACK/test-amqp-uri"
 }
 
+# Stops the ArcadeDB that 'up' started and waits until it has exited (its port is free).
+stop_arcadedb() {
+  local pid
+  pid=$(cat "$STACK/arcadedb.pid")
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 1 120); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  rm -f "$STACK/arcadedb.pid"
+  log "ArcadeDB stopped"
+}
+
+stop_rabbitmq() {
+  [ -f "$STACK/rabbitmq.started" ] || return 0
+  rabbitmqctl -q stop >/dev/null 2>&1 || true
+  for _ in $(seq 1 60); do
+    listening "$AMQP_PORT" || break
+    sleep 0.5
+  done
+  rm -f "$STACK/rabbitmq.started"
+  log "RabbitMQ stopped"
+}
+
+up() {
+  write_env
+  start_arcadedb
+  start_rabbitmq
+  ensure_test_vhost
+}
+
 case "${1:-up}" in
   up)
-    write_env
-    start_arcadedb
-    start_rabbitmq
-    ensure_test_vhost
+    up
     ;;
   down)
-    if [ -f "$STACK/arcadedb.pid" ]; then
-      kill "$(cat "$STACK/arcadedb.pid")" 2>/dev/null || true
-      rm -f "$STACK/arcadedb.pid"
-      log "ArcadeDB stopped"
-    fi
-    if [ -f "$STACK/rabbitmq.started" ]; then
-      rabbitmqctl -q stop >/dev/null 2>&1 || true
-      rm -f "$STACK/rabbitmq.started"
-      log "RabbitMQ stopped"
-    fi
+    [ -f "$STACK/arcadedb.pid" ] && stop_arcadedb
+    stop_rabbitmq
+    ;;
+  restart)
+    # Both servers started afresh (a cold JVM: scripts/bench.sh measures on a stack it has
+    # just started, as the peers' rules ask).
+    [ -f "$STACK/arcadedb.pid" ] && stop_arcadedb
+    stop_rabbitmq
+    up
     ;;
   graph-down)
     [ -f "$STACK/arcadedb.pid" ] || { log "no ArcadeDB started by 'up' to stop"; exit 1; }
-    pid=$(cat "$STACK/arcadedb.pid")
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 120); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.5
-    done
-    rm -f "$STACK/arcadedb.pid"
-    log "ArcadeDB stopped"
+    stop_arcadedb
     ;;
   graph-up)
     write_env

@@ -390,7 +390,15 @@ async fn faults_graph_4_agt_4_runs_and_agent_loops_survive_killed_workers_a_brok
             .filter(|s| s.trace_id == trace_id)
             .collect();
         let tool_calls = spans.iter().filter(|s| s.name == "tool.call").count();
-        if tool_calls >= 3 && spans.iter().any(|s| s.name == "run.start") {
+        // Each process exports on its own schedule: the API's later dispatch spans may arrive
+        // after the worker's spans, so wait for every step's dispatch as well.
+        let dispatched = ["a", "b", "c"].iter().all(|step| {
+            spans.iter().any(|s| {
+                s.name == "step.dispatch"
+                    && s.attributes.get("step.id").map(String::as_str) == Some(*step)
+            })
+        });
+        if tool_calls >= 3 && dispatched && spans.iter().any(|s| s.name == "run.start") {
             break spans;
         }
         assert!(

@@ -301,7 +301,17 @@ impl Engine {
             }
             while deliveries.len() + handed.len() < MAX_BATCH {
                 if let Some(Some(d)) = consumer.next().now_or_never() {
-                    deliveries.push(d?);
+                    match d {
+                        Ok(d) => deliveries.push(d),
+                        Err(e) => {
+                            // Nothing of this batch is written: its API requests write their
+                            // runs themselves rather than fail.
+                            for s in handed {
+                                s.answer(Started::NotTaken);
+                            }
+                            return Err(e.into());
+                        }
+                    }
                 } else if let Ok(s) = starts.try_recv() {
                     handed.push(s);
                 } else {

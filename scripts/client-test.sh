@@ -13,7 +13,7 @@ if [ ! -x "$VENV/bin/openapi-python-client" ]; then
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet 'openapi-python-client==0.29.1'
 fi
-cargo build -p aiden --quiet
+cargo build --bin aiden --quiet
 # shellcheck source=scripts/lib/serve-for-test.sh
 . scripts/lib/serve-for-test.sh
 BIN=$TARGET/aiden

@@ -19,7 +19,7 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import selenium, PIL'
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet 'selenium==4.38.0' 'pillow==13.0.0'
 fi
-cargo build -p aiden -p aiden-tests --bins --quiet
+cargo build --bins --quiet
 # shellcheck source=scripts/lib/serve-for-test.sh
 . scripts/lib/serve-for-test.sh
 PORT=${AIDEN_CONSOLE_PORT:-18184}

@@ -6,7 +6,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 # shellcheck disable=SC1091
 . .stack/env
-cargo build -p aiden --quiet
+cargo build --bin aiden --quiet
 BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/aiden"
 PORT=${AIDEN_E2E_PORT:-18181}
 export AIDEN_HTTP_ADDR=127.0.0.1:$PORT

@@ -18,7 +18,7 @@ if [ ! -x "$VENV/bin/st" ]; then
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet 'schemathesis==4.32.5'
 fi
-cargo build -p aiden --quiet
+cargo build --bin aiden --quiet
 BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/aiden"
 PORT=${AIDEN_FUZZ_PORT:-18182}
 export AIDEN_HTTP_ADDR=127.0.0.1:$PORT

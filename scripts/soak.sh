@@ -15,7 +15,7 @@ cd "$ROOT"
 scripts/stack.sh up
 # shellcheck disable=SC1091
 . .stack/env
-cargo build --quiet --bin aiden -p aiden
+cargo build --quiet --bin aiden
 # Each spawned process logs to a file of its own here (kept for a look after a failure).
 export AIDEN_CHILD_LOG_DIR="$ROOT/.stack/soak-logs"
 rm -rf "$AIDEN_CHILD_LOG_DIR" && mkdir -p "$AIDEN_CHILD_LOG_DIR"

@@ -46,7 +46,7 @@ echo "test: secrets scan (no Secret plaintext or ciphertext in responses, SSE, l
 "${CARGO_TARGET_DIR:-target}/debug/aiden-secrets-scan" "$AIDEN_SCAN_DIR"
 rm -rf "$AIDEN_SCAN_DIR"
 unset AIDEN_SCAN_DIR
-cargo run -p aiden --quiet -- openapi >"$AIDEN_STATUS_LOG.openapi.json"
+cargo run --bin aiden --quiet -- openapi >"$AIDEN_STATUS_LOG.openapi.json"
 echo "test: documented statuses the suite never produced (docs/api.md says why)"
 python3 scripts/status-coverage.py "$AIDEN_STATUS_LOG.openapi.json" "$AIDEN_STATUS_LOG"
 rm -f "$AIDEN_STATUS_LOG" "$AIDEN_STATUS_LOG.openapi.json"

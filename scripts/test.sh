@@ -8,6 +8,9 @@ cd "$ROOT"
 
 # shellcheck source=scripts/lib/stop-run-stack.sh
 . scripts/lib/stop-run-stack.sh test
+# A clean run needs about 3.5 GB (target directory and .stack/); say what the disk has, so a
+# run that fails for want of it says so near the top of its log.
+echo "test: $(df -Pk "$ROOT" | awk 'NR==2 {printf "%.1f GB", $4 / 1048576}') free on the checkout's disk"
 scripts/stack.sh up
 # The knowledge layer's stack: graphiti-core in .stack/graphiti-venv and FalkorDB (issue #9).
 scripts/graphiti.sh up

@@ -1,27 +1,56 @@
 #!/usr/bin/env bash
-# The local stack: ArcadeDB (Bolt, standing in for Neo4j) and RabbitMQ, as ../shared/local-stack.md
-# describes. Idempotent: starts only what is not already listening, keeps data under .stack/,
-# and `down` stops only what `up` started.
+# The local stack: Neo4j Community 5.26 (from Maven Central, neo4j/pom.xml) and RabbitMQ (from
+# Debian's packages). Idempotent: installs and starts only what is not already there, keeps data
+# under .stack/, and `down` stops only what `up` started.
 #
-#   scripts/stack.sh up      install if needed, start, wait until ready, write .stack/env
-#   scripts/stack.sh down    stop what `up` started
-#   scripts/stack.sh restart stop what `up` started, then `up` (cold servers: scripts/bench.sh)
-#   scripts/stack.sh status  what listens where
-#   scripts/stack.sh env     print the AIDEN_* settings (source it: `. <(scripts/stack.sh env)`)
-#   scripts/stack.sh graph-down | graph-up
-#                            stop / start only the Bolt server `up` started (the graph outage
-#                            test, issue #12)
+# Two Neo4j instances, because Community serves one user database: the main job's
+# (127.0.0.1:7687, data in .stack/neo4j) and the tests' (127.0.0.1:7688, data in
+# .stack/neo4j-test), so scripts/test.sh and scripts/run.sh can run side by side.
+#
+#   scripts/stack.sh up            install if needed, start Neo4j and RabbitMQ, write .stack/env
+#   scripts/stack.sh test-up       the tests' Neo4j and RabbitMQ virtual host; writes .stack/test-env
+#   scripts/stack.sh down          stop what `up` and `test-up` started
+#   scripts/stack.sh restart       stop the main Neo4j and RabbitMQ, then `up` (cold servers:
+#                                  scripts/bench.sh)
+#   scripts/stack.sh graph-down [test] | graph-up [test]
+#                                  stop (SIGTERM, clean) / start only one Neo4j instance
+#   scripts/stack.sh graph-kill [test]
+#                                  SIGKILL one Neo4j instance (crash recovery on the next start)
+#   scripts/stack.sh wipe-graph [test]
+#                                  stop one instance and delete its data (a fresh, empty graph)
+#   scripts/stack.sh status        what listens where
+#   scripts/stack.sh env           print the AIDEN_* settings
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 STACK="$ROOT/.stack"
-ARCADEDB_VERSION='26.10.2.post1'
-BOLT_PORT=${AIDEN_STACK_BOLT_PORT:-7687}
-ARCADE_HTTP_PORT=${AIDEN_STACK_ARCADE_HTTP_PORT:-2480}
+NEO4J_LIB="$STACK/neo4j-lib"
 AMQP_PORT=5672
 
 log() { echo "stack: $*" >&2; }
 listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# Per instance: bolt port, http port, data home, JVM heap.
+instance() { # main|test -> sets BOLT HTTP HOME_DIR HEAP NAME
+  NAME=$1
+  case "$1" in
+    main)
+      BOLT=${AIDEN_STACK_BOLT_PORT:-7687}
+      HTTP=${AIDEN_STACK_NEO4J_HTTP_PORT:-7474}
+      HOME_DIR="$STACK/neo4j"
+      ;;
+    test)
+      BOLT=${AIDEN_STACK_TEST_BOLT_PORT:-7688}
+      HTTP=${AIDEN_STACK_TEST_NEO4J_HTTP_PORT:-7475}
+      HOME_DIR="$STACK/neo4j-test"
+      ;;
+    *)
+      log "unknown Neo4j instance '$1' (main or test)"
+      exit 2
+      ;;
+  esac
+  HEAP=${AIDEN_STACK_NEO4J_HEAP:-2g}
+}
 
 # Settings the project reads; generated once into .stack/env, never committed.
 write_env() {
@@ -33,8 +62,8 @@ write_env() {
     key=$(head -c 32 /dev/urandom | base64)
     admin=$(head -c 24 /dev/urandom | base64 | tr -d '/+=' | head -c 32)
     cat >"$STACK/env" <<EOF
-export AIDEN_NEO4J_URI=\${AIDEN_NEO4J_URI:-bolt://127.0.0.1:$BOLT_PORT}
-export AIDEN_NEO4J_USER=\${AIDEN_NEO4J_USER:-root}
+export AIDEN_NEO4J_URI=\${AIDEN_NEO4J_URI:-bolt://127.0.0.1:${AIDEN_STACK_BOLT_PORT:-7687}}
+export AIDEN_NEO4J_USER=\${AIDEN_NEO4J_USER:-neo4j}
 export AIDEN_NEO4J_PASSWORD=\${AIDEN_NEO4J_PASSWORD:-$pw}
 export AIDEN_NEO4J_DATABASE=\${AIDEN_NEO4J_DATABASE:-neo4j}
 export AIDEN_AMQP_URI=\${AIDEN_AMQP_URI:-amqp://guest:guest@127.0.0.1:$AMQP_PORT/%2f}
@@ -44,58 +73,116 @@ EOF
   fi
 }
 
-arcadedb_home() {
-  "$STACK/venv/bin/python" -c 'import arcadedb_embedded,os;print(os.path.dirname(arcadedb_embedded.__file__))'
+# The tests' settings, sourced after .stack/env (scripts/test.sh) and read by the test harness
+# before it: their own Neo4j and RabbitMQ virtual host. Same password as the main instance.
+write_test_env() {
+  instance test
+  umask 077
+  cat >"$STACK/test-env" <<EOF
+export AIDEN_NEO4J_URI=bolt://127.0.0.1:$BOLT
+export AIDEN_AMQP_URI=amqp://guest:guest@127.0.0.1:$AMQP_PORT/aiden-test
+export AIDEN_STACK_GRAPH=test
+EOF
 }
 
-start_arcadedb() {
-  if listening "$BOLT_PORT"; then
-    log "a Bolt server already listens on $BOLT_PORT; using it"
+# Neo4j's jars from Maven Central into .stack/neo4j-lib, once per version of neo4j/pom.xml.
+install_neo4j() {
+  local stamp="$NEO4J_LIB/.pom.sha256" want
+  want=$(sha256sum "$ROOT/neo4j/pom.xml" | cut -d' ' -f1)
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
     return
   fi
-  if ! "$STACK/venv/bin/python" -c 'import arcadedb_embedded' 2>/dev/null; then
-    log "installing ArcadeDB $ARCADEDB_VERSION from PyPI into .stack/venv"
-    python3 -m venv "$STACK/venv"
-    "$STACK/venv/bin/pip" install -q "arcadedb-embedded==$ARCADEDB_VERSION"
+  command -v mvn >/dev/null || { log "Maven (mvn) is needed to fetch Neo4j; install it (apt-get install maven)"; exit 1; }
+  log "fetching Neo4j's jars from Maven Central (neo4j/pom.xml) into .stack/neo4j-lib"
+  rm -rf "$NEO4J_LIB"
+  mvn -q -B -f "$ROOT/neo4j/pom.xml" dependency:copy-dependencies -DoutputDirectory="$NEO4J_LIB" >&2
+  echo "$want" >"$stamp"
+}
+
+java_opts() {
+  # Neo4j's own defaults from its neo4j.conf (server.jvm.additional), but -XX:+AlwaysPreTouch:
+  # two instances share the machine and neither should commit its whole heap at start.
+  echo "-Xms512m -Xmx$HEAP -XX:+UseG1GC -XX:-OmitStackTraceInFastThrow"
+  echo "-XX:+UnlockExperimentalVMOptions -XX:+TrustFinalNonStaticFields -XX:+DisableExplicitGC"
+  echo "-Djdk.nio.maxCachedBufferSize=1024 -Dio.netty.tryReflectionSetAccessible=true"
+  echo "-XX:+ExitOnOutOfMemoryError"
+  echo "--add-opens=java.base/java.nio=ALL-UNNAMED --add-opens=java.base/java.io=ALL-UNNAMED"
+  echo "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED --add-opens=java.base/java.lang=ALL-UNNAMED"
+  echo "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED"
+  echo "${AIDEN_STACK_JAVA_OPTS:-}"
+}
+
+start_neo4j() { # main|test
+  instance "$1"
+  if listening "$BOLT"; then
+    log "a Bolt server already listens on $BOLT; using it as the $NAME graph"
+    return
   fi
+  install_neo4j
   # shellcheck disable=SC1091
   . "$STACK/env"
-  local home
-  home=$(arcadedb_home)
-  mkdir -p "$STACK/arcadedb/databases"
-  log "starting ArcadeDB (Bolt 127.0.0.1:$BOLT_PORT)"
-  # ArcadeDB writes ./log relative to its working directory: keep it under .stack/.
-  cd "$STACK"
-  nohup "$home/jre/bin/java" ${AIDEN_STACK_JAVA_OPTS:--Xmx2g} -cp "$home/jars/*" \
-    -Darcadedb.server.rootPassword="$AIDEN_NEO4J_PASSWORD" \
-    -Darcadedb.server.rootPath="$STACK/arcadedb" \
-    -Darcadedb.server.databaseDirectory="$STACK/arcadedb/databases" \
-    -Darcadedb.server.plugins=Bolt:com.arcadedb.bolt.BoltProtocolPlugin \
-    -Darcadedb.bolt.port="$BOLT_PORT" -Darcadedb.bolt.host=127.0.0.1 \
-    -Darcadedb.server.httpIncomingPort="$ARCADE_HTTP_PORT" -Darcadedb.server.httpIncomingHost=127.0.0.1 \
-    "-Darcadedb.server.defaultDatabases=$AIDEN_NEO4J_DATABASE[root]" \
-    com.arcadedb.server.ArcadeDBServer >"$STACK/arcadedb.log" 2>&1 &
-  echo $! >"$STACK/arcadedb.pid"
-  cd "$ROOT"
-  for _ in $(seq 1 120); do
-    if grep -q 'ArcadeDB Server started' "$STACK/arcadedb.log" 2>/dev/null && listening "$BOLT_PORT"; then
-      log "ArcadeDB ready"
+  mkdir -p "$HOME_DIR/conf" "$HOME_DIR/data" "$HOME_DIR/logs" "$HOME_DIR/plugins"
+  {
+    cat "$ROOT/neo4j/neo4j.conf"
+    echo
+    echo "# This instance ($NAME), written by scripts/stack.sh"
+    echo "server.bolt.listen_address=127.0.0.1:$BOLT"
+    echo "server.bolt.advertised_address=127.0.0.1:$BOLT"
+    echo "server.http.listen_address=127.0.0.1:$HTTP"
+    echo "server.http.advertised_address=127.0.0.1:$HTTP"
+  } >"$HOME_DIR/conf/neo4j.conf"
+  export NEO4J_HOME="$HOME_DIR" NEO4J_CONF="$HOME_DIR/conf"
+  local -a opts
+  read -r -a opts <<<"$(java_opts | tr '\n' ' ')"
+  if [ ! -d "$HOME_DIR/data/databases" ]; then
+    # Before the first start only: the neo4j user's password (the server's auth is on).
+    java -cp "$NEO4J_LIB/*" org.neo4j.cli.AdminTool dbms set-initial-password "$AIDEN_NEO4J_PASSWORD" >/dev/null
+  fi
+  log "starting Neo4j ($NAME: Bolt 127.0.0.1:$BOLT, HTTP 127.0.0.1:$HTTP, data in ${HOME_DIR#"$ROOT"/})"
+  : >"$HOME_DIR/console.log"
+  nohup java "${opts[@]}" -cp "$NEO4J_LIB/*" org.neo4j.server.CommunityEntryPoint \
+    --home-dir="$HOME_DIR" --config-dir="$HOME_DIR/conf" --console-mode \
+    >"$HOME_DIR/console.log" 2>&1 &
+  echo $! >"$STACK/neo4j-$NAME.pid"
+  for _ in $(seq 1 240); do
+    if grep -q ' Started\.' "$HOME_DIR/console.log" 2>/dev/null && listening "$BOLT"; then
+      log "Neo4j ($NAME) ready"
       return
     fi
-    if ! kill -0 "$(cat "$STACK/arcadedb.pid")" 2>/dev/null; then
-      tail -20 "$STACK/arcadedb.log" >&2
-      log "ArcadeDB exited during start"
+    if ! kill -0 "$(cat "$STACK/neo4j-$NAME.pid")" 2>/dev/null; then
+      tail -30 "$HOME_DIR/console.log" >&2
+      log "Neo4j ($NAME) exited during start (see ${HOME_DIR#"$ROOT"/}/console.log and logs/debug.log)"
       exit 1
     fi
-    sleep 1
+    sleep 0.5
   done
-  log "ArcadeDB did not start within 120 s (see .stack/arcadedb.log)"
+  log "Neo4j ($NAME) did not start within 120 s (see ${HOME_DIR#"$ROOT"/}/console.log)"
   exit 1
+}
+
+# Stops the Neo4j instance that this script started and waits until it has exited. SIGTERM is
+# a clean shutdown (checkpoint, then close); `kill` sends SIGKILL (the crash tests).
+stop_neo4j() { # main|test [TERM|KILL]
+  instance "$1"
+  local pidfile="$STACK/neo4j-$NAME.pid" pid
+  [ -f "$pidfile" ] || return 0
+  pid=$(cat "$pidfile")
+  kill -"${2:-TERM}" "$pid" 2>/dev/null || true
+  for _ in $(seq 1 240); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.25
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    log "Neo4j ($NAME) did not stop within 60 s; sending SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+    sleep 1
+  fi
+  rm -f "$pidfile"
+  log "Neo4j ($NAME) stopped (${2:-TERM})"
 }
 
 start_rabbitmq() {
   if listening "$AMQP_PORT"; then
-    log "RabbitMQ already listens on $AMQP_PORT; using it"
     return
   fi
   if ! command -v rabbitmq-server >/dev/null; then
@@ -121,26 +208,12 @@ start_rabbitmq() {
 }
 
 # The test suites get their own RabbitMQ virtual host, so a stack serving on `/` (scripts/run.sh)
-# never takes their jobs, nor they its. The harness reads the URI from .stack/test-amqp-uri.
+# never takes their jobs, nor they its.
 ensure_test_vhost() {
   command -v rabbitmqctl >/dev/null || return 0
   rabbitmqctl -q list_vhosts 2>/dev/null | grep -qx aiden-test ||
     rabbitmqctl -q add_vhost aiden-test >/dev/null 2>&1 || return 0
   rabbitmqctl -q set_permissions -p aiden-test guest '.*' '.*' '.*' >/dev/null 2>&1 || return 0
-  echo "amqp://guest:guest@127.0.0.1:$AMQP_PORT/aiden-test" >"$STACK/test-amqp-uri"
-}
-
-# Stops the ArcadeDB that 'up' started and waits until it has exited (its port is free).
-stop_arcadedb() {
-  local pid
-  pid=$(cat "$STACK/arcadedb.pid")
-  kill "$pid" 2>/dev/null || true
-  for _ in $(seq 1 120); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.5
-  done
-  rm -f "$STACK/arcadedb.pid"
-  log "ArcadeDB stopped"
 }
 
 stop_rabbitmq() {
@@ -156,36 +229,51 @@ stop_rabbitmq() {
 
 up() {
   write_env
-  start_arcadedb
+  start_neo4j main
   start_rabbitmq
   ensure_test_vhost
 }
 
+test_up() {
+  write_env
+  start_neo4j test
+  start_rabbitmq
+  ensure_test_vhost
+  write_test_env
+}
+
 case "${1:-up}" in
-  up)
-    up
-    ;;
+  up) up ;;
+  test-up) test_up ;;
   down)
-    [ -f "$STACK/arcadedb.pid" ] && stop_arcadedb
+    stop_neo4j main
+    stop_neo4j test
     stop_rabbitmq
     ;;
   restart)
-    # Both servers started afresh (a cold JVM: scripts/bench.sh measures on a stack it has
-    # just started, as the peers' rules ask).
-    [ -f "$STACK/arcadedb.pid" ] && stop_arcadedb
+    # Started afresh (a cold JVM: scripts/bench.sh measures on a stack it has just started, as
+    # the peers' rules ask).
+    stop_neo4j main
     stop_rabbitmq
     up
     ;;
-  graph-down)
-    [ -f "$STACK/arcadedb.pid" ] || { log "no ArcadeDB started by 'up' to stop"; exit 1; }
-    stop_arcadedb
-    ;;
+  graph-down) stop_neo4j "${2:-${AIDEN_STACK_GRAPH:-main}}" TERM ;;
+  graph-kill) stop_neo4j "${2:-${AIDEN_STACK_GRAPH:-main}}" KILL ;;
   graph-up)
     write_env
-    start_arcadedb
+    start_neo4j "${2:-${AIDEN_STACK_GRAPH:-main}}"
+    ;;
+  wipe-graph)
+    instance "${2:-${AIDEN_STACK_GRAPH:-main}}"
+    stop_neo4j "$NAME" TERM
+    rm -rf "$HOME_DIR"
+    log "Neo4j ($NAME): data removed"
     ;;
   status)
-    listening "$BOLT_PORT" && echo "bolt: up on $BOLT_PORT" || echo "bolt: down"
+    for i in main test; do
+      instance "$i"
+      listening "$BOLT" && echo "neo4j ($i): up on $BOLT" || echo "neo4j ($i): down"
+    done
     listening "$AMQP_PORT" && echo "amqp: up on $AMQP_PORT" || echo "amqp: down"
     ;;
   env)
@@ -193,7 +281,7 @@ case "${1:-up}" in
     cat "$STACK/env"
     ;;
   *)
-    echo "usage: $0 up|down|status|env" >&2
+    echo "usage: $0 up|test-up|down|restart|graph-down|graph-kill|graph-up|wipe-graph|status|env" >&2
     exit 2
     ;;
 esac

@@ -6,16 +6,18 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
-# shellcheck source=scripts/lib/stop-run-stack.sh
-. scripts/lib/stop-run-stack.sh test
 # A clean run needs about 3.5 GB (target directory and .stack/); say what the disk has, so a
 # run that fails for want of it says so near the top of its log.
 echo "test: $(df -Pk "$ROOT" | awk 'NR==2 {printf "%.1f GB", $4 / 1048576}') free on the checkout's disk"
-scripts/stack.sh up
-# The knowledge layer's stack: graphiti-core in .stack/graphiti-venv and FalkorDB (issue #9).
-scripts/graphiti.sh up
+# The tests' own Neo4j instance (127.0.0.1:7688, .stack/neo4j-test) and RabbitMQ virtual host:
+# a stack that scripts/run.sh started keeps running beside them, untouched.
+scripts/stack.sh test-up
+# graphiti-core in .stack/graphiti-venv: the knowledge tests start their own Graphiti service.
+scripts/graphiti.sh install
 # shellcheck disable=SC1091
 . .stack/env
+# shellcheck disable=SC1091
+. .stack/test-env
 
 echo "test: cargo fmt --check, clippy -D warnings"
 cargo fmt --all -- --check

@@ -121,7 +121,7 @@ async fn main() -> anyhow::Result<()> {
     let env = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_owned());
     let graph = aiden_graph::Graph::connect(&aiden_graph::Settings {
         uri: env("AIDEN_NEO4J_URI", "bolt://127.0.0.1:7687"),
-        user: env("AIDEN_NEO4J_USER", "root"),
+        user: env("AIDEN_NEO4J_USER", "neo4j"),
         password: env("AIDEN_NEO4J_PASSWORD", ""),
         database: env("AIDEN_NEO4J_DATABASE", "neo4j"),
         max_connections: 4,

@@ -277,7 +277,7 @@ async fn llm_call_speaks_anthropic_messages() {
 #[tokio::test]
 async fn graph_query_writes_and_reads_the_tools_own_graph() {
     let c = admin();
-    let uri = setting("AIDEN_NEO4J_URI", Some("bolt://127.0.0.1:7687"));
+    let uri = setting("AIDEN_NEO4J_URI", Some("bolt://127.0.0.1:7688"));
     let secret = fixtures::secret(&c, &setting("AIDEN_NEO4J_PASSWORD", None)).await;
     let mut svc = fixtures::graph_service_body();
     svc["endpoint"] = json!(uri);
@@ -287,7 +287,7 @@ async fn graph_query_writes_and_reads_the_tools_own_graph() {
         .unwrap()
         .to_owned();
     let params = json!({"endpoint": uri, "database": setting("AIDEN_NEO4J_DATABASE", Some("neo4j")),
-        "user": setting("AIDEN_NEO4J_USER", Some("root"))});
+        "user": setting("AIDEN_NEO4J_USER", Some("neo4j"))});
     let tool = |query: &str, access: &str| {
         json!({"id": unique("gq"), "name": "gq", "serviceId": svc,
         "secretId": secret, "connectionParams": params,

@@ -68,8 +68,8 @@ fn drop_vhost(vhost: &str) {
 
 async fn park_pending_items(db: &str) {
     let settings = aiden_graph::Settings {
-        uri: setting("AIDEN_NEO4J_URI", Some("bolt://127.0.0.1:7687")),
-        user: setting("AIDEN_NEO4J_USER", Some("root")),
+        uri: setting("AIDEN_NEO4J_URI", Some("bolt://127.0.0.1:7688")),
+        user: setting("AIDEN_NEO4J_USER", Some("neo4j")),
         password: setting("AIDEN_NEO4J_PASSWORD", None),
         database: db.to_owned(),
         max_connections: 2,
@@ -420,8 +420,8 @@ async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_
     };
     api.wait_ready().await;
     let settings = aiden_graph::Settings {
-        uri: setting("AIDEN_NEO4J_URI", Some("bolt://127.0.0.1:7687")),
-        user: setting("AIDEN_NEO4J_USER", Some("root")),
+        uri: setting("AIDEN_NEO4J_URI", Some("bolt://127.0.0.1:7688")),
+        user: setting("AIDEN_NEO4J_USER", Some("neo4j")),
         password: setting("AIDEN_NEO4J_PASSWORD", None),
         database: db.clone(),
         max_connections: 4,

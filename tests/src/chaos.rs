@@ -187,11 +187,13 @@ pub fn rabbitmqctl(args: &[&str]) {
     assert!(status.success(), "rabbitmqctl {args:?}");
 }
 
-/// `scripts/stack.sh <command>` of this checkout (the graph outage).
+/// `scripts/stack.sh <command> <instance>` of this checkout, on the tests' Neo4j instance
+/// (`graph-down`, `graph-kill`, `graph-up`: the graph outage and crash tests).
 pub fn stack(command: &str) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/stack.sh");
+    let instance = crate::setting("AIDEN_STACK_GRAPH", Some("test"));
     let status = Command::new(script)
-        .arg(command)
+        .args([command, instance.as_str()])
         .status()
         .expect("scripts/stack.sh");
     assert!(status.success(), "scripts/stack.sh {command}");

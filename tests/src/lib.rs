@@ -30,51 +30,53 @@ pub struct Server {
 
 static SERVER: OnceLock<Server> = OnceLock::new();
 
-/// Settings from `AIDEN_*`, falling back to the stack's generated `.stack/env`.
+/// Settings from `AIDEN_*`, falling back to the files `scripts/stack.sh` generates: the tests'
+/// own `.stack/test-env` (their Neo4j instance and RabbitMQ virtual host) before the stack's
+/// `.stack/env` (password, keys).
 pub fn setting(name: &str, default: Option<&str>) -> String {
     if let Ok(v) = std::env::var(name) {
         return v;
     }
-    let env_file = concat!(env!("CARGO_MANIFEST_DIR"), "/../.stack/env");
-    if let Ok(text) = std::fs::read_to_string(env_file) {
-        for line in text.lines() {
-            let line = line.trim_start_matches("export ");
-            if let Some((k, v)) = line.split_once('=') {
-                if k == name {
-                    // `${NAME:-value}` as the stack script writes it
-                    let v = v
-                        .trim_start_matches(&format!("${{{name}:-"))
-                        .trim_end_matches('}');
-                    return v.to_owned();
-                }
-            }
+    for file in ["test-env", "env"] {
+        let path = format!("{}/../.stack/{file}", env!("CARGO_MANIFEST_DIR"));
+        if let Some(v) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| env_file_value(&text, name))
+        {
+            return v;
         }
     }
     default.map(str::to_owned).unwrap_or_else(|| {
-        panic!("{name} is not set and .stack/env has no value: run scripts/stack.sh up")
+        panic!("{name} is not set and .stack/env has no value: run scripts/stack.sh test-up")
     })
 }
 
-/// The broker the tests use: `AIDEN_TEST_AMQP_URI`, else the stack's test virtual host (so a
-/// `scripts/run.sh` stack on `/` never takes test jobs), else `AIDEN_AMQP_URI`.
-pub fn test_amqp_uri() -> String {
-    if let Ok(v) = std::env::var("AIDEN_TEST_AMQP_URI") {
-        return v;
-    }
-    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../.stack/test-amqp-uri");
-    match std::fs::read_to_string(file) {
-        Ok(uri) if !uri.trim().is_empty() => uri.trim().to_owned(),
-        _ => setting(
-            "AIDEN_AMQP_URI",
-            Some("amqp://guest:guest@127.0.0.1:5672/%2f"),
-        ),
-    }
+/// `NAME`'s value in a file of `export NAME=value` or `export NAME=${NAME:-value}` lines.
+fn env_file_value(text: &str, name: &str) -> Option<String> {
+    text.lines().find_map(|line| {
+        let (k, v) = line.trim_start_matches("export ").split_once('=')?;
+        (k == name).then(|| {
+            v.trim_start_matches(&format!("${{{name}:-"))
+                .trim_end_matches('}')
+                .to_owned()
+        })
+    })
 }
 
-/// The database the tests use: `AIDEN_TEST_NEO4J_DATABASE` (on Neo4j, point it at a database
-/// of their own), else `AIDEN_NEO4J_DATABASE`. ArcadeDB's Bolt plugin serves every client one
-/// database whatever name it asks for, so locally the tests share the stack's database: stop a
-/// `scripts/run.sh` stack before running them.
+/// The broker the tests use: `AIDEN_TEST_AMQP_URI`, else the tests' virtual host from
+/// `.stack/test-env` (so a `scripts/run.sh` stack on `/` never takes test jobs).
+pub fn test_amqp_uri() -> String {
+    std::env::var("AIDEN_TEST_AMQP_URI").unwrap_or_else(|_| {
+        setting(
+            "AIDEN_AMQP_URI",
+            Some("amqp://guest:guest@127.0.0.1:5672/aiden-test"),
+        )
+    })
+}
+
+/// The database the tests use: `AIDEN_TEST_NEO4J_DATABASE`, else `AIDEN_NEO4J_DATABASE`. On
+/// Community (one user database) the tests have a Neo4j instance of their own instead
+/// (`scripts/stack.sh test-up`, `.stack/test-env`).
 pub fn test_database() -> String {
     std::env::var("AIDEN_TEST_NEO4J_DATABASE")
         .unwrap_or_else(|_| setting("AIDEN_NEO4J_DATABASE", Some("neo4j")))
@@ -83,8 +85,8 @@ pub fn test_database() -> String {
 /// The test graph's connection settings (the stack's, `AIDEN_*` overriding).
 pub fn graph_settings() -> aiden_graph::Settings {
     aiden_graph::Settings {
-        uri: setting("AIDEN_NEO4J_URI", Some("bolt://127.0.0.1:7687")),
-        user: setting("AIDEN_NEO4J_USER", Some("root")),
+        uri: setting("AIDEN_NEO4J_URI", Some("bolt://127.0.0.1:7688")),
+        user: setting("AIDEN_NEO4J_USER", Some("neo4j")),
         password: setting("AIDEN_NEO4J_PASSWORD", None),
         database: test_database(),
         max_connections: 32,

@@ -44,11 +44,11 @@ pub fn envs(http_port: u16) -> Vec<(&'static str, String)> {
     vec![
         (
             "AIDEN_NEO4J_URI",
-            setting("AIDEN_NEO4J_URI", Some("bolt://127.0.0.1:7687")),
+            setting("AIDEN_NEO4J_URI", Some("bolt://127.0.0.1:7688")),
         ),
         (
             "AIDEN_NEO4J_USER",
-            setting("AIDEN_NEO4J_USER", Some("root")),
+            setting("AIDEN_NEO4J_USER", Some("neo4j")),
         ),
         (
             "AIDEN_NEO4J_PASSWORD",
@@ -105,6 +105,7 @@ pub fn sigkill(child: &mut Proc) {
     let _ = child.0.wait();
 }
 
+#[derive(Clone)]
 pub struct Api {
     pub http: reqwest::Client,
     pub base: String,

@@ -123,7 +123,26 @@ pub async fn get<T: DeserializeOwned>(
     id: &str,
 ) -> Result<Option<T>, Error> {
     let q = cypher(query_file!("resource/get.cypher"), Some(kind.label())).param("id", id);
-    match tx.one::<Doc>(q).await? {
+    decode_doc(tx.one::<Doc>(q).await?)
+}
+
+/// `get` for a write that will compare-and-set the revision: the node's write lock is taken
+/// first, so racing updates of one resource serialize on Neo4j's lock instead of retrying.
+pub async fn get_for_update<T: DeserializeOwned>(
+    tx: &mut Tx,
+    kind: Kind,
+    id: &str,
+) -> Result<Option<T>, Error> {
+    let q = cypher(
+        query_file!("resource/get_for_update.cypher"),
+        Some(kind.label()),
+    )
+    .param("id", id);
+    decode_doc(tx.one::<Doc>(q).await?)
+}
+
+fn decode_doc<T: DeserializeOwned>(doc: Option<Doc>) -> Result<Option<T>, Error> {
+    match doc {
         Some(d) => serde_json::from_str(&d.doc)
             .map(Some)
             .map_err(|e| Error::Decode(e.to_string())),

@@ -214,7 +214,7 @@ impl App {
         body: impl Fn(&Process) -> Result<NewProcess>,
     ) -> Result<Process> {
         write_tx!(self, |tx| {
-            let current: Process = resources::get(&mut tx, Kind::Process, id)
+            let current: Process = resources::get_for_update(&mut tx, Kind::Process, id)
                 .await?
                 .ok_or(Rule::NotFound)?;
             ensure_owner(caller, &owned(&current))?;
@@ -260,7 +260,7 @@ impl App {
     /// Process calls it (its versions must replay).
     pub async fn delete_process(&self, caller: &Caller, id: &str) -> Result<()> {
         write_tx!(self, |tx| {
-            let current: Process = resources::get(&mut tx, Kind::Process, id)
+            let current: Process = resources::get_for_update(&mut tx, Kind::Process, id)
                 .await?
                 .ok_or(Rule::NotFound)?;
             ensure_owner(caller, &owned(&current))?;

@@ -127,7 +127,7 @@ impl App {
             None => None,
         };
         let changed = write_tx!(self, |tx| {
-            let current: Secret = resources::get(&mut tx, Kind::Secret, id)
+            let current: Secret = resources::get_for_update(&mut tx, Kind::Secret, id)
                 .await?
                 .ok_or(Rule::NotFound)?;
             ensure_owner(caller, &owned(&current)).map_err(|_| Rule::NotFound)?;
@@ -151,7 +151,7 @@ impl App {
     /// SEC-5: only when no Tool uses it.
     pub async fn delete_secret(&self, caller: &Caller, id: &str) -> Result<()> {
         write_tx!(self, |tx| {
-            let current: Secret = resources::get(&mut tx, Kind::Secret, id)
+            let current: Secret = resources::get_for_update(&mut tx, Kind::Secret, id)
                 .await?
                 .ok_or(Rule::NotFound)?;
             ensure_owner(caller, &owned(&current)).map_err(|_| Rule::NotFound)?;

@@ -93,7 +93,7 @@ impl App {
         if_revision: Option<i64>,
     ) -> Result<Service> {
         let changed = write_tx!(self, |tx| {
-            let current: Service = resources::get(&mut tx, Kind::Service, id)
+            let current: Service = resources::get_for_update(&mut tx, Kind::Service, id)
                 .await?
                 .ok_or(Rule::NotFound)?;
             ensure_owner(caller, &owned(&current))?;
@@ -114,7 +114,7 @@ impl App {
     /// SVC-5: only when no Tool uses it.
     pub async fn delete_service(&self, caller: &Caller, id: &str) -> Result<()> {
         write_tx!(self, |tx| {
-            let current: Service = resources::get(&mut tx, Kind::Service, id)
+            let current: Service = resources::get_for_update(&mut tx, Kind::Service, id)
                 .await?
                 .ok_or(Rule::NotFound)?;
             ensure_owner(caller, &owned(&current))?;
@@ -144,7 +144,7 @@ impl App {
             )
         };
         let changed = write_tx!(self, |tx| {
-            let current: Service = resources::get(&mut tx, Kind::Service, id)
+            let current: Service = resources::get_for_update(&mut tx, Kind::Service, id)
                 .await?
                 .ok_or(Rule::NotFound)?;
             let next = decide_health(&current, status, message.clone(), &now());

@@ -147,7 +147,7 @@ impl App {
         patch: TemplatePatch,
     ) -> Result<T> {
         write_tx!(self, |tx| {
-            let current: T = resources::get(&mut tx, T::KIND, id)
+            let current: T = resources::get_for_update(&mut tx, T::KIND, id)
                 .await?
                 .ok_or(Rule::NotFound)?;
             ensure_owner(caller, &owned(&current))?;
@@ -163,7 +163,7 @@ impl App {
 
     async fn delete_template<T: Stored>(&self, caller: &Caller, id: &str) -> Result<()> {
         write_tx!(self, |tx| {
-            let current: T = resources::get(&mut tx, T::KIND, id)
+            let current: T = resources::get_for_update(&mut tx, T::KIND, id)
                 .await?
                 .ok_or(Rule::NotFound)?;
             ensure_owner(caller, &owned(&current))?;

@@ -103,7 +103,7 @@ impl App {
         if_revision: Option<i64>,
     ) -> Result<Tool> {
         let changed = write_tx!(self, |tx| {
-            let current: Tool = resources::get(&mut tx, Kind::Tool, id)
+            let current: Tool = resources::get_for_update(&mut tx, Kind::Tool, id)
                 .await?
                 .ok_or(Rule::NotFound)?;
             ensure_owner(caller, &owned(&current))?;
@@ -136,7 +136,7 @@ impl App {
     /// TOOL-8: only when no ProcessStep calls it.
     pub async fn delete_tool(&self, caller: &Caller, id: &str) -> Result<()> {
         write_tx!(self, |tx| {
-            let current: Tool = resources::get(&mut tx, Kind::Tool, id)
+            let current: Tool = resources::get_for_update(&mut tx, Kind::Tool, id)
                 .await?
                 .ok_or(Rule::NotFound)?;
             ensure_owner(caller, &owned(&current))?;

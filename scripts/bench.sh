@@ -11,7 +11,7 @@
 #       run at a time: the loop's overhead per tool call (issue #11's report)
 #   scripts/bench.sh --scenarios chain3_history [--history-runs 50000]
 #       chain3 on a new, empty database, then again once it holds 50,000 completed runs
-#       (about 3-4 minutes here); the local ArcadeDB creates the database.
+#       (about 3-4 minutes here), on the stack's third Neo4j instance, wiped first.
 #   AIDEN_BENCH_QUEUE_TYPE=quorum scripts/bench.sh ...
 #       the same on quorum queues (issue #12), in a fresh vhost of their own
 set -euo pipefail
@@ -29,12 +29,12 @@ scripts/echo-nginx.sh up >/dev/null
 PORT=${AIDEN_BENCH_PORT:-18383}
 case " $* " in
   *chain3_history*)
-    # Cost against history is measured from an empty graph: a database of its own.
-    export AIDEN_NEO4J_DATABASE="bench_history_$(date +%s)"
-    # shellcheck source=scripts/lib/arcadedb-database.sh
-    . scripts/lib/arcadedb-database.sh
-    arcadedb_database create "$AIDEN_NEO4J_DATABASE"
-    echo "bench: chain3_history uses the new database $AIDEN_NEO4J_DATABASE" >&2
+    # Cost against history is measured from an empty graph: the bench instance, wiped.
+    scripts/stack.sh wipe-graph bench >/dev/null
+    scripts/stack.sh graph-up bench >/dev/null
+    trap 'scripts/stack.sh graph-down bench >/dev/null 2>&1 || true' EXIT
+    export AIDEN_NEO4J_URI=bolt://127.0.0.1:${AIDEN_STACK_BENCH_BOLT_PORT:-7689}
+    echo "bench: chain3_history uses the empty Neo4j at $AIDEN_NEO4J_URI" >&2
     ;;
 esac
 if [ "${AIDEN_BENCH_QUEUE_TYPE:-classic}" = quorum ]; then
@@ -54,7 +54,10 @@ BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release"
 "$BIN/aiden" migrate >/dev/null
 
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  case " $* " in *chain3_history*) scripts/stack.sh graph-down bench >/dev/null 2>&1 || true ;; esac
+}
 trap cleanup EXIT
 # A server already on the port would be measured instead of this build: refuse.
 if curl -s -o /dev/null "http://$AIDEN_HTTP_ADDR/healthz"; then

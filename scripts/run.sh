@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The main job on the local stack: install/start the stack, build, migrate, start the API,
-# load seed/ through it, and print where everything is. Re-runnable: an API this script
-# started earlier is restarted on the new build.
+# The main job on the local stack (Neo4j on 127.0.0.1:7687, RabbitMQ): install/start the stack,
+# build, migrate, start the API, load seed/ through it, and print where everything is.
+# Re-runnable: an API this script started earlier is restarted on the new build. The test suite
+# has a Neo4j of its own, so both can run side by side.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -11,7 +12,7 @@ scripts/stack.sh up
 scripts/echo-nginx.sh up
 # shellcheck disable=SC1091
 . .stack/env
-# The knowledge layer: Graphiti (graphiti-core on FalkorDB) extracts with the LLM you configured
+# The knowledge layer: Graphiti (graphiti-core on the same Neo4j) extracts with the LLM you configured
 # (AIDEN_GRAPHITI_LLM_BASE_URL, else an explicitly set OpenAI-compatible AIDEN_LLM_ENDPOINT);
 # with none, Episodes are still saved and bound, and extraction is reported as skipped.
 if [ -z "${AIDEN_GRAPHITI_LLM_BASE_URL:-}" ] && [ -n "${AIDEN_LLM_ENDPOINT:-}" ] \

@@ -5,18 +5,20 @@
 #
 # Two Neo4j instances, because Community serves one user database: the main job's
 # (127.0.0.1:7687, data in .stack/neo4j) and the tests' (127.0.0.1:7688, data in
-# .stack/neo4j-test), so scripts/test.sh and scripts/run.sh can run side by side.
+# .stack/neo4j-test), so scripts/test.sh and scripts/run.sh can run side by side; the
+# benchmarks that need an empty graph wipe and start a third (127.0.0.1:7689, .stack/neo4j-bench).
 #
 #   scripts/stack.sh up            install if needed, start Neo4j and RabbitMQ, write .stack/env
 #   scripts/stack.sh test-up       the tests' Neo4j and RabbitMQ virtual host; writes .stack/test-env
 #   scripts/stack.sh down          stop what `up` and `test-up` started
 #   scripts/stack.sh restart       stop the main Neo4j and RabbitMQ, then `up` (cold servers:
 #                                  scripts/bench.sh)
-#   scripts/stack.sh graph-down [test] | graph-up [test]
-#                                  stop (SIGTERM, clean) / start only one Neo4j instance
-#   scripts/stack.sh graph-kill [test]
+#   scripts/stack.sh graph-down [INSTANCE] | graph-up [INSTANCE]
+#                                  stop (SIGTERM, clean) / start only one Neo4j instance (main,
+#                                  test or bench; default $AIDEN_STACK_GRAPH, else main)
+#   scripts/stack.sh graph-kill [INSTANCE]
 #                                  SIGKILL one Neo4j instance (crash recovery on the next start)
-#   scripts/stack.sh wipe-graph [test]
+#   scripts/stack.sh wipe-graph [INSTANCE]
 #                                  stop one instance and delete its data (a fresh, empty graph)
 #   scripts/stack.sh status        what listens where
 #   scripts/stack.sh env           print the AIDEN_* settings
@@ -31,7 +33,7 @@ log() { echo "stack: $*" >&2; }
 listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # Per instance: bolt port, http port, data home, JVM heap.
-instance() { # main|test -> sets BOLT HTTP HOME_DIR HEAP NAME
+instance() { # main|test|bench -> sets BOLT HTTP HOME_DIR HEAP NAME
   NAME=$1
   case "$1" in
     main)
@@ -44,8 +46,14 @@ instance() { # main|test -> sets BOLT HTTP HOME_DIR HEAP NAME
       HTTP=${AIDEN_STACK_TEST_NEO4J_HTTP_PORT:-7475}
       HOME_DIR="$STACK/neo4j-test"
       ;;
+    bench)
+      # The benchmarks that measure on an empty graph wipe and start this one.
+      BOLT=${AIDEN_STACK_BENCH_BOLT_PORT:-7689}
+      HTTP=${AIDEN_STACK_BENCH_NEO4J_HTTP_PORT:-7476}
+      HOME_DIR="$STACK/neo4j-bench"
+      ;;
     *)
-      log "unknown Neo4j instance '$1' (main or test)"
+      log "unknown Neo4j instance '$1' (main, test or bench)"
       exit 2
       ;;
   esac
@@ -248,6 +256,7 @@ case "${1:-up}" in
   down)
     stop_neo4j main
     stop_neo4j test
+    stop_neo4j bench
     stop_rabbitmq
     ;;
   restart)
@@ -270,7 +279,7 @@ case "${1:-up}" in
     log "Neo4j ($NAME): data removed"
     ;;
   status)
-    for i in main test; do
+    for i in main test bench; do
       instance "$i"
       listening "$BOLT" && echo "neo4j ($i): up on $BOLT" || echo "neo4j ($i): down"
     done

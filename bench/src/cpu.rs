@@ -20,7 +20,8 @@ pub struct Sample(BTreeMap<&'static str, u64>);
 fn group(pid: u32, cmdline: &str, comm: &str) -> &'static str {
     if pid == std::process::id() {
         "client"
-    } else if cmdline.contains("arcadedb") {
+    } else if cmdline.contains("CommunityEntryPoint") && !cmdline.contains(".stack/neo4j-test") {
+        // The graph the benchmark drives (the tests' own instance, if it runs, is `other`).
         "graph"
     } else if comm == "beam.smp" || cmdline.contains("rabbit") {
         "broker"
@@ -148,7 +149,22 @@ mod tests {
 
     #[test]
     fn groups_the_stack_by_command_line() {
-        assert_eq!(group(1, "java\0-cp\0arcadedb-server.jar", "java"), "graph");
+        assert_eq!(
+            group(
+                1,
+                "java\0org.neo4j.server.CommunityEntryPoint\0--home-dir=/r/.stack/neo4j",
+                "java"
+            ),
+            "graph"
+        );
+        assert_eq!(
+            group(
+                1,
+                "java\0org.neo4j.server.CommunityEntryPoint\0--home-dir=/r/.stack/neo4j-test",
+                "java"
+            ),
+            "other"
+        );
         assert_eq!(group(1, "/usr/lib/erlang/beam.smp", "beam.smp"), "broker");
         assert_eq!(group(1, "target/release/aiden\0serve", "aiden"), "engine");
         assert_eq!(

@@ -58,6 +58,11 @@ pub struct Engine {
     /// When the graph last failed to answer (issue #12): workers' heartbeats could not be
     /// written then either, so none is judged stale until they have had time to resume.
     graph_failed_at: Option<std::time::Instant>,
+    /// Runs of passes whose commit failed in flight (the graph went away): the commit may have
+    /// landed all the same, and then the redelivered message is a duplicate that moves nothing
+    /// on. The next sweep recovers them from the graph (recovery re-publishes only steps
+    /// recorded `queued`, which workers check before running).
+    uncertain: std::collections::HashSet<String>,
     /// AGT-14: model prices and the day's spend windows.
     ledger: spend::Ledger,
     /// Run starts this process's API hands over (issue #10), and its end of that door.
@@ -191,6 +196,7 @@ impl Engine {
             ),
             definitions_ensured: false,
             graph_failed_at: None,
+            uncertain: Default::default(),
             ledger: spend::Ledger::new(prices()),
         }
     }
@@ -440,8 +446,12 @@ impl Engine {
             let saved = pass.take_saved();
             let tx = pass.take_tx();
             drop(pass);
+            let mut commit_sent = false;
             let committed = match (outcome, tx) {
-                (Ok(()), Some(tx)) => tx.commit().await,
+                (Ok(()), Some(tx)) => {
+                    commit_sent = true;
+                    tx.commit().await
+                }
                 (Ok(()), None) => Ok(()),
                 (Err(e), Some(tx)) => {
                     let _ = tx.rollback().await;
@@ -451,6 +461,9 @@ impl Engine {
             };
             if let Err(aiden_graph::Error::Unavailable(_)) = &committed {
                 self.graph_failed_at = Some(std::time::Instant::now());
+                if commit_sent {
+                    self.uncertain.extend(touched.iter().cloned());
+                }
             }
             match committed {
                 Ok(()) => {
@@ -740,13 +753,20 @@ impl Engine {
                 }
             }
         }
-        let unfinished = self.unfinished().await.unwrap_or_default();
+        let Ok(unfinished) = self.unfinished().await else {
+            return;
+        };
         // Runs still `queued` that this engine never saw: their start message was lost.
         // (A running run missing from the cache was evicted after a failed commit; the next
-        // message about it reloads it, and re-dispatching its steps here would duplicate them.)
+        // message about it reloads it.) And runs whose commit outcome is unknown (`uncertain`):
+        // if it landed, no message will move them on.
+        let uncertain = std::mem::take(&mut self.uncertain);
         let unseen: Vec<String> = unfinished
             .iter()
-            .filter(|r| r.status == "queued" && !self.runs.contains_key(&r.id))
+            .filter(|r| {
+                (r.status == "queued" && !self.runs.contains_key(&r.id))
+                    || uncertain.contains(&r.id)
+            })
             .map(|r| r.id.clone())
             .collect();
         // Cancel requests whose message was lost (the API also records them in the graph).
@@ -760,6 +780,7 @@ impl Engine {
         }
         if let Err(e) = self.recover_runs(broker, &unseen, &lost, &cancels).await {
             tracing::warn!(error = %e, "sweep pass failed");
+            self.uncertain.extend(uncertain);
         }
     }
 }

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # The knowledge-layer benchmark (issue #9). Each phase runs on its own RabbitMQ virtual host and
-# its own release `aiden serve` (API + outbox relay), on the stack's database (ArcadeDB's Bolt
-# plugin serves one database whatever name a client asks for; stop scripts/run.sh first):
-#   with      `aiden worker --type episode`, the Graphiti service (graphiti-core on the local
-#             FalkorDB) and the scripted OpenAI-compatible LLM (workers/graphiti/fake_llm.py) run
+# its own release `aiden serve` (API + outbox relay), on the stack's main Neo4j:
+#   with      `aiden worker --type episode`, the Graphiti service (graphiti-core on the same
+#             Neo4j database, AIDEN_NEO4J_* of .stack/env) and the scripted OpenAI-compatible LLM (workers/graphiti/fake_llm.py) run
 #             beside the appends; prints the append latency and the lag commit → bound and
 #             commit → extracted (server timestamps).
 #   without   the same appends with no ingestion pool and no Graphiti (append latency only).
@@ -65,7 +64,7 @@ phase() { # with|without, then the benchmark's arguments
   if [ "$name" = with ]; then
     $NICE python3 workers/graphiti/fake_llm.py --port "$LLM_PORT" --dim 384 >.stack/bench-ingestion-llm.log 2>&1 &
     pids+=($!)
-    AIDEN_GRAPHITI_ADDR=127.0.0.1:$GRAPHITI_PORT AIDEN_FALKORDB_PORT=${AIDEN_STACK_FALKORDB_PORT:-6390} \
+    AIDEN_GRAPHITI_ADDR=127.0.0.1:$GRAPHITI_PORT \
       AIDEN_GRAPHITI_LLM_BASE_URL=http://127.0.0.1:$LLM_PORT/v1 AIDEN_GRAPHITI_LLM_MODEL=fake \
       AIDEN_GRAPHITI_EMBEDDER_MODEL=fake-embedding AIDEN_GRAPHITI_EMBEDDING_DIM=384 \
       $NICE .stack/graphiti-venv/bin/python workers/graphiti/aiden_graphiti_service.py >.stack/bench-ingestion-graphiti.log 2>&1 &

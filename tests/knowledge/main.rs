@@ -1,7 +1,7 @@
 //! Knowledge-layer tests (issue #9) against real processes: `aiden serve` (API, engine, outbox
 //! relay), `aiden worker --type rest_api` and `--type episode`, the Graphiti service
-//! (`workers/graphiti/`, graphiti-core on the local FalkorDB) and a scripted OpenAI-compatible
-//! LLM + embedder (`workers/graphiti/fake_llm.py`). They use a RabbitMQ virtual host of their
+//! (`workers/graphiti/`, graphiti-core on the tests' Neo4j, in the same database as everything
+//! else) and a scripted OpenAI-compatible LLM + embedder (`workers/graphiti/fake_llm.py`). They use a RabbitMQ virtual host of their
 //! own, so content other suites' servers relay never reaches this ingestion pool. One `#[test]`: the
 //! scenarios share the processes and kill and restart some of them.
 
@@ -20,8 +20,8 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The database: the tests' own (ArcadeDB's Bolt plugin serves one database whatever name a
-/// client asks for, so a database per run would isolate nothing; ids keep the scenarios apart).
+/// The database: the tests' own Neo4j instance's (Community serves one user database, shared
+/// with the other suites; ids, and Graphiti group ids = conversation ids, keep runs apart).
 fn database() -> String {
     std::env::var("AIDEN_TEST_KNOWLEDGE_DATABASE").unwrap_or_else(|_| aiden_tests::test_database())
 }
@@ -89,8 +89,33 @@ async fn park_pending_items(db: &str) {
     tx.commit().await.expect("commit");
 }
 
-fn falkordb_port() -> String {
-    std::env::var("AIDEN_STACK_FALKORDB_PORT").unwrap_or_else(|_| "6390".into())
+/// The tests' Neo4j (`.stack/test-env`), for the Graphiti service and the Python check: the
+/// same graph and database the Rust side uses.
+fn neo4j_env(db: &str) -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "AIDEN_NEO4J_URI",
+            setting("AIDEN_NEO4J_URI", Some("bolt://127.0.0.1:7688")),
+        ),
+        (
+            "AIDEN_NEO4J_USER",
+            setting("AIDEN_NEO4J_USER", Some("neo4j")),
+        ),
+        (
+            "AIDEN_NEO4J_PASSWORD",
+            setting("AIDEN_NEO4J_PASSWORD", None),
+        ),
+        ("AIDEN_NEO4J_DATABASE", db.to_owned()),
+    ]
+}
+
+fn venv_python() -> PathBuf {
+    let venv = root().join(".stack/graphiti-venv/bin/python");
+    assert!(
+        venv.exists(),
+        "no .stack/graphiti-venv: run scripts/graphiti.sh install (scripts/test.sh does)"
+    );
+    venv
 }
 
 fn python_proc(python: &str, args: &[&str], env: &[(&str, String)]) -> Proc {
@@ -102,19 +127,15 @@ fn python_proc(python: &str, args: &[&str], env: &[(&str, String)]) -> Proc {
     .unwrap_or_else(|e| panic!("spawn {python}: {e}"))
 }
 
-/// The Graphiti service on `port`, extracting with the fake LLM when `llm` is given.
-fn graphiti(port: u16, llm: Option<u16>) -> Proc {
-    let venv = root().join(".stack/graphiti-venv/bin/python");
-    assert!(
-        venv.exists(),
-        "no .stack/graphiti-venv: run scripts/graphiti.sh install (scripts/test.sh does)"
-    );
-    let mut env = vec![
+/// The Graphiti service on `port`, on the tests' Neo4j database `db`, extracting with the fake
+/// LLM when `llm` is given.
+fn graphiti(port: u16, llm: Option<u16>, db: &str) -> Proc {
+    let venv = venv_python();
+    let mut env = neo4j_env(db);
+    env.extend([
         ("AIDEN_GRAPHITI_ADDR", format!("127.0.0.1:{port}")),
-        ("AIDEN_GRAPHITI_BACKEND", "falkordb".to_owned()),
-        ("AIDEN_FALKORDB_PORT", falkordb_port()),
         ("AIDEN_GRAPHITI_LLM_BASE_URL", String::new()),
-    ];
+    ]);
     if let Some(l) = llm {
         env.push((
             "AIDEN_GRAPHITI_LLM_BASE_URL",
@@ -126,6 +147,27 @@ fn graphiti(port: u16, llm: Option<u16>) -> Proc {
     }
     let service = root().join("workers/graphiti/aiden_graphiti_service.py");
     python_proc(venv.to_str().unwrap(), &[service.to_str().unwrap()], &env)
+}
+
+/// The official Python driver's view of the graph (`tests/knowledge/graph_walk.py`): one Cypher
+/// query walks `Alternative -[:HAS_CONTENT]-> Episodic -[:MENTIONS]-> Entity` from the
+/// Conversation `c`, edges only, and finds each of `names`.
+fn graph_walk(db: &str, c: &str, names: &[&str]) {
+    let script = root().join("tests/knowledge/graph_walk.py");
+    let out = Command::new(venv_python())
+        .arg(&script)
+        .arg(c)
+        .args(names)
+        .envs(neo4j_env(db))
+        .output()
+        .expect("run tests/knowledge/graph_walk.py");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{text}");
+    assert!(out.status.success(), "graph_walk.py failed: {text}");
 }
 
 /// `path` answers 404 NOT_FOUND (OWN-2: unknown and invisible look alike).
@@ -371,12 +413,6 @@ fn episode_uuid(alternative_id: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_never_block_the_user(
 ) {
-    assert!(
-        tokio::net::TcpStream::connect(format!("127.0.0.1:{}", falkordb_port()))
-            .await
-            .is_ok(),
-        "FalkorDB is not running: scripts/graphiti.sh up (scripts/test.sh does)"
-    );
     let db = database();
     let (vhost, amqp) = fresh_vhost();
     let llm_port = free_port();
@@ -395,7 +431,7 @@ async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_
         &[],
     );
     let graphiti_port = free_port();
-    let mut service = graphiti(graphiti_port, Some(llm_port));
+    let mut service = graphiti(graphiti_port, Some(llm_port), &db);
     let graphiti_url = format!("http://127.0.0.1:{graphiti_port}");
     let llm_url = format!("http://127.0.0.1:{llm_port}");
     wait_http(&format!("{llm_url}/healthz"), Duration::from_secs(20)).await;
@@ -629,10 +665,21 @@ async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_
         .map(|e| e["tokens"].as_u64().unwrap())
         .sum();
     assert!(entity_tokens > 0);
+    // WM-2 also counts the owner's introspection notes and the path's summaries, which other
+    // suites' runs in this graph may have written for the same user.
+    let sum_of = |key: &str, field: &str| -> u64 {
+        wm[key]
+            .as_array()
+            .map(|xs| xs.iter().filter_map(|x| x[field].as_u64()).sum())
+            .unwrap_or(0)
+    };
     assert_eq!(
         wm["totalTokens"].as_u64().unwrap(),
-        path_tokens + entity_tokens,
-        "WM-2"
+        path_tokens
+            + entity_tokens
+            + sum_of("introspectionContext", "tokens")
+            + sum_of("summaries", "tokenCount"),
+        "WM-2: {wm}"
     );
     // The tree shows each Alternative's binding state.
     let tree = w
@@ -652,6 +699,18 @@ async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_
         .collect();
     assert_eq!(bindings.len(), 5);
     assert!(bindings.iter().all(|b| *b == "extracted"), "{bindings:?}");
+    // One graph: our Alternatives point at graphiti-core's own Episodic nodes, which MENTION its
+    // own Entities — walked by the official Python driver, edges only.
+    graph_walk(
+        &db,
+        &c,
+        &[
+            "Ada Lovelace",
+            "London",
+            "Difference Engine",
+            "Analytical Engine",
+        ],
+    );
     assert_check_clean(Some(&db));
 
     // 2. Idempotency: a duplicated message, a SIGKILLed worker, a restarted Graphiti service.
@@ -663,7 +722,8 @@ async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_
                     "MATCH (a:Alternative {id: $id})-[h:HAS_CONTENT]->(e:Episodic) \
                      WITH a, count(h) AS edges, collect(e.uuid) AS uuids \
                      OPTIONAL MATCH (x:Episodic {uuid: a.episodeId}) \
-                     RETURN {edges: edges, uuids: uuids, nodes: count(x)} AS row",
+                     WITH edges, uuids, count(x) AS nodes \
+                     RETURN {edges: edges, uuids: uuids, nodes: nodes} AS row",
                     &[("id", &alt)],
                 )
                 .await;
@@ -783,7 +843,7 @@ async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_
             .await;
         assert!(a["episodeId"].is_null(), "{a}");
     }
-    service = graphiti(graphiti_port, Some(llm_port));
+    service = graphiti(graphiti_port, Some(llm_port), &db);
     wait_http(&format!("{graphiti_url}/healthz"), Duration::from_secs(60)).await;
     for (turn, alt) in &waiting {
         w.wait_binding(turn, alt, &["extracted"], long).await;
@@ -1111,7 +1171,7 @@ async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_
 
     // 7. No LLM configured: binding completes and extraction is reported as skipped.
     sigkill(&mut service);
-    service = graphiti(graphiti_port, None);
+    service = graphiti(graphiti_port, None, &db);
     wait_http(&format!("{graphiti_url}/healthz"), Duration::from_secs(60)).await;
     let (t7_id, u7) = w
         .user_turn(

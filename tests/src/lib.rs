@@ -571,7 +571,7 @@ pub async fn graph_rows<T: serde::de::DeserializeOwned>(q: neo4rs::Query) -> Vec
     let graph = aiden_graph::Graph::connect(&graph_settings())
         .await
         .expect("graph");
-    // Reads can fail transiently while a concurrent delete settles (ArcadeDB EntityNotFound).
+    // Reads can fail transiently while a concurrent delete settles (EntityNotFound).
     for attempt in 1..=10u64 {
         let mut tx = graph.begin().await.expect("tx");
         let rows = tx.rows(q.clone()).await;

@@ -11,9 +11,8 @@ Routes (JSON in and out; see README.md next to this file):
 
 Settings (environment):
   AIDEN_GRAPHITI_ADDR            host:port to listen on (127.0.0.1:8091)
-  AIDEN_GRAPHITI_BACKEND         falkordb (default) | neo4j
-  AIDEN_FALKORDB_HOST/PORT       127.0.0.1 / 6390; AIDEN_FALKORDB_USERNAME/PASSWORD if set
-  AIDEN_GRAPHITI_NEO4J_URI/USER/PASSWORD/DATABASE   (database default: neo4j)
+  AIDEN_NEO4J_URI/USER/PASSWORD/DATABASE  the project's Neo4j, the same database as the API's
+                                 (bolt://127.0.0.1:7687 / neo4j / - / neo4j)
   AIDEN_GRAPHITI_LLM_BASE_URL    OpenAI-compatible base URL (…/v1); unset or empty: extraction
                                  disabled (episodes are still saved)
   AIDEN_GRAPHITI_LLM_MODEL, AIDEN_GRAPHITI_LLM_SMALL_MODEL (= model), AIDEN_GRAPHITI_LLM_API_KEY
@@ -55,10 +54,11 @@ MAX_BODY = 1024 * 1024  # 1 MiB: larger bodies are refused with 413
 UUID_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$')
 GROUP_RE = re.compile(r'^[A-Za-z0-9_-]{1,128}$')  # graphiti's validate_group_id, plus a length cap
 SOURCES = ('message', 'text', 'json')
-# FalkorDB keeps each group in its own graph, so "which group holds this uuid" is answered by a
-# small registry graph. Its name holds ':' which no group_id may contain, so it never collides.
-REGISTRY_GRAPH = 'aiden:episode-registry'
 MARKER = 'aiden_extracted_at'
+# The uniqueness constraints of cypher/schema/0007_knowledge.cypher (same names), made before
+# graphiti's own indices: graphiti's plain range indices on the same keys (`episode_uuid`,
+# `entity_uuid`) would otherwise make Neo4j refuse the constraints (IndexAlreadyExists).
+CONSTRAINTS = (('episodic_uuid', 'Episodic', 'episode_uuid'), ('entity_uuid', 'Entity', 'entity_uuid'))
 
 
 class ConfigError(Exception):
@@ -69,11 +69,6 @@ class ConfigError(Exception):
 class Config:
     host: str
     port: int
-    backend: str
-    falkordb_host: str
-    falkordb_port: int
-    falkordb_username: str | None
-    falkordb_password: str | None
     neo4j_uri: str
     neo4j_user: str
     neo4j_password: str
@@ -105,9 +100,6 @@ class Config:
         if not sep or not port.isdigit():
             raise ConfigError(f'AIDEN_GRAPHITI_ADDR must be host:port, got {addr!r}')
         host = host.strip('[]') or '127.0.0.1'
-        backend = get('AIDEN_GRAPHITI_BACKEND', 'falkordb').lower()
-        if backend not in ('falkordb', 'neo4j'):
-            raise ConfigError(f'AIDEN_GRAPHITI_BACKEND must be falkordb or neo4j, got {backend!r}')
 
         def integer(name: str, default: str) -> int:
             raw = get(name, default)
@@ -133,20 +125,13 @@ class Config:
         dim = integer('AIDEN_GRAPHITI_EMBEDDING_DIM', '384')
         if dim <= 0:
             raise ConfigError('AIDEN_GRAPHITI_EMBEDDING_DIM must be positive')
-        if backend == 'neo4j' and not get('AIDEN_GRAPHITI_NEO4J_URI'):
-            raise ConfigError('AIDEN_GRAPHITI_NEO4J_URI is required with AIDEN_GRAPHITI_BACKEND=neo4j')
         return Config(
             host=host,
             port=int(port),
-            backend=backend,
-            falkordb_host=get('AIDEN_FALKORDB_HOST', '127.0.0.1'),
-            falkordb_port=integer('AIDEN_FALKORDB_PORT', '6390'),
-            falkordb_username=get('AIDEN_FALKORDB_USERNAME') or None,
-            falkordb_password=get('AIDEN_FALKORDB_PASSWORD') or None,
-            neo4j_uri=get('AIDEN_GRAPHITI_NEO4J_URI'),
-            neo4j_user=get('AIDEN_GRAPHITI_NEO4J_USER', 'neo4j'),
-            neo4j_password=get('AIDEN_GRAPHITI_NEO4J_PASSWORD'),
-            neo4j_database=get('AIDEN_GRAPHITI_NEO4J_DATABASE', 'neo4j'),
+            neo4j_uri=get('AIDEN_NEO4J_URI', 'bolt://127.0.0.1:7687'),
+            neo4j_user=get('AIDEN_NEO4J_USER', 'neo4j'),
+            neo4j_password=get('AIDEN_NEO4J_PASSWORD'),
+            neo4j_database=get('AIDEN_NEO4J_DATABASE', 'neo4j'),
             llm_base_url=llm_base_url,
             llm_model=llm_model,
             llm_small_model=get('AIDEN_GRAPHITI_LLM_SMALL_MODEL', llm_model),
@@ -162,11 +147,7 @@ class Config:
 
     def describe(self) -> str:
         """For the start-up log line. Never includes the API key or passwords."""
-        graph = (
-            f'falkordb {self.falkordb_host}:{self.falkordb_port}'
-            if self.backend == 'falkordb'
-            else f'neo4j {self.neo4j_uri} db={self.neo4j_database}'
-        )
+        graph = f'neo4j {self.neo4j_uri} db={self.neo4j_database}'
         llm = (
             f'llm {self.llm_base_url} model={self.llm_model} small={self.llm_small_model} '
             f'embedder={self.embedder_model}@{self.embedder_base_url} dim={self.embedding_dim}'
@@ -217,8 +198,7 @@ def check_group(value: Any) -> str:
 
 
 def rows_of(result: Any) -> list[dict[str, Any]]:
-    """Rows of driver.execute_query for either backend: FalkorDB gives (list[dict], header, None),
-    Neo4j an EagerResult whose records are neo4j.Record."""
+    """Rows of graphiti's Neo4jDriver.execute_query (an EagerResult of neo4j.Record)."""
     if not result:
         return []
     records = result[0]
@@ -254,20 +234,17 @@ def classify(exc: BaseException) -> tuple[int, bool, str]:
         ),
     ):
         return 502, True, 'llm'
-    graph_errors: list[type[BaseException]] = [ConnectionError, TimeoutError, OSError]
-    try:
-        import redis.exceptions as redis_exc
+    import neo4j.exceptions as neo4j_exc
 
-        graph_errors += [redis_exc.ConnectionError, redis_exc.TimeoutError, redis_exc.BusyLoadingError]
-    except ImportError:
-        pass
-    try:
-        import neo4j.exceptions as neo4j_exc
-
-        graph_errors += [neo4j_exc.ServiceUnavailable, neo4j_exc.SessionExpired, neo4j_exc.TransientError]
-    except ImportError:
-        pass
-    if isinstance(exc, tuple(graph_errors)):
+    graph_errors = (
+        ConnectionError,
+        TimeoutError,
+        OSError,
+        neo4j_exc.ServiceUnavailable,
+        neo4j_exc.SessionExpired,
+        neo4j_exc.TransientError,
+    )
+    if isinstance(exc, graph_errors):
         return 503, True, 'graph'
     return 500, False, 'internal'
 
@@ -278,15 +255,11 @@ class Service:
         self.ready = False
         self.init_error: str | None = None
         self.driver: Any = None
-        self.registry: Any = None  # FalkorDB graph handle of REGISTRY_GRAPH
         self.llm_client: Any = None
         self.embedder: Any = None
         self.cross_encoder: Any = None
-        self.shared_graphiti: Any = None
-        self.group_drivers: dict[str, Any] = {}
-        self.group_graphiti: dict[str, Any] = {}
+        self.graphiti: Any = None
         self.group_locks: dict[str, asyncio.Lock] = {}
-        self.driver_lock = asyncio.Lock()
         self.put_lock = asyncio.Lock()
         self.extractions: deque[dict[str, Any]] = deque(maxlen=10_000)
         self._init_task: asyncio.Task | None = None
@@ -294,23 +267,21 @@ class Service:
     # ---- start-up -------------------------------------------------------------------------
 
     def _make_driver(self) -> Any:
-        if self.cfg.backend == 'falkordb':
-            from graphiti_core.driver.falkordb_driver import FalkorDriver
-
-            return FalkorDriver(
-                host=self.cfg.falkordb_host,
-                port=self.cfg.falkordb_port,
-                username=self.cfg.falkordb_username,
-                password=self.cfg.falkordb_password,
-            )
         from graphiti_core.driver.neo4j_driver import Neo4jDriver
 
-        return Neo4jDriver(
+        driver = Neo4jDriver(
             self.cfg.neo4j_uri,
             self.cfg.neo4j_user,
             self.cfg.neo4j_password,
             database=self.cfg.neo4j_database,
         )
+        # Neo4jDriver.__init__ schedules build_indices_and_constraints() as a background task.
+        # Cancelled before it runs (no await since): _initialise builds them after CONSTRAINTS.
+        task = getattr(driver, '_init_task', None)
+        if task is not None:
+            task.cancel()
+            driver._init_task = None
+        return driver
 
     def _make_llm_clients(self) -> None:
         from graphiti_core.cross_encoder.openai_reranker_client import OpenAIRerankerClient
@@ -365,14 +336,8 @@ class Service:
         delay = 0.5
         while True:
             try:
-                await self._build_indices(self.driver)
-                if self.cfg.backend == 'falkordb':
-                    self.registry = self.driver.client.select_graph(REGISTRY_GRAPH)
-                    try:
-                        await self.registry.query('CREATE INDEX FOR (r:EpisodeRef) ON (r.uuid)')
-                    except Exception as e:  # noqa: BLE001
-                        if 'already indexed' not in str(e):
-                            raise
+                await self._ensure_constraints()
+                await self._build_indices()
                 self.ready = True
                 self.init_error = None
                 log.info('ready: indices built (%s)', self.cfg.describe())
@@ -385,21 +350,32 @@ class Service:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
 
-    @staticmethod
-    async def _build_indices(driver: Any) -> None:
-        """graphiti's Neo4j and FalkorDB drivers schedule build_indices_and_constraints() as a
-        background task when constructed inside a running loop (FalkorDriver.clone() does too).
-        Await that task, so that its failure is observed and nothing races with it; build
-        explicitly only if there was no task or it failed."""
-        task = getattr(driver, '_init_task', None)
-        if task is not None:
-            driver._init_task = None
-            try:
-                await task
-                return
-            except Exception as e:  # noqa: BLE001
-                log.info('index build task failed (%s: %s); building again', type(e).__name__, e)
-        await driver.build_indices_and_constraints()
+    async def _ensure_constraints(self) -> None:
+        """Our uniqueness constraints on Episodic/Entity uuid (CONSTRAINTS), whichever of `aiden
+        migrate` and this service reaches a fresh database first. A plain index of graphiti's on
+        the same key (left by an older service) is dropped first, so that the constraint can be made."""
+        for name, label, graphiti_index in CONSTRAINTS:
+            query = 'SHOW CONSTRAINTS YIELD name WHERE name = $name RETURN name'
+            if rows_of(await self.driver.execute_query(query, name=name)):
+                continue
+            stale = rows_of(
+                await self.driver.execute_query(
+                    'SHOW INDEXES YIELD name, owningConstraint WHERE name IN $names '
+                    'AND owningConstraint IS NULL RETURN name',
+                    names=[name, graphiti_index],
+                )
+            )
+            for row in stale:
+                log.info('dropping index %s so that constraint %s can be made', row['name'], name)
+                await self.driver.execute_query(f'DROP INDEX {row["name"]} IF EXISTS')
+            await self.driver.execute_query(
+                f'CREATE CONSTRAINT {name} IF NOT EXISTS FOR (n:{label}) REQUIRE n.uuid IS UNIQUE'
+            )
+
+    async def _build_indices(self) -> None:
+        """graphiti's range and full-text indices (IF NOT EXISTS: those CONSTRAINTS already cover
+        are no-ops). Neo4jDriver ignores the EquivalentSchemaRuleAlreadyExists of a race."""
+        await self.driver.build_indices_and_constraints()
 
     async def close(self) -> None:
         if self._init_task is not None and not self._init_task.done():
@@ -412,48 +388,19 @@ class Service:
 
     # ---- per-group handles ----------------------------------------------------------------
 
-    async def group_driver(self, group_id: str) -> Any:
-        """The driver for the group's graph, with graphiti's indices built in it. FalkorDB keeps
-        every group_id in its own graph (graphiti's add_episode clones the driver with
-        database=group_id); on Neo4j clone() returns the same driver."""
-        driver = self.group_drivers.get(group_id)
-        if driver is not None:
-            return driver
-        async with self.driver_lock:
-            driver = self.group_drivers.get(group_id)
-            if driver is not None:
-                return driver
-            driver = self.driver.clone(database=group_id)
-            if driver is not self.driver:
-                await self._build_indices(driver)
-            self.group_drivers[group_id] = driver
-            return driver
-
-    async def graphiti_for(self, group_id: str) -> Any:
+    def graphiti_for(self) -> Any:
+        """One Graphiti on the one database: all groups share it (Neo4jDriver.clone() returns the
+        same driver, so add_episode's _resolve_request_scope never makes a new one)."""
         from graphiti_core import Graphiti
 
-        if self.cfg.backend == 'neo4j':
-            if self.shared_graphiti is None:
-                self.shared_graphiti = Graphiti(
-                    graph_driver=self.driver,
-                    llm_client=self.llm_client,
-                    embedder=self.embedder,
-                    cross_encoder=self.cross_encoder,
-                )
-            return self.shared_graphiti
-        graphiti = self.group_graphiti.get(group_id)
-        if graphiti is None:
-            # One Graphiti per group whose driver already points at the group's graph: then
-            # add_episode's _resolve_request_scope reuses it instead of cloning a new FalkorDriver
-            # (and re-issuing every CREATE INDEX in a background task) on each call.
-            graphiti = Graphiti(
-                graph_driver=await self.group_driver(group_id),
+        if self.graphiti is None:
+            self.graphiti = Graphiti(
+                graph_driver=self.driver,
                 llm_client=self.llm_client,
                 embedder=self.embedder,
                 cross_encoder=self.cross_encoder,
             )
-            self.group_graphiti[group_id] = graphiti
-        return graphiti
+        return self.graphiti
 
     def group_lock(self, group_id: str) -> asyncio.Lock:
         lock = self.group_locks.get(group_id)
@@ -463,28 +410,13 @@ class Service:
 
     async def owner_elsewhere(self, uuid: str, group_id: str) -> str | None:
         """The group, other than group_id, that holds an episode with this uuid (None if none)."""
-        if self.cfg.backend == 'neo4j':
-            rows = rows_of(
-                await self.driver.execute_query(
-                    'MATCH (e:Episodic {uuid: $uuid}) RETURN e.group_id AS group_id', uuid=uuid
-                )
+        rows = rows_of(
+            await self.driver.execute_query(
+                'MATCH (e:Episodic {uuid: $uuid}) RETURN e.group_id AS group_id', uuid=uuid
             )
-            others = [r['group_id'] for r in rows if r['group_id'] != group_id]
-            return others[0] if others else None
-        result = await self.registry.query(
-            'MATCH (r:EpisodeRef {uuid: $uuid}) RETURN r.group_id', {'uuid': uuid}
         )
-        others = [row[0] for row in result.result_set if row[0] != group_id]
+        others = [r['group_id'] for r in rows if r['group_id'] != group_id]
         return others[0] if others else None
-
-    async def claim(self, uuid: str, group_id: str) -> str:
-        """FalkorDB: atomically record uuid -> group_id in the registry; returns the owner."""
-        result = await self.registry.query(
-            'MERGE (r:EpisodeRef {uuid: $uuid}) ON CREATE SET r.group_id = $group_id, '
-            'r.created_at = $at RETURN r.group_id',
-            {'uuid': uuid, 'group_id': group_id, 'at': utc_now().isoformat()},
-        )
-        return result.result_set[0][0]
 
     # ---- operations -----------------------------------------------------------------------
 
@@ -509,7 +441,7 @@ class Service:
         valid_at = parse_rfc3339(body['valid_at'], 'valid_at')
 
         async with self.put_lock:
-            driver = await self.group_driver(group_id)
+            driver = self.driver
             rows = rows_of(
                 await driver.execute_query(
                     'MATCH (e:Episodic {uuid: $uuid}) RETURN e.group_id AS group_id', uuid=uuid
@@ -518,13 +450,7 @@ class Service:
             if rows and all(r['group_id'] != group_id for r in rows):
                 raise ApiError(409, f'episode {uuid} exists in another group', group_id=rows[0]['group_id'])
             if rows:
-                if self.cfg.backend == 'falkordb':
-                    await self.claim(uuid, group_id)  # repairs a registry entry lost in a crash
                 return {'uuid': uuid, 'group_id': group_id, 'created': False}
-            if self.cfg.backend == 'falkordb':
-                owner = await self.claim(uuid, group_id)
-                if owner != group_id:
-                    raise ApiError(409, f'episode {uuid} exists in another group', group_id=owner)
             episode = EpisodicNode(
                 uuid=uuid,
                 name=body['name'],
@@ -590,7 +516,7 @@ class Service:
             raise ApiError(422, 'an episode cannot be its own previous episode', unknown=[uuid])
 
         async with self.group_lock(group_id):
-            driver = await self.group_driver(group_id)
+            driver = self.driver
             rows = rows_of(
                 await driver.execute_query(
                     f'MATCH (e:Episodic {{uuid: $uuid}}) RETURN e.group_id AS group_id, '
@@ -633,7 +559,7 @@ class Service:
                     )
 
             episode = await EpisodicNode.get_by_uuid(driver, uuid)
-            graphiti = await self.graphiti_for(group_id)
+            graphiti = self.graphiti_for()
             record['ran'] = True
             started = time.monotonic()
             try:
@@ -746,7 +672,7 @@ async def healthz(request: web.Request) -> web.Response:
     body = {
         'ok': service.ready,
         'extraction': 'enabled' if service.cfg.extraction_enabled else 'disabled',
-        'backend': service.cfg.backend,
+        'database': service.cfg.neo4j_database,
     }
     if not service.ready:
         body['error'] = service.init_error or 'starting'
@@ -861,10 +787,12 @@ def main() -> None:
         stream=sys.stderr,
         format='%(asctime)s %(levelname)s %(name)s: %(message)s',
     )
-    # httpx (httpx2 under openai 3.x) logs every request at INFO, and graphiti's FalkorDB driver
-    # logs each CREATE INDEX that already exists at INFO; the per-call extract line says what matters.
-    for noisy in ('httpx', 'httpx2', 'graphiti_core.driver.falkordb_driver'):
+    # httpx (httpx2 under openai 3.x) logs every request at INFO, and the neo4j driver logs the
+    # server's notifications (graphiti's queries name properties a fresh database has not seen) at
+    # WARNING; the per-call extract line says what matters.
+    for noisy in ('httpx', 'httpx2'):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    logging.getLogger('neo4j.notifications').setLevel(logging.ERROR)
     # graphiti's drivers log a failed query with its parameters, i.e. whole episode contents (up to
     # 1 MiB): keep such lines short.
     for handler in logging.getLogger().handlers:

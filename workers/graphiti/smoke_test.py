@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
-"""End-to-end smoke test of aiden_graphiti_service against the scripted fake LLM and FalkorDB.
+"""End-to-end smoke test of aiden_graphiti_service against the scripted fake LLM and Neo4j.
 
 Starts nothing itself (`scripts/graphiti.sh smoke` starts everything and runs it). Run with the
-venv's python (it reads FalkorDB directly with the `falkordb` client):
+venv's python (it reads the graph directly with the official `neo4j` driver, on the same
+database as the services):
 
     AIDEN_GRAPHITI_URL=http://127.0.0.1:18091 \\        # service WITH AIDEN_GRAPHITI_LLM_BASE_URL
     AIDEN_GRAPHITI_DISABLED_URL=http://127.0.0.1:18092  # service WITHOUT it (or pass --skip-disabled)
     AIDEN_FAKE_LLM_URL=http://127.0.0.1:18093 \\         # fake_llm.py, the enabled service's LLM
-    AIDEN_FALKORDB_HOST=127.0.0.1 AIDEN_FALKORDB_PORT=6390 \\
+    AIDEN_NEO4J_URI=bolt://127.0.0.1:7688 AIDEN_NEO4J_PASSWORD=... \\  # (+ _USER, _DATABASE)
     .stack/graphiti-venv/bin/python workers/graphiti/smoke_test.py [--keep]
 
-Every run uses fresh group ids (smoke-<random>) and deletes its graphs at the end unless --keep.
+Every run uses fresh group ids (smoke-<random>), so it never meets another run's or another
+suite's data in the shared database, and deletes its groups' nodes at the end unless --keep.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ import urllib.request
 import uuid as uuidlib
 from datetime import datetime, timedelta, timezone
 
-REGISTRY_GRAPH = 'aiden:episode-registry'
 FAILURES: list[str] = []
 
 
@@ -71,7 +72,7 @@ def rfc3339(t: datetime) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument('--keep', action='store_true', help='keep the smoke graphs in FalkorDB')
+    parser.add_argument('--keep', action='store_true', help="keep the smoke groups' nodes in Neo4j")
     parser.add_argument('--skip-disabled', action='store_true',
                         help='skip the extraction-disabled check (no AIDEN_GRAPHITI_DISABLED_URL)')
     args = parser.parse_args()
@@ -79,22 +80,29 @@ def main() -> None:
     svc = os.environ.get('AIDEN_GRAPHITI_URL', 'http://127.0.0.1:8091').rstrip('/')
     off = os.environ.get('AIDEN_GRAPHITI_DISABLED_URL', '').rstrip('/')
     llm = os.environ.get('AIDEN_FAKE_LLM_URL', '').rstrip('/')
-    falkor_host = os.environ.get('AIDEN_FALKORDB_HOST', '127.0.0.1')
-    falkor_port = int(os.environ.get('AIDEN_FALKORDB_PORT', '6390'))
+    neo4j_uri = os.environ.get('AIDEN_NEO4J_URI', 'bolt://127.0.0.1:7687')
+    database = os.environ.get('AIDEN_NEO4J_DATABASE', 'neo4j')
     if not llm:
         sys.exit('set AIDEN_FAKE_LLM_URL to the fake LLM the service at AIDEN_GRAPHITI_URL uses')
     if not off and not args.skip_disabled:
         sys.exit('set AIDEN_GRAPHITI_DISABLED_URL to a service started without '
                  'AIDEN_GRAPHITI_LLM_BASE_URL, or pass --skip-disabled')
 
-    from falkordb import FalkorDB
+    from neo4j import GraphDatabase
 
-    db = FalkorDB(host=falkor_host, port=falkor_port)
+    db = GraphDatabase.driver(
+        neo4j_uri,
+        auth=(os.environ.get('AIDEN_NEO4J_USER', 'neo4j'), os.environ.get('AIDEN_NEO4J_PASSWORD', '')),
+    )
+
+    def query(text: str, **params) -> list[dict]:
+        return [r.data() for r in db.execute_query(text, params, database_=database).records]
+
     run = uuidlib.uuid4().hex[:8]
     group = f'smoke-{run}'
     other_group = f'smoke-{run}-other'
     off_group = f'smoke-{run}-off'
-    print(f'service {svc}, fake LLM {llm}, FalkorDB {falkor_host}:{falkor_port}, group {group}\n')
+    print(f'service {svc}, fake LLM {llm}, Neo4j {neo4j_uri} db={database}, group {group}\n')
 
     def llm_requests() -> list[dict]:
         status, body = http('GET', f'{llm}/debug/requests')
@@ -124,7 +132,13 @@ def main() -> None:
         status, health = http('GET', f'{svc}/healthz')
         require(status == 200 and health.get('ok') is True, f'healthz 200 ok: {health}')
         require(health.get('extraction') == 'enabled', 'extraction is enabled on AIDEN_GRAPHITI_URL')
-        check(health.get('backend') == 'falkordb', 'backend is falkordb')
+        check(health.get('database') == database, f'the service is on database {database} ({health})')
+        constraints = {r['name'] for r in query('SHOW CONSTRAINTS YIELD name RETURN name')}
+        check({'episodic_uuid', 'entity_uuid'} <= constraints,
+              f'uuid uniqueness constraints on Episodic and Entity exist ({sorted(constraints)})')
+        indexes = {r['name'] for r in query('SHOW INDEXES YIELD name RETURN name')}
+        check({'node_name_and_summary', 'episode_content', 'edge_name_and_fact'} <= indexes,
+              "graphiti's full-text indices exist")
 
         texts = {
             'A': 'user: I met Ada Lovelace in London',
@@ -150,6 +164,11 @@ def main() -> None:
                     and body.get('alreadyExtracted') is False,
                     f'extract {key} runs ({status}, {took:.2f}s)')
 
+        # A property of ours on an Entity graphiti made: C's extraction resolves "Difference
+        # Engine" to B2's node and graphiti saves it again (`SET n = $entity_data`).
+        engine = [e['uuid'] for e in results['B2']['entities'] if e['name'] == 'Difference Engine']
+        require(len(engine) == 1, f"B2 extracted 'Difference Engine' ({results['B2']['entities']})")
+        query('MATCH (n:Entity {uuid: $u}) SET n.aiden_smoke_probe = $run', u=engine[0], run=run)
         before_c = len(llm_requests())
         status, body, took = extract(svc, ids['C'], group, [ids['A'], ids['B2']])
         timings['C'] = took
@@ -157,6 +176,12 @@ def main() -> None:
         require(status == 200 and body.get('status') == 'extracted'
                 and body.get('alreadyExtracted') is False, f'extract C runs ({status}, {took:.2f}s)')
 
+        check(engine[0] in [e['uuid'] for e in results['C']['entities']],
+              "C resolved 'Difference Engine' to B2's Entity")
+        probe = query('MATCH (n:Entity {uuid: $u}) RETURN n.aiden_smoke_probe AS p, n.group_id AS g',
+                      u=engine[0])
+        check(probe == [{'p': run, 'g': group}],
+              f'a property of ours on an Entity survives graphiti saving it again ({probe})')
         for key in ('A', 'B1', 'B2', 'C'):
             names = [e['name'] for e in results[key]['entities']]
             check(bool(names) and all(n.lower() in texts[key].lower() for n in names),
@@ -206,15 +231,18 @@ def main() -> None:
 
         status, body = put(svc, ids['C'], group, texts['C'], t0 + timedelta(minutes=3))
         check(status == 200 and body.get('created') is False, f'second PUT of C: created=false ({body})')
-        graph = db.select_graph(group)
-        count = graph.query('MATCH (e:Episodic {uuid: $u}) RETURN count(e)', {'u': ids['C']}).result_set[0][0]
-        check(count == 1, f"FalkorDB holds exactly one Episodic node with C's uuid ({count})")
-        marker = graph.query('MATCH (e:Episodic {uuid: $u}) RETURN e.aiden_extracted_at, e.content',
-                             {'u': ids['C']}).result_set[0]
-        check(bool(marker[0]) and marker[1] == texts['C'],
-              f'the marker aiden_extracted_at survives graphiti and content is intact ({marker[0]})')
-        total = graph.query('MATCH (e:Episodic) RETURN count(e)').result_set[0][0]
-        check(total == 4, f'the group graph holds the 4 episodes A, B1, B2, C ({total})')
+        count = query('MATCH (e:Episodic {uuid: $u}) RETURN count(e) AS n', u=ids['C'])[0]['n']
+        check(count == 1, f"Neo4j holds exactly one Episodic node with C's uuid ({count})")
+        marker = query('MATCH (e:Episodic {uuid: $u}) RETURN e.aiden_extracted_at AS at, e.content AS content',
+                       u=ids['C'])[0]
+        check(bool(marker['at']) and marker['content'] == texts['C'],
+              f'the marker aiden_extracted_at survives graphiti and content is intact ({marker["at"]})')
+        total = query('MATCH (e:Episodic {group_id: $g}) RETURN count(e) AS n', g=group)[0]['n']
+        check(total == 4, f'the group holds the 4 episodes A, B1, B2, C ({total})')
+        mentioned = query('MATCH (:Episodic {uuid: $u})-[:MENTIONS]->(n:Entity {group_id: $g}) '
+                          'RETURN collect(n.uuid) AS uuids', u=ids['C'], g=group)[0]['uuids']
+        check(sorted(mentioned) == sorted(e['uuid'] for e in results['C']['entities']),
+              "C's entities are graphiti's own Entity nodes, MENTIONed by C's Episodic node")
 
         # Errors.
         status, body = http('PUT', f'{svc}/episodes/{uuidlib.uuid4()}', {'group_id': group, 'name': 'x'})
@@ -282,18 +310,12 @@ def main() -> None:
         print('\ntimings: ' + ', '.join(f'extract {k} {v * 1000:.0f} ms' for k, v in timings.items()))
     finally:
         if not args.keep:
-            for g in (group, other_group, off_group):
-                try:
-                    db.select_graph(g).delete()
-                except Exception:  # noqa: BLE001  (a graph that was never created)
-                    pass
             try:
-                db.select_graph(REGISTRY_GRAPH).query(
-                    'MATCH (r:EpisodeRef) WHERE r.group_id IN $gs DELETE r',
-                    {'gs': [group, other_group, off_group]},
-                )
-            except Exception:  # noqa: BLE001
-                pass
+                query('MATCH (n) WHERE (n:Episodic OR n:Entity) AND n.group_id IN $gs DETACH DELETE n',
+                      gs=[group, other_group, off_group])
+            except Exception as e:  # noqa: BLE001
+                print(f'could not delete the smoke groups: {e}', file=sys.stderr)
+        db.close()
     finish()
 
 

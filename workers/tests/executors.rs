@@ -1021,8 +1021,8 @@ fn graph_call(query: &str, access: &str, input: Value) -> Call {
 }
 
 /// One probe login per test binary before any graph test runs: with stale settings every
-/// test would fail its own login, and ArcadeDB locks a user out for 30 s after 5 failures in
-/// a row, which would also stall anyone else using the stack.
+/// test would fail its own login, and Neo4j locks a user out after 3 failures in a row
+/// (`dbms.security.auth_max_failed_attempts`), which would also stall anyone else using it.
 async fn bolt_ready() {
     static PROBE: tokio::sync::OnceCell<Result<(), String>> = tokio::sync::OnceCell::const_new();
     let probe = PROBE

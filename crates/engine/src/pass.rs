@@ -1178,10 +1178,8 @@ impl<'a> Pass<'a> {
             links: std::mem::take(&mut self.links),
         };
         if !batch.is_empty() {
-            // Always in an explicit transaction: ArcadeDB retries a conflicting auto-commit
-            // statement internally, and one such retry re-ran a batch whose first execution had
-            // landed (a duplicate audit id), so a reported failure did not mean "not written"
-            // and the engine, re-reading its runs, never published their next jobs.
+            // Always in an explicit transaction: then only a failed commit leaves the outcome
+            // unknown, and the engine recovers those runs from the graph (Engine::uncertain).
             let made = runs::apply(self.tx().await?, &batch).await?;
             missed.extend(unmade(&batch, made));
         }

@@ -32,13 +32,12 @@ impl Error {
         match &e {
             neo4rs::Error::Neo4j(n) => {
                 let code = n.code();
-                // A node delete that meets an edge committed after our reference check
-                // (ArcadeDB: DeleteConnectedNode; Neo4j: "still has relationships"): retry the
-                // unit, whose fresh reference check then answers with the rule's 409. Likewise a
-                // node a statement matched that a concurrent transaction deleted (EntityNotFound,
-                // in ArcadeDB and Neo4j alike): the retry re-reads and answers with the rule.
-                if n.message().contains("DeleteConnectedNode")
-                    || n.message().contains("still has relationships")
+                // A node delete that meets an edge committed after our reference check ("still
+                // has relationships"): retry the unit, whose fresh reference check then answers
+                // with the rule's 409. Likewise a node a statement matched that a concurrent
+                // transaction deleted (EntityNotFound): the retry re-reads and answers with the
+                // rule.
+                if n.message().contains("still has relationships")
                     || code.contains("EntityNotFound")
                 {
                     return Error::Transient(format!("{code}: {}", n.message()));
@@ -47,8 +46,7 @@ impl Error {
                 if code.contains("Security.Unauthorized") {
                     return Error::Unavailable(format!("{code}: {}", n.message()));
                 }
-                if code.contains("TransientError") || n.message().contains("ConcurrentModification")
-                {
+                if code.contains("TransientError") {
                     Error::Transient(format!("{code}: {}", n.message()))
                 } else if code.contains("ConstraintValidationFailed") {
                     Error::Constraint(n.message().to_owned())

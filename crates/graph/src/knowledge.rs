@@ -1,6 +1,7 @@
 //! The knowledge layer's statements (issue #9): the outbox the relay drains, what the ingestion
-//! worker reads and writes for a binding, and Entities (user-created, mirrored from Graphiti,
-//! active in a Conversation, mentioned on a path).
+//! worker reads and writes for a binding, and Entities (user-created, extracted by Graphiti into
+//! this same graph, active in a Conversation, mentioned on a path). How our labels and properties
+//! share the database with graphiti-core's: `docs/knowledge.md`.
 
 use aiden_domain::knowledge::entity::{ChosenEntity, EntityFacts, MentionedEntity};
 use serde::{Deserialize, Serialize};
@@ -117,40 +118,44 @@ pub async fn target(graph: &Graph, kind: TargetKind, id: &str) -> Result<Option<
     Ok(graph.read_rows(q).await?.into_iter().next())
 }
 
-/// The Episode to bind, as stored in our graph (a mirror of Graphiti's `Episodic` node).
+/// What to bind: the target and the uuid of the Episode the Graphiti service saved for it — a
+/// node graphiti-core wrote into this graph (`Episodic`), which binding only points at.
 pub struct Bind<'a> {
     pub kind: TargetKind,
     pub id: &'a str,
     pub uuid: &'a str,
-    pub name: &'a str,
-    pub group_id: &'a str,
-    pub source: &'a str,
-    pub source_description: &'a str,
-    pub content: &'a str,
-    pub valid_at: &'a str,
 }
 
 /// EPI-2 / TURN-7: binds once. `Ok(false)` when the target already carries another episodeId
-/// (or vanished): nothing was written.
+/// (or vanished): nothing was written. An error, and nothing written, when this graph holds no
+/// `Episodic` node with that uuid: the Graphiti service saved it somewhere else.
 pub async fn bind(graph: &Graph, b: &Bind<'_>, now: &str) -> Result<bool, Error> {
+    #[derive(Deserialize)]
+    struct Row {
+        #[allow(dead_code)]
+        id: String,
+        found: bool,
+    }
     let mut tx = graph.begin().await?;
     let q = cypher(query_file!("knowledge/bind.cypher"), Some(label(b.kind)))
         .param("id", b.id)
         .param("uuid", b.uuid)
-        .param("name", b.name)
-        .param("groupId", b.group_id)
-        .param("source", b.source)
         .param("edgeSource", b.kind.as_str())
-        .param("sourceDescription", b.source_description)
-        .param("content", b.content)
-        .param("validAt", b.valid_at)
         .param("now", now);
-    let row = tx.one::<IdRow>(q).await?;
+    let row = tx.one::<Row>(q).await?;
+    if row.as_ref().is_some_and(|r| !r.found) {
+        tx.rollback().await?;
+        return Err(Error::Query(format!(
+            "no Episodic node {} in this graph although the Graphiti service saved it: is the \
+             service on another database than AIDEN_NEO4J_URI/AIDEN_NEO4J_DATABASE?",
+            b.uuid
+        )));
+    }
     tx.commit().await?;
     Ok(row.is_some())
 }
 
-/// An Entity Graphiti extracted.
+/// An Entity Graphiti extracted (graphiti-core's own `Entity` node in this graph).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct ExtractedEntity {
     pub uuid: String,
@@ -161,7 +166,7 @@ pub struct ExtractedEntity {
     pub labels: Vec<String>,
 }
 
-/// A fact Graphiti extracted between two Entities.
+/// A fact Graphiti extracted between two Entities (graphiti-core's own `RELATES_TO` edge).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct ExtractedEdge {
     pub uuid: String,
@@ -173,62 +178,59 @@ pub struct ExtractedEdge {
     pub fact: Option<String>,
 }
 
-/// The final binding state after extraction (`extracted` or `skipped`), with what was
-/// extracted mirrored and the outbox item deleted, in one transaction. `Ok(false)` when the target is not bound to `uuid`.
+/// The final binding state after extraction (`extracted` or `skipped`) and the outbox item
+/// deleted, in one transaction. What was extracted is graphiti-core's own nodes and edges in this
+/// graph, never copied: this only checks that every Entity the service answered with is
+/// `MENTIONS`ed by the Episode and every fact is there (an error, nothing written, otherwise).
+/// `Ok(false)` when the target is not bound to `uuid`.
 #[allow(clippy::too_many_arguments)]
 pub async fn record_extraction(
     graph: &Graph,
     kind: TargetKind,
     id: &str,
     uuid: &str,
-    group_id: &str,
     binding: &str,
     entities: &[ExtractedEntity],
     edges: &[ExtractedEdge],
     now: &str,
 ) -> Result<bool, Error> {
-    let ents: Vec<Value> = entities
-        .iter()
-        .map(|e| {
-            serde_json::json!({
-                "uuid": e.uuid, "name": e.name, "summary": e.summary,
-                "labels": e.labels,
-                "category": e.labels.iter().find(|l| l.as_str() != "Entity"),
-            })
-        })
-        .collect();
-    let rels: Vec<Value> = edges
-        .iter()
-        .map(|r| {
-            serde_json::json!({
-                "uuid": r.uuid, "source": r.source_node_uuid, "target": r.target_node_uuid,
-                "name": r.name, "fact": r.fact,
-            })
-        })
-        .collect();
+    let mut entity_uuids: Vec<String> = entities.iter().map(|e| e.uuid.clone()).collect();
+    entity_uuids.sort();
+    entity_uuids.dedup();
+    let mut edge_uuids: Vec<String> = edges.iter().map(|r| r.uuid.clone()).collect();
+    edge_uuids.sort();
+    edge_uuids.dedup();
     let mut tx = graph.begin().await?;
     let q = cypher(query_file!("knowledge/extracted.cypher"), Some(label(kind)))
         .param("id", id)
         .param("itemId", item_id(kind, id))
         .param("uuid", uuid)
-        .param("groupId", group_id)
         .param("binding", binding)
-        .param("entities", bolt(Value::Array(ents))?)
+        .param("entityUuids", entity_uuids.clone())
+        .param("edgeUuids", edge_uuids.clone())
         .param("now", now);
     #[derive(Deserialize)]
-    struct N {
-        #[allow(dead_code)]
-        n: i64,
+    struct Found {
+        entities: i64,
+        edges: i64,
     }
-    let matched = tx.one::<N>(q).await?.is_some();
-    if matched && !rels.is_empty() {
-        let q = cypher(query_file!("knowledge/relations.cypher"), None)
-            .param("edges", bolt(Value::Array(rels))?)
-            .param("groupId", group_id);
-        tx.run(q).await?;
+    let Some(found) = tx.one::<Found>(q).await? else {
+        tx.rollback().await?;
+        return Ok(false);
+    };
+    if found.entities != entity_uuids.len() as i64 || found.edges != edge_uuids.len() as i64 {
+        tx.rollback().await?;
+        return Err(Error::Query(format!(
+            "Graphiti answered {} entities and {} facts for Episode {uuid}, of which this graph \
+             holds {} and {}: is the Graphiti service on another database?",
+            entity_uuids.len(),
+            edge_uuids.len(),
+            found.entities,
+            found.edges
+        )));
     }
     tx.commit().await?;
-    Ok(matched)
+    Ok(true)
 }
 
 pub async fn record_failure(

@@ -1,6 +1,7 @@
 //! The transaction unit: run a body in a fresh transaction, commit, and retry the whole unit
-//! when a concurrent writer won (ArcadeDB fails such commits with a transient error; Neo4j
-//! with a deadlock). Bounded, with jittered backoff; exhausted retries answer 409.
+//! when a concurrent writer won: Neo4j answers a deadlock or a lock wait it gave up on with a
+//! `Neo.TransientError.*`, and a lost revision check is `LostRace`. Bounded, with jittered
+//! backoff; exhausted retries answer 409.
 
 use std::time::Duration;
 

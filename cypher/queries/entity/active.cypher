@@ -2,8 +2,9 @@
 MATCH (:Conversation {id: $conversationId})-[h:HAS_ACTIVE_ENTITY]->(n:Entity)
 OPTIONAL MATCH (n)-[r:RELATES_TO]-(:Entity)
 WITH h, n, collect(r.fact) AS facts
-RETURN n.uuid AS uuid, n.name AS name, n.summary AS summary, n.category AS category,
-       n.facets AS facets, n.source AS source, facts, h.addedAt AS addedAt,
+RETURN n.uuid AS uuid, n.name AS name, n.summary AS summary,
+       coalesce(n.category, head([l IN labels(n) WHERE l <> 'Entity'])) AS category,
+       n.facets AS facets, coalesce(n.source, 'graphiti') AS source, facts, h.addedAt AS addedAt,
        h.includeSummary AS includeSummary, h.includeFacets AS includeFacets,
        h.includeRelationships AS includeRelationships
 ORDER BY h.addedAt, n.uuid

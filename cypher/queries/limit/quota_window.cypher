@@ -1,6 +1,6 @@
 // AGT-10: one node per Process (or user) and clock hour counts the runs started in it. Every
 // start under such a quota writes it, so concurrent starts serialize on it (on every API
-// instance: Neo4j locks the node, ArcadeDB fails the later commit and the start is retried)
+// instance: Neo4j locks the node until the commit)
 // and each sees the runs the others created. A Process's key is `processId#hour`, a user's
 // `user:userId#hour`.
 MERGE (w:QuotaWindow {key: $key})

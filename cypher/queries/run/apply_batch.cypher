@@ -4,9 +4,8 @@
 // per run holding this pass's events, hung off its Run: HAS_EVENTS). `WITH count(*)` joins the two halves and yields one row even when there are no step rows. A run that generates an agent
 // Alternative settles it in the same statement: content written once, from `generating` only,
 // and its content is recorded for Graphiti ingestion (IngestItem, the outbox) with it.
-// Every lookup by a key that may be null goes through coalesce(key, ''): ArcadeDB answers a
-// null key by scanning the label (4 ms per row with 12,000 Alternatives), which made every
-// engine pass slower as conversations grew.
+// Every lookup by a key that may be null goes through coalesce(key, ''), so that a null key
+// is an index seek that finds nothing, never a label scan.
 // Last, runs started in this pass are linked to their ProcessVersion, User, ProcessSteps and
 // Tools (run/create_run.cypher says why that is not done at creation).
 // First the Runs handed to the engine to create (the API of the instance holding the engine

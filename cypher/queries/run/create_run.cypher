@@ -1,7 +1,7 @@
 // A Run node only. Its StepRuns are listed in `stepRuns` (JSON) and created by the engine when
 // it first writes the run (run/apply_batch.cypher, `$stepRuns`): the engine is the single
-// writer of StepRun records, so the API's inserts never land on pages the engine is updating
-// (ArcadeDB failed engine passes on such pages under load, issue #10). The edges into the
+// writer of StepRun records, so the API's inserts never contend with the engine's updates
+// (issue #10). The edges into the
 // definitions and the caller (RUN_OF, STARTED_BY, OF_STEP, INVOKES_TOOL) are added by the
 // engine when it starts the run (`$links`): concurrent run creations appending edges to the
 // same hot Process/User/Tool nodes conflicted and retried under load.

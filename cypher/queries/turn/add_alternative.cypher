@@ -1,5 +1,5 @@
-// Another Alternative of an existing Turn. The Turn is written first (its lock on Neo4j, a
-// version conflict on ArcadeDB), so concurrent additions and switches on one Turn serialize:
+// Another Alternative of an existing Turn. The Turn is written first (taking its lock), so
+// concurrent additions and switches on one Turn serialize:
 // the sequence is the Turn's next, and the new Alternative is the only active one (TURN-2,
 // TURN-8). `seqKey` is the unique backstop for the sequence.
 MATCH (t:ConversationTurn {id: $turnId})

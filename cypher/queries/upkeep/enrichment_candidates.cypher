@@ -5,7 +5,8 @@
 MATCH (ep:Episodic)-[m:MENTIONS]->(n:Entity)
 WHERE n.enrichedAt IS NULL AND coalesce(n.status, 'confirmed') = 'confirmed'
   AND coalesce(n.enrichmentRetryAt, '') <= $now
-WITH n, count(ep) AS edges, collect(ep.group_id) AS groups, max(m.createdAt) AS latest
+WITH n, count(ep) AS edges, collect(ep.group_id) AS groups,
+     max(coalesce(m.createdAt, toString(m.created_at))) AS latest
 WHERE edges >= $threshold
 OPTIONAL MATCH (k:UpkeepClaim {key: 'enrichment:' + n.uuid})
 WITH n, edges, groups, latest, k WHERE k IS NULL

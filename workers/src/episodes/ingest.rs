@@ -1,8 +1,9 @@
 //! One binding, idempotently (EPI-1..5): read the Alternative or Summary, make sure the
-//! Episodes of its extraction context are bound first, save its Episode in Graphiti under the
-//! derived uuid, bind it in our graph (`HAS_CONTENT`, `episodeId`, once), extract with exactly
-//! the context of its own path, and mirror what was extracted. Running it again at any point —
-//! a redelivery, a duplicate, a restart after SIGKILL — converges on the same graph.
+//! Episodes of its extraction context are bound first, save its Episode through the Graphiti
+//! service under the derived uuid (graphiti-core writes the `Episodic` node into this same
+//! graph), bind it (`HAS_CONTENT` to that node, `episodeId`, once), extract with exactly the
+//! context of its own path, and record the final state. Running it again at any point — a
+//! redelivery, a duplicate, a restart after SIGKILL — converges on the same graph.
 
 use aiden_domain::knowledge::episode::{self, Binding};
 use aiden_graph::knowledge::{self as kg, ContextItem, Target, TargetKind};
@@ -152,12 +153,6 @@ impl Ingestor {
                 kind,
                 id: &t.id,
                 uuid: &draft.uuid,
-                name: &draft.name,
-                group_id: &draft.group_id,
-                source: draft.source,
-                source_description: &draft.source_description,
-                content: &draft.content,
-                valid_at: &draft.valid_at,
             };
             if !kg::bind(&self.graph, &bind, &now())
                 .await
@@ -190,7 +185,6 @@ impl Ingestor {
             kind,
             &t.id,
             &draft.uuid,
-            &draft.group_id,
             binding.as_str(),
             &extraction.entities,
             &extraction.edges,

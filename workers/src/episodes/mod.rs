@@ -1,5 +1,6 @@
 //! The ingestion pool (issue #9): Alternatives and Summaries become Graphiti Episodes, bound
-//! back to them, with their entities mirrored into our graph.
+//! back to them; graphiti-core writes the Episodes and the Entities it extracts into this same
+//! graph.
 
 pub mod graphiti;
 pub mod ingest;

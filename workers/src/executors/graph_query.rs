@@ -31,7 +31,8 @@ use crate::tool::{FailureClass, Invocation, Telemetry, Tool, ToolFailure, ToolOu
 const SOCKET_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// How long credentials the server refused are refused here without asking it again. Bolt
-/// servers lock a user out after repeated failures (ArcadeDB: 5 in a row lock it for 30 s),
+/// servers lock a user out after repeated failures (Neo4j: `dbms.security.auth_max_failed_attempts`,
+/// 3 by default, lock it for `dbms.security.auth_lock_time`),
 /// and the user may be shared with other Tools or the engine: one Tool with a wrong password,
 /// run in a loop, must not lock them all out.
 const AUTH_BACKOFF: Duration = Duration::from_secs(60);

@@ -401,7 +401,10 @@ async fn agt_7_iteration_and_tool_call_caps_hold() {
     let out = &step(&r, "answer")["output"];
     assert_eq!(out["finishReason"], "tool_call_limit", "{r}");
     assert_eq!(out["toolCalls"], 1);
-    assert_eq!(k.calls("search:x"), 1);
+    // The loop ends as soon as the second call meets the cap, while the first is dispatched in
+    // the same pass: whether it reaches the upstream before its settled run's cancel does is a
+    // race (on Neo4j's slower commit it sometimes loses). The second never runs.
+    assert!(k.calls("search:x") <= 1);
     assert_eq!(k.calls("search:y"), 0);
 }
 

@@ -2,7 +2,8 @@
 //! counters, scraped from `aiden serve` and the worker pool before and after a scenario.
 //! Statements: `aiden_graph_statement_seconds_count{file}` (every statement that succeeded);
 //! messages: `aiden_broker_publish_seconds_count` (confirmed) + `aiden_broker_unconfirmed_total`;
-//! engine passes and the passes redone after a write conflict, as totals.
+//! graph commits (`aiden_graph_commits_total`); engine passes and the passes redone after a
+//! write conflict, as totals.
 
 use std::collections::BTreeMap;
 
@@ -18,6 +19,7 @@ pub struct Counts {
     /// Engine passes committed, and passes redone after a write conflict.
     passes: f64,
     retries: f64,
+    commits: f64,
 }
 
 /// `name{labels} value` → (labels, value) when the line is a sample of `name`.
@@ -60,6 +62,9 @@ impl Counts {
             }
             if let Some((_, v)) = sample(line, "aiden_engine_pass_retries_total") {
                 self.retries += v;
+            }
+            if let Some((_, v)) = sample(line, "aiden_graph_commits_total") {
+                self.commits += v;
             }
             for name in [
                 "aiden_broker_publish_seconds_count",
@@ -108,7 +113,9 @@ impl Counts {
             &ms(&self.statement_seconds),
             &ms(&earlier.statement_seconds),
         );
+        let commits = (self.commits - earlier.commits) / steps.max(1) as f64;
         json!({"graph_statements": statements, "graph_statements_by_file": by_file,
+               "graph_commits": (commits * 100.0).round() / 100.0,
                "graph_ms_by_file": ms_by_file,
                "broker_messages": messages, "broker_messages_by_exchange": by_exchange,
                "engine_passes_total": self.passes - earlier.passes,
@@ -132,7 +139,8 @@ mod tests {
              aiden_broker_publish_seconds_count{exchange=\"default\"} 4\n\
              aiden_broker_unconfirmed_total{exchange=\"aiden.jobs\"} 4\n\
              aiden_engine_pass_seconds_count 3\n\
-             aiden_engine_pass_retries_total 1\n",
+             aiden_engine_pass_retries_total 1\n\
+             aiden_graph_commits_total 8\n",
         );
         let v = after.per_step(&before, 4);
         assert_eq!(v["graph_statements"], json!(1.0));
@@ -144,5 +152,6 @@ mod tests {
         assert_eq!(v["broker_messages_by_exchange"]["aiden.jobs"], json!(1.0));
         assert_eq!(v["engine_passes_total"], json!(3.0));
         assert_eq!(v["engine_pass_retries_total"], json!(1.0));
+        assert_eq!(v["graph_commits"], json!(2.0));
     }
 }

@@ -56,8 +56,12 @@ impl Tx {
         Ok(())
     }
 
+    /// Commits; `aiden_graph_commits_total` counts the commits that succeeded (transactions
+    /// that wrote nothing included: Neo4j logs nothing for those).
     pub async fn commit(self) -> Result<(), Error> {
-        self.inner.commit().await.map_err(Error::from_driver)
+        self.inner.commit().await.map_err(Error::from_driver)?;
+        metrics::counter!("aiden_graph_commits_total").increment(1);
+        Ok(())
     }
 
     pub async fn rollback(self) -> Result<(), Error> {

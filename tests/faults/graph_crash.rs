@@ -8,17 +8,13 @@
 use std::time::Duration;
 
 use aiden_tests::chaos::{define, stack, start_upstream};
-use aiden_tests::procs::{admin_token, assert_check_clean, free_port, sigkill, spawn, Api};
+use aiden_tests::procs::{assert_check_clean, free_port, sigkill, spawn, Api};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sigkilled_graph_loses_nothing_acknowledged_and_writes_nothing_twice() {
     let port = free_port();
-    let api = Api {
-        http: reqwest::Client::new(),
-        base: format!("http://127.0.0.1:{port}"),
-        token: admin_token(),
-    };
+    let api = Api::local(port);
     let (up, upstream) = start_upstream().await;
     let mut serve = spawn(&["serve"], port);
     api.wait_ready().await;

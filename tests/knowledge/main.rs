@@ -92,21 +92,7 @@ async fn park_pending_items(db: &str) {
 /// The tests' Neo4j (`.stack/test-env`), for the Graphiti service and the Python check: the
 /// same graph and database the Rust side uses.
 fn neo4j_env(db: &str) -> Vec<(&'static str, String)> {
-    vec![
-        (
-            "AIDEN_NEO4J_URI",
-            setting("AIDEN_NEO4J_URI", Some("bolt://127.0.0.1:7688")),
-        ),
-        (
-            "AIDEN_NEO4J_USER",
-            setting("AIDEN_NEO4J_USER", Some("neo4j")),
-        ),
-        (
-            "AIDEN_NEO4J_PASSWORD",
-            setting("AIDEN_NEO4J_PASSWORD", None),
-        ),
-        ("AIDEN_NEO4J_DATABASE", db.to_owned()),
-    ]
+    aiden_tests::procs::neo4j_envs(db)
 }
 
 fn venv_python() -> PathBuf {

@@ -39,8 +39,8 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// The environment every spawned `aiden` gets.
-pub fn envs(http_port: u16) -> Vec<(&'static str, String)> {
+/// `AIDEN_NEO4J_*` for a spawned process on the tests' Neo4j (`.stack/test-env`), database `db`.
+pub fn neo4j_envs(db: &str) -> Vec<(&'static str, String)> {
     vec![
         (
             "AIDEN_NEO4J_URI",
@@ -54,7 +54,14 @@ pub fn envs(http_port: u16) -> Vec<(&'static str, String)> {
             "AIDEN_NEO4J_PASSWORD",
             setting("AIDEN_NEO4J_PASSWORD", None),
         ),
-        ("AIDEN_NEO4J_DATABASE", crate::test_database()),
+        ("AIDEN_NEO4J_DATABASE", db.to_owned()),
+    ]
+}
+
+/// The environment every spawned `aiden` gets.
+pub fn envs(http_port: u16) -> Vec<(&'static str, String)> {
+    let mut env = neo4j_envs(&crate::test_database());
+    env.extend([
         ("AIDEN_AMQP_URI", crate::test_amqp_uri()),
         ("AIDEN_MASTER_KEY", TEST_MASTER_KEY.to_owned()),
         ("AIDEN_ADMIN_TOKEN", admin_token()),
@@ -62,7 +69,8 @@ pub fn envs(http_port: u16) -> Vec<(&'static str, String)> {
         ("AIDEN_RETRY_INITIAL_DELAY_MS", "100".to_owned()),
         ("AIDEN_INSTANCE_ID", crate::TEST_INSTANCE_ID.to_owned()),
         ("RUST_LOG", crate::scan::child_log_level().to_owned()),
-    ]
+    ]);
+    env
 }
 
 pub fn admin_token() -> String {
@@ -113,6 +121,15 @@ pub struct Api {
 }
 
 impl Api {
+    /// An admin client of the `aiden serve` on `127.0.0.1:port`.
+    pub fn local(port: u16) -> Self {
+        Self {
+            http: reqwest::Client::new(),
+            base: format!("http://127.0.0.1:{port}"),
+            token: admin_token(),
+        }
+    }
+
     pub async fn call(
         &self,
         method: reqwest::Method,

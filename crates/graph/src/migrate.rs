@@ -119,6 +119,13 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
             "/../../cypher/schema/0016_lean_step_indexes.cypher"
         )),
     ),
+    (
+        "0017_one_knowledge_graph",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../cypher/schema/0017_one_knowledge_graph.cypher"
+        )),
+    ),
 ];
 
 /// Statements of one file: comment lines dropped (they may contain `;`), then split on `;`.

@@ -79,6 +79,8 @@ export AIDEN_MASTER_KEY=\${AIDEN_MASTER_KEY:-$key}
 export AIDEN_ADMIN_TOKEN=\${AIDEN_ADMIN_TOKEN:-$admin}
 EOF
   fi
+  # An .stack/env from the ArcadeDB stand-in named its user `root`; Neo4j's is `neo4j`.
+  sed -i 's/AIDEN_NEO4J_USER:-root}/AIDEN_NEO4J_USER:-neo4j}/' "$STACK/env"
 }
 
 # The tests' settings, sourced after .stack/env (scripts/test.sh) and read by the test harness

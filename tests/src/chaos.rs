@@ -1,6 +1,6 @@
 //! What the fault tests and the soak (`aiden-soak`) share: a REST upstream that counts its
 //! calls, a Process whose middle step is slow, an agent Process on the scripted model, and the
-//! stack's restarts (RabbitMQ, the Bolt server).
+//! stack's restarts (RabbitMQ, Neo4j).
 
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,5 +1,5 @@
 //! The integration-test harness: one `aiden` API server per test binary, started on port 0 in a
-//! background runtime against the real Bolt server and RabbitMQ that `scripts/stack.sh up`
+//! background runtime against the tests' own Neo4j and RabbitMQ that `scripts/stack.sh test-up`
 //! started. It fails loudly when they are unreachable; it never passes vacuously.
 //! Each test makes its own users and ids (`unique`), so tests run in parallel.
 
@@ -196,7 +196,7 @@ pub fn server() -> &'static Server {
             rt.block_on(async move {
                 let graph = aiden_graph::Graph::connect(&g).await.unwrap_or_else(|e| {
                     panic!(
-                        "cannot reach the Bolt server at {} ({e}): run scripts/stack.sh up",
+                        "cannot reach the Bolt server at {} ({e}): run scripts/stack.sh test-up",
                         g.uri
                     )
                 });

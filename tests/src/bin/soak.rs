@@ -1,7 +1,7 @@
 //! `aiden-soak [SECONDS] [KILLS]` (run by `scripts/soak.sh`; issue #12): mixed load — Process
 //! runs, agent runs that call a Tool, conversations answered by an agent turn, all on the
 //! scripted model — against two `aiden serve` instances and one worker pool per type in use,
-//! while KILLS SIGKILLs (default 20) hit random processes and RabbitMQ and the Bolt server are
+//! while KILLS SIGKILLs (default 20) hit random processes and RabbitMQ and Neo4j are
 //! each restarted once. Then it waits for everything to settle and prints what must all be 0:
 //! runs lost (acknowledged, then gone) or stuck, step results recorded twice, Alternatives left
 //! generating, `aiden check` violations. Exits non-zero if any is not.
@@ -227,7 +227,7 @@ async fn main() -> Result<()> {
             }
             if !graph_done && started.elapsed() > Duration::from_secs(seconds * 6 / 10) {
                 println!(
-                    "soak: {:>5.1} s restarting the Bolt server",
+                    "soak: {:>5.1} s restarting Neo4j",
                     started.elapsed().as_secs_f64()
                 );
                 stack("graph-down");
@@ -269,7 +269,7 @@ async fn main() -> Result<()> {
         l.await?;
     }
     println!(
-        "soak: load stopped after {:.0} s; {killed_serve} SIGKILLs of aiden serve, {killed_workers} of workers, RabbitMQ restarted {}, Bolt server restarted {}",
+        "soak: load stopped after {:.0} s; {killed_serve} SIGKILLs of aiden serve, {killed_workers} of workers, RabbitMQ restarted {}, Neo4j restarted {}",
         started.elapsed().as_secs_f64(),
         u8::from(mq_done),
         u8::from(graph_done),

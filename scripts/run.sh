@@ -43,15 +43,30 @@ done
 curl -fsS "$URL/readyz" >/dev/null || { tail -20 .stack/serve.log; echo "run: the API did not become ready" >&2; exit 1; }
 
 # One worker pool per operation type (scale with AIDEN_WORKER_CONCURRENCY or more processes),
-# and the Graphiti ingestion pool (`episode`).
+# and the Graphiti ingestion pool (`episode`), each with its own metrics address
+# (AIDEN_METRICS_PORT_BASE, default 9101, then +1 per pool) listed in .stack/prometheus.yml.
+metrics_port=${AIDEN_METRICS_PORT_BASE:-9101}
+targets=()
 for type in graph_query llm_call rest_api mcp_call episode; do
   pidfile=.stack/worker-$type.pid
   if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
     kill "$(cat "$pidfile")" && sleep 0.2
   fi
-  nohup "$BIN" worker --type "$type" >".stack/worker-$type.log" 2>&1 &
+  nohup "$BIN" worker --type "$type" --metrics-addr "127.0.0.1:$metrics_port" \
+    >".stack/worker-$type.log" 2>&1 &
   echo $! >"$pidfile"
+  targets+=("\"127.0.0.1:$metrics_port\"")
+  metrics_port=$((metrics_port + 1))
 done
+# A Prometheus scrape configuration for every target of the main job (docs/operations.md).
+{
+  echo "# Written by scripts/run.sh: every metrics endpoint of the main job."
+  echo "scrape_configs:"
+  echo "  - job_name: aiden-api"
+  echo "    static_configs: [{targets: [\"$AIDEN_HTTP_ADDR\"]}]"
+  echo "  - job_name: aiden-workers"
+  echo "    static_configs: [{targets: [$(IFS=,; echo "${targets[*]}" | sed 's/,/, /g')]}]"
+} >.stack/prometheus.yml
 
 AIDEN_SERVER="$URL" AIDEN_TOKEN="$AIDEN_ADMIN_TOKEN" "$BIN" apply -f seed/
 "$BIN" check
@@ -75,7 +90,8 @@ Run a seeded process (a REST call to the local nginx echo) and follow it:
   curl -sN $URL/v1/runs/\$R/events -H "Authorization: Bearer \$AIDEN_ADMIN_TOKEN"
   curl -s $URL/v1/workers -H "Authorization: Bearer \$AIDEN_ADMIN_TOKEN"
 
-Worker pools: .stack/worker-<type>.log (the Graphiti ingestion pool: worker-episode.log; the
+Worker pools: .stack/worker-<type>.log (the Graphiti ingestion pool: worker-episode.log; their
+metrics and the API's are listed for Prometheus in .stack/prometheus.yml; the
 Graphiti service: .stack/graphiti.log). The LLM tools call AIDEN_LLM_ENDPOINT (any
 OpenAI-compatible server; see README "LLM provider").
 TXT

@@ -630,6 +630,7 @@ async fn execute(
     let timeout = Duration::from_millis(job.timeout_ms.max(1));
     let inv = Invocation {
         tool_id: &job.tool_id,
+        idempotency_key: Some(&job.step_run_id),
         operation: &tool.structure.operation,
         connection: &tool.connection_params,
         service_endpoint: resolved.service.endpoint.as_deref(),

@@ -84,6 +84,7 @@ impl Call {
     async fn run(&self, tool: &dyn Tool) -> Result<ToolOutput, ToolFailure> {
         let inv = Invocation {
             tool_id: "tool-under-test",
+            idempotency_key: Some("steprun-under-test"),
             operation: &self.operation,
             connection: &self.connection,
             service_endpoint: self.service_endpoint.as_deref(),
@@ -271,6 +272,44 @@ async fn rest_get_renders_and_percent_encodes_the_path_and_renders_headers() {
     assert_eq!(out.telemetry.provider, None);
     assert_eq!(out.telemetry.model, None);
     assert_eq!(out.telemetry.token_usage, None);
+}
+
+/// Every call carries its step run's idempotency key in `Idempotency-Key` (the IETF draft's
+/// header) by default; a Tool can rename the header, give it a value of its own, or turn it off.
+#[tokio::test]
+async fn rest_calls_carry_the_step_runs_idempotency_key_unless_the_tool_says_otherwise() {
+    let (rec, base) = upstream().await;
+    let conn = json!({"endpoint": base});
+    let sent = |op: Value| {
+        let call = Call::new(op, conn.clone(), json!({}));
+        let rec = rec.clone();
+        async move {
+            call.run(&RestApi::new()).await.unwrap();
+            rec.last()
+        }
+    };
+    let seen = sent(json!({"type": "rest_api", "method": "POST", "path": "/things"})).await;
+    assert_eq!(seen.header("idempotency-key"), Some("steprun-under-test"));
+    let seen = sent(
+        json!({"type": "rest_api", "method": "POST", "path": "/things",
+                           "idempotencyHeader": "X-Request-Key"}),
+    )
+    .await;
+    assert_eq!(seen.header("x-request-key"), Some("steprun-under-test"));
+    assert!(seen.header("idempotency-key").is_none());
+    let seen = sent(
+        json!({"type": "rest_api", "method": "POST", "path": "/things",
+                           "headers": {"Idempotency-Key": "mine"}}),
+    )
+    .await;
+    assert_eq!(seen.header("idempotency-key"), Some("mine"));
+    assert_eq!(seen.headers.get_all("idempotency-key").iter().count(), 1);
+    let seen = sent(
+        json!({"type": "rest_api", "method": "POST", "path": "/things",
+                           "idempotencyHeader": null}),
+    )
+    .await;
+    assert!(seen.header("idempotency-key").is_none());
 }
 
 #[tokio::test]

@@ -142,6 +142,7 @@ impl<'a> Call<'a> {
         let secret = self.secret.map(|s| Zeroizing::new(s.to_owned()));
         let inv = Invocation {
             tool_id: "mcp-test",
+            idempotency_key: None,
             operation: &operation,
             connection: &self.connection,
             service_endpoint: self.service_endpoint,

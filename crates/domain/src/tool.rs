@@ -85,6 +85,11 @@ pub enum Operation {
         headers: BTreeMap<String, String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         body_template: Option<String>,
+        /// The request header that carries the step run's idempotency key, the same for every
+        /// re-delivery and retry of that step run (the IETF draft's `Idempotency-Key`, the
+        /// default); `null` sends none.
+        #[serde(default = "default_idempotency_header")]
+        idempotency_header: Option<String>,
     },
     McpCall {
         tool_name: String,
@@ -92,6 +97,21 @@ pub enum Operation {
         arguments: Value,
     },
 }
+
+/// An HTTP field name (RFC 9110 `token`), at most 64 characters.
+fn is_header_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+fn default_idempotency_header() -> Option<String> {
+    Some(IDEMPOTENCY_HEADER.to_owned())
+}
+
+/// The header a `rest_api` call carries its idempotency key in unless its Tool says otherwise.
+pub const IDEMPOTENCY_HEADER: &str = "Idempotency-Key";
 
 fn empty_object() -> Value {
     Value::Object(Default::default())
@@ -188,6 +208,18 @@ impl ToolStructure {
                 v.push(crate::Violation::field(
                     "/operation/arguments",
                     "must be an object",
+                ));
+            }
+        }
+        if let Operation::RestApi {
+            idempotency_header: Some(name),
+            ..
+        } = &self.operation
+        {
+            if !is_header_name(name) {
+                v.push(crate::Violation::field(
+                    "/operation/idempotencyHeader",
+                    "must be an HTTP header name (1 to 64 token characters) or null",
                 ));
             }
         }
@@ -506,4 +538,57 @@ pub fn decide_update(
 /// SVC-3 at audit time: the stored Tools whose parameters no longer fit their Service's schema.
 pub fn params_fit(service: &Service, params: &Value) -> bool {
     check_instance("TOOL-1", "", &service.structure.connection_schema, params).is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn structure(operation: Value) -> ToolStructure {
+        serde_json::from_value(serde_json::json!({
+            "operation": operation,
+            "inputSchema": {"type": "object", "properties": {}},
+            "outputSchema": {"type": "object"}}))
+        .expect("a structure")
+    }
+
+    #[test]
+    fn a_rest_call_names_its_idempotency_header_by_default_and_may_rename_or_drop_it() {
+        let op = |extra: Value| {
+            let mut o = serde_json::json!({"type": "rest_api", "method": "GET", "path": "/x"});
+            o.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            structure(o)
+        };
+        let default = op(serde_json::json!({}));
+        assert!(matches!(&default.operation,
+            Operation::RestApi { idempotency_header: Some(h), .. } if h == IDEMPOTENCY_HEADER));
+        assert!(default.check().is_empty());
+        let off = op(serde_json::json!({"idempotencyHeader": null}));
+        assert!(matches!(
+            &off.operation,
+            Operation::RestApi {
+                idempotency_header: None,
+                ..
+            }
+        ));
+        // Stored as null, so "off" survives a round trip.
+        let stored = serde_json::to_value(&off).unwrap();
+        assert_eq!(stored["operation"]["idempotencyHeader"], Value::Null);
+        assert_eq!(
+            serde_json::from_value::<ToolStructure>(stored).unwrap(),
+            off
+        );
+        assert!(op(serde_json::json!({"idempotencyHeader": "X-Key"}))
+            .check()
+            .is_empty());
+        for bad in ["", "Bad Header", "x:y", &"k".repeat(65)] {
+            let v = op(serde_json::json!({ "idempotencyHeader": bad })).check();
+            assert!(
+                v.iter().any(|v| v.path == "/operation/idempotencyHeader"),
+                "{bad:?}: {v:?}"
+            );
+        }
+    }
 }

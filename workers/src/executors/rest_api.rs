@@ -102,6 +102,7 @@ impl RestApi {
             path,
             headers,
             body_template,
+            idempotency_header,
         } = inv.operation
         else {
             return Err(invalid("not a rest_api operation"));
@@ -130,6 +131,14 @@ impl RestApi {
             let value = render_string(template, inv.input).map_err(|e| invalid(e.to_string()))?;
             let (name, value) = header(name, &value, false)?;
             req_headers.append(name, value);
+        }
+        // The step run's key, the same on every re-delivery and retry: an upstream that honours
+        // it sees the step once. A header of that name among the Tool's own wins.
+        if let (Some(name), Some(key)) = (idempotency_header, inv.idempotency_key) {
+            let (name, value) = header(name, key, false)?;
+            if !req_headers.contains_key(&name) {
+                req_headers.insert(name, value);
+            }
         }
         if let Some(secret) = inv.secret {
             match inv.secret_scope.unwrap_or("bearer") {

@@ -88,7 +88,10 @@ pub enum Operation {
         /// The request header that carries the step run's idempotency key, the same for every
         /// re-delivery and retry of that step run (the IETF draft's `Idempotency-Key`, the
         /// default); `null` sends none.
-        #[serde(default = "default_idempotency_header")]
+        #[serde(
+            default = "default_idempotency_header",
+            skip_serializing_if = "is_default_idempotency_header"
+        )]
         idempotency_header: Option<String>,
     },
     McpCall {
@@ -108,6 +111,12 @@ fn is_header_name(name: &str) -> bool {
 
 fn default_idempotency_header() -> Option<String> {
     Some(IDEMPOTENCY_HEADER.to_owned())
+}
+
+/// The default is left out of what is stored and shown (an operation reads back as written);
+/// `null` (none) is kept, so "off" survives a round trip.
+fn is_default_idempotency_header(h: &Option<String>) -> bool {
+    h.as_deref() == Some(IDEMPOTENCY_HEADER)
 }
 
 /// The header a `rest_api` call carries its idempotency key in unless its Tool says otherwise.
@@ -565,6 +574,8 @@ mod tests {
         assert!(matches!(&default.operation,
             Operation::RestApi { idempotency_header: Some(h), .. } if h == IDEMPOTENCY_HEADER));
         assert!(default.check().is_empty());
+        let shown = serde_json::to_value(&default).unwrap();
+        assert!(shown["operation"].get("idempotencyHeader").is_none());
         let off = op(serde_json::json!({"idempotencyHeader": null}));
         assert!(matches!(
             &off.operation,

@@ -46,7 +46,9 @@ impl Kind {
 
 #[derive(Deserialize)]
 struct Doc {
-    doc: String,
+    /// Null when a concurrent transaction deleted the node after this statement matched it
+    /// (Neo4j reads committed data: the match and the property read are not one snapshot).
+    doc: Option<String>,
 }
 
 /// The record's top-level scalars, set as node properties beside `doc`.
@@ -143,9 +145,13 @@ pub async fn get_for_update<T: DeserializeOwned>(
 
 fn decode_doc<T: DeserializeOwned>(doc: Option<Doc>) -> Result<Option<T>, Error> {
     match doc {
-        Some(d) => serde_json::from_str(&d.doc)
+        Some(Doc { doc: Some(d) }) => serde_json::from_str(&d)
             .map(Some)
             .map_err(|e| Error::Decode(e.to_string())),
+        // Deleted while read: the unit is retried and then finds it gone.
+        Some(Doc { doc: None }) => Err(Error::Transient(
+            "a node was deleted while it was read".into(),
+        )),
         None => Ok(None),
     }
 }
@@ -173,10 +179,12 @@ pub async fn list<T: DeserializeOwned>(
         .param("admin", f.admin)
         .param("includeArchived", f.include_archived)
         .param("limit", f.limit);
+    // A node deleted while the page was read is simply not on it.
     tx.rows::<Doc>(q)
         .await?
         .into_iter()
-        .map(|d| serde_json::from_str(&d.doc).map_err(|e| Error::Decode(e.to_string())))
+        .filter_map(|d| d.doc)
+        .map(|d| serde_json::from_str(&d).map_err(|e| Error::Decode(e.to_string())))
         .collect()
 }
 

@@ -21,11 +21,7 @@ use serde_json::{json, Value};
 async fn faults_graph_4_agt_4_runs_and_agent_loops_survive_killed_workers_a_broker_restart_and_a_server_restart(
 ) {
     let port = free_port();
-    let api = Api {
-        http: reqwest::Client::new(),
-        base: format!("http://127.0.0.1:{port}"),
-        token: admin_token(),
-    };
+    let api = Api::local(port);
     let (up, upstream) = start_upstream().await;
     let mut serve = spawn(&["serve"], port);
     api.wait_ready().await;

@@ -5,6 +5,7 @@ mod agents;
 mod audit;
 mod catalog;
 mod concurrency;
+mod connections;
 mod conversations;
 mod http;
 mod identity;

@@ -13,8 +13,8 @@ use axum::{
 use serde_json::{json, Value};
 
 #[derive(Clone, Default)]
-struct Provider {
-    requests: Arc<Mutex<Vec<(HeaderMap, Value)>>>,
+pub(crate) struct Provider {
+    pub(crate) requests: Arc<Mutex<Vec<(HeaderMap, Value)>>>,
 }
 
 fn prompt_of(body: &Value) -> String {
@@ -91,7 +91,7 @@ async fn anthropic(
     )
 }
 
-async fn provider() -> (Provider, String) {
+pub(crate) async fn provider() -> (Provider, String) {
     let p = Provider::default();
     let app = Router::new()
         .route("/v1/chat/completions", post(openai))
@@ -359,7 +359,7 @@ async fn graph_query_writes_and_reads_the_tools_own_graph() {
 }
 
 /// One resource of a seed file, as written there.
-fn seed_spec(text: &str, id: &str) -> Value {
+pub(crate) fn seed_spec(text: &str, id: &str) -> Value {
     use serde::Deserialize;
     serde_yaml_ng::Deserializer::from_str(text)
         .map(|d| Value::deserialize(d).expect("seed yaml"))
@@ -376,7 +376,16 @@ async fn seeded_converse_process(c: &Client, endpoint: &str, secret: &str) -> St
         "connectionSchema": {"type": "object", "required": ["endpoint", "model"], "properties": {
             "endpoint": {"type": "string"}, "model": {"type": "string"}, "temperature": {"type": "number"},
             "maxTokens": {"type": "integer"}}}})).await["id"].as_str().unwrap().to_owned();
+    // The seeded Tool is made from its ToolTemplate: the template's operation and schemas.
     let mut tool = seed_spec(include_str!("../../seed/50-tools.yaml"), "tool-llm-answer");
+    let template = seed_spec(
+        include_str!("../../seed/20-tool-templates.yaml"),
+        tool["toolTemplateId"].as_str().unwrap(),
+    );
+    tool.as_object_mut().unwrap().remove("toolTemplateId");
+    for field in ["operation", "inputSchema", "outputSchema"] {
+        tool[field] = template[field].clone();
+    }
     tool["id"] = json!(unique("answer"));
     tool["serviceId"] = json!(svc);
     tool["secretId"] = json!(secret);
@@ -398,7 +407,7 @@ async fn seeded_converse_process(c: &Client, endpoint: &str, secret: &str) -> St
         .to_owned()
 }
 
-async fn settled_alternative(c: &Client, turn: &str) -> Value {
+pub(crate) async fn settled_alternative(c: &Client, turn: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let t = c.get(&format!("/v1/turns/{turn}")).await.ok(200).clone();

@@ -52,6 +52,9 @@ pub const REVALIDATE_AFTER: Duration = Duration::from_secs(10);
 /// Tool, Service and Secret revisions the resolution was built from.
 type Revisions = (i64, i64, Option<i64>);
 
+/// (ToolTemplate id, caller): the key of the caller's own Tool of that template, if any.
+type TemplateOfCaller = (String, String);
+
 struct Entry {
     resolved: Arc<Resolved>,
     revisions: Revisions,
@@ -63,6 +66,7 @@ pub struct Resolver {
     graph: Graph,
     vault: Vault,
     cache: Mutex<HashMap<String, Entry>>,
+    callers: Mutex<HashMap<TemplateOfCaller, (Option<String>, Instant)>>,
 }
 
 impl Resolver {
@@ -71,6 +75,7 @@ impl Resolver {
             graph,
             vault,
             cache: Mutex::new(HashMap::new()),
+            callers: Mutex::new(HashMap::new()),
         }
     }
 
@@ -78,10 +83,67 @@ impl Resolver {
     /// missed one).
     pub async fn invalidate(&self) {
         self.cache.lock().await.clear();
+        self.callers.lock().await.clear();
     }
 
-    /// `run_owner` is the user on whose behalf the run executes (SEC-6).
+    /// The Tool a step naming `tool_id` runs on for `run_owner`: the caller's own Tool of the
+    /// same ToolTemplate when they have one (a model they connected), else the named Tool,
+    /// whose Secret must then be the caller's (SEC-6; docs/connections.md).
     pub async fn resolve(
+        &self,
+        tool_id: &str,
+        run_owner: &str,
+    ) -> Result<Arc<Resolved>, NotRunnable> {
+        let named = self.resolve_exact(tool_id, run_owner).await;
+        let template = match &named {
+            Ok(r) if r.tool.owner_id.as_str() == run_owner => return named,
+            Ok(r) => r.tool.tool_template_id.as_ref().map(|t| t.to_string()),
+            Err(NotRunnable::Rule { .. }) => self.template_of(tool_id).await,
+            Err(NotRunnable::Graph(_)) => return named,
+        };
+        let Some(template) = template else {
+            return named;
+        };
+        match self.callers_tool(template.as_str(), run_owner).await? {
+            Some(own) if own != tool_id => self.resolve_exact(&own, run_owner).await,
+            _ => named,
+        }
+    }
+
+    /// The ToolTemplate a cached or stored Tool was made from.
+    async fn template_of(&self, tool_id: &str) -> Option<String> {
+        if let Some(e) = self.cache.lock().await.get(tool_id) {
+            return e
+                .resolved
+                .tool
+                .tool_template_id
+                .as_ref()
+                .map(|t| t.to_string());
+        }
+        None
+    }
+
+    async fn callers_tool(
+        &self,
+        template: &str,
+        owner: &str,
+    ) -> Result<Option<String>, NotRunnable> {
+        let key = (template.to_owned(), owner.to_owned());
+        if let Some((hit, at)) = self.callers.lock().await.get(&key) {
+            if at.elapsed() < REVALIDATE_AFTER {
+                return Ok(hit.clone());
+            }
+        }
+        let found = runs::callers_tool_of_template(&self.graph, template, owner).await?;
+        self.callers
+            .lock()
+            .await
+            .insert(key, (found.clone(), Instant::now()));
+        Ok(found)
+    }
+
+    /// Resolves exactly `tool_id`, checked for `run_owner` (SEC-6).
+    async fn resolve_exact(
         &self,
         tool_id: &str,
         run_owner: &str,
@@ -100,9 +162,15 @@ impl Resolver {
         check_runnable(&resolved, secret_owner.as_deref())?;
         if let Some(owner) = secret_owner.as_deref() {
             if owner != run_owner {
+                // Someone else's key: the caller has not connected their own (docs/connections.md).
                 return Err(rule(
-                    "PERMISSION_DENIED",
-                    "SEC-6: the tool's secret belongs to another user than the run's",
+                    "NOT_CONNECTED",
+                    format!(
+                        "{} needs your own API key. Open \"Connect a model\" in the console \
+                         (#/connect) to add it; your answers then use it. (SEC-6: the \
+                         tool's secret belongs to another user.)",
+                        resolved.service.name
+                    ),
                 ));
             }
         }

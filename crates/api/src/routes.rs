@@ -335,6 +335,16 @@ fn ops_routes(t: Table) -> Table {
     let t = route!(
         t,
         GET,
+        "/v1/me/chat-processes",
+        u::chat_processes,
+        Op::new(
+            "Processes that can answer a conversation, each with whether it runs for the caller"
+        )
+        .ok::<aiden_service::views::Items<aiden_service::chat::ChatProcess>>()
+    );
+    let t = route!(
+        t,
+        GET,
         "/v1/users/{id}",
         u::get_user,
         Op::new("A user (admin, or the user themselves)")

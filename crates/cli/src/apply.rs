@@ -33,6 +33,10 @@ pub struct ApplyArgs {
 struct Document {
     kind: Kind,
     spec: Value,
+    /// Applied only when this is a non-empty string after substitution, e.g.
+    /// `when: "${AIDEN_LLM_API_KEY:+yes}"`: a definition that exists only in some setups.
+    #[serde(default)]
+    when: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
@@ -73,6 +77,9 @@ pub async fn run(args: ApplyArgs) -> anyhow::Result<ExitCode> {
             }
             let doc: Document = serde_json::from_value(value)
                 .with_context(|| format!("in {}: expected {{kind, spec}}", path.display()))?;
+            if doc.when.as_deref().is_some_and(str::is_empty) {
+                continue;
+            }
             if doc.spec.get("id").and_then(Value::as_str).is_none() {
                 bail!(
                     "in {}: every {:?} needs an explicit spec.id so apply can find it again",
@@ -291,7 +298,8 @@ fn collect(path: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `${VAR}` and `${VAR:-default}` (the default also applies when VAR is empty); `$$` is `$`.
+/// `${VAR}` and `${VAR:-default}` (the default also applies when VAR is empty),
+/// `${VAR:+word}` (word when VAR is set and not empty, else nothing); `$$` is `$`.
 pub fn substitute_env(
     text: &str,
     lookup: impl Fn(&str) -> Option<String>,
@@ -308,6 +316,13 @@ pub fn substitute_env(
         } else if let Some(body) = after.strip_prefix('{') {
             let end = body.find('}').context("unterminated ${")?;
             let expr = &body[..end];
+            if let Some((name, word)) = expr.split_once(":+") {
+                if lookup(name).is_some_and(|v| !v.is_empty()) {
+                    out.push_str(word);
+                }
+                rest = &body[end + 1..];
+                continue;
+            }
             let (name, default) = match expr.split_once(":-") {
                 Some((n, d)) => (n, Some(d)),
                 None => (expr, None),
@@ -342,5 +357,9 @@ mod tests {
             "a v d $x $q"
         );
         assert!(substitute_env("${UNSET}", env).is_err());
+        assert_eq!(
+            substitute_env("[${SET:+yes}] [${UNSET:+yes}]", env).unwrap(),
+            "[yes] []"
+        );
     }
 }

@@ -794,11 +794,12 @@ impl<'a> Pass<'a> {
                     let t = tools.iter().find(|t| t.id == id.as_str());
                     t.and_then(|t| t.capability.clone())
                 };
-                let fresh = match plan::agent_tools(self.tx().await?, &ids, &planned).await {
+                let mut fresh = match plan::agent_tools(self.tx().await?, &ids, &planned).await {
                     Ok(fresh) => fresh,
                     Err(plan::LoadError::Graph(e)) => return Err(e),
                     Err(_) => tools.clone(),
                 };
+                plan::mark_connected(self.tx().await?, &mut fresh, &run.owner_id).await?;
                 self.start_agent(run_id, i, fresh)
             }
         }

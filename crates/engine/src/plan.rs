@@ -156,6 +156,27 @@ fn doc_field(tool_doc: Option<&str>, pointer: &str) -> Option<String> {
     doc.pointer(pointer)?.as_str().map(str::to_owned)
 }
 
+/// Marks the tools that use another user's Secret but that `owner` has connected their own
+/// Tool of the same template for (the worker then runs that one; docs/connections.md).
+pub(crate) async fn mark_connected(
+    tx: &mut Tx,
+    tools: &mut [AgentTool],
+    owner: &str,
+) -> Result<(), aiden_graph::Error> {
+    for t in tools.iter_mut() {
+        if t.secret_owner_id.as_deref().is_none_or(|o| o == owner) {
+            continue;
+        }
+        let Some(template) = t.template_id.clone() else {
+            continue;
+        };
+        t.caller_connected = aiden_graph::runs::callers_tool_of_template_in(tx, &template, owner)
+            .await?
+            .is_some();
+    }
+    Ok(())
+}
+
 /// The facts the agent loop and its policy gate need about each declared tool, as of now (a
 /// Tool deleted since is left out: it cannot be offered), with the capability a call to it
 /// needs approved (AGT-9).
@@ -183,6 +204,9 @@ pub(crate) async fn agent_tools(
             cost_micros: t
                 .cost_per_call_usd
                 .map_or(0, aiden_domain::execution::cost::micros),
+            secret_owner_id: t.secret_id.as_ref().map(|_| t.owner_id.as_str().to_owned()),
+            template_id: t.tool_template_id.as_ref().map(|i| i.as_str().to_owned()),
+            caller_connected: false,
         });
     }
     Ok(out)

@@ -224,3 +224,33 @@ pub async fn delete(tx: &mut Tx, process_id: &str) -> Result<(), Error> {
     .await?;
     resources::delete(tx, Kind::Process, process_id).await
 }
+
+/// What keeps a Process from running for a caller: a Service one of its Tools (or a child
+/// Process's) reaches with another user's Secret, the caller having no Tool of their own of
+/// that template. Only the Processes that have such a need are returned.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForeignSecretNeed {
+    pub process_id: String,
+    pub needs: Vec<ServiceNeed>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceNeed {
+    pub service: String,
+    pub service_type: Option<String>,
+}
+
+pub async fn needs_others_secrets(
+    tx: &mut Tx,
+    process_ids: &[String],
+    caller_id: &str,
+) -> Result<Vec<ForeignSecretNeed>, Error> {
+    tx.rows(
+        cypher(query_file!("process/needs_others_secrets.cypher"), None)
+            .param("processIds", process_ids.to_vec())
+            .param("callerId", caller_id),
+    )
+    .await
+}

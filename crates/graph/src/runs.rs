@@ -449,6 +449,36 @@ pub async fn tool_for_call(
     Ok(graph.read_rows(q).await?.into_iter().next())
 }
 
+/// The caller's own enabled Tool made from `template_id`, newest first: a shared Process step
+/// runs on it for that caller instead of the Tool it names (docs/connections.md).
+pub async fn callers_tool_of_template(
+    graph: &crate::Graph,
+    template_id: &str,
+    owner_id: &str,
+) -> Result<Option<String>, Error> {
+    let q = cypher(query_file!("run/callers_tool_of_template.cypher"), None)
+        .param("templateId", template_id)
+        .param("ownerId", owner_id);
+    Ok(graph
+        .read_rows::<IdRow>(q)
+        .await?
+        .into_iter()
+        .next()
+        .map(|r| r.id))
+}
+
+/// [`callers_tool_of_template`] inside a transaction (the engine, deciding a run's agent tools).
+pub async fn callers_tool_of_template_in(
+    tx: &mut Tx,
+    template_id: &str,
+    owner_id: &str,
+) -> Result<Option<String>, Error> {
+    let q = cypher(query_file!("run/callers_tool_of_template.cypher"), None)
+        .param("templateId", template_id)
+        .param("ownerId", owner_id);
+    Ok(tx.one::<IdRow>(q).await?.map(|r| r.id))
+}
+
 /// Worker heartbeats: `{id, set: {type, status, currentJobId, lastHeartbeat, ...}}`.
 pub async fn heartbeat(tx: &mut Tx, workers: Vec<Value>) -> Result<(), Error> {
     tx.run(

@@ -5,6 +5,7 @@
 
 mod audit;
 mod auth;
+pub mod chat;
 mod common;
 mod conversations;
 mod error;

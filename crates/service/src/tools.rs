@@ -42,7 +42,7 @@ async fn context_facts(
 
 impl App {
     pub async fn create_tool(&self, caller: &Caller, input: NewTool) -> Result<Tool> {
-        write_tx!(self, |tx| {
+        let created = write_tx!(self, |tx| {
             let template = match &input.tool_template_id {
                 Some(tid) => {
                     let t: Option<ToolTemplate> =
@@ -78,7 +78,13 @@ impl App {
             ensure_absent(&mut tx, Kind::Tool, tool.get().id.as_str()).await?;
             tools::create(&mut tx, &tool, &now()).await?;
             Ok(tool.into_inner())
-        })
+        })?;
+        // A new Tool of a template can take a shared Tool's place in its owner's runs
+        // (docs/connections.md): pools forget what they resolved for that template.
+        if created.tool_template_id.is_some() {
+            self.catalog_changed().await;
+        }
+        Ok(created)
     }
 
     pub async fn get_tool(&self, caller: &Caller, id: &str) -> Result<Tool> {

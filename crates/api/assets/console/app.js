@@ -6,6 +6,8 @@ import { h, mount } from './dom.js';
 import { conversationList, conversationPage } from './conversations.js';
 import { runList, runPage } from './runs.js';
 import { processList, processPage, serviceList, toolList, workerList } from './catalog.js';
+import { connectPage } from './connect.js';
+import { explain } from './words.js';
 
 // The page's view element; each route swaps in a fresh one, so a page left behind (its SSE
 // streams, its timers) cannot draw into the next.
@@ -14,7 +16,7 @@ const nav = document.getElementById('nav');
 const errors = document.getElementById('errors');
 
 function showError(err) {
-  mount(errors, h('p.error', { role: 'alert' }, err instanceof Error ? err.message : String(err),
+  mount(errors, h('p.error', { role: 'alert' }, explain(err),
     ' ', h('button', { type: 'button', onclick: () => mount(errors) }, 'Dismiss')));
 }
 
@@ -28,7 +30,14 @@ const routes = [
   [/^#\/tools/, (v) => toolList(v)],
   [/^#\/services/, (v) => serviceList(v)],
   [/^#\/workers/, (v) => workerList(v)],
+  [/^#\/connect/, (v) => connectPage(v, { showError })],
 ];
+
+function notFound(view, what) {
+  mount(view, h('h1', 'Not found'),
+    h('p', what || 'There is nothing at this address, or it is not shared with you.'),
+    h('p', h('a', { href: '#/' }, 'Back to conversations')));
+}
 
 function signIn(message) {
   nav.hidden = true;
@@ -62,14 +71,20 @@ function renderNav() {
   nav.hidden = false;
   const here = location.hash || '#/';
   const link = (href, text, match) => h('a', { href, 'aria-current': match(here) ? 'page' : null }, text);
+  nav.classList.remove('open');
   mount(nav,
     h('span.brand', 'Aiden'),
+    h('button.menu-toggle', {
+      type: 'button', 'aria-expanded': 'false',
+      onclick: (e) => { const open = nav.classList.toggle('open'); e.currentTarget.setAttribute('aria-expanded', String(open)); },
+    }, 'Menu'),
     link('#/', 'Conversations', (x) => x === '#/' || x.startsWith('#/c/') || x.startsWith('#/?')),
     link('#/runs', 'Runs', (x) => x.startsWith('#/runs')),
     link('#/processes', 'Processes', (x) => x.startsWith('#/processes')),
     link('#/tools', 'Tools', (x) => x.startsWith('#/tools')),
     link('#/services', 'Services', (x) => x.startsWith('#/services')),
-    link('#/workers', 'Workers', (x) => x.startsWith('#/workers')),
+    session.me.role === 'admin' ? link('#/workers', 'Workers', (x) => x.startsWith('#/workers')) : null,
+    link('#/connect', 'Connect a model', (x) => x.startsWith('#/connect')),
     h('span.who', `${session.me.name} (${session.me.role})`),
     h('button#sign-out', { type: 'button', onclick: () => { session.token = null; session.me = null; route(); } }, 'Sign out'));
 }
@@ -99,12 +114,13 @@ async function route() {
     if (!m) continue;
     mount(view, h('p.muted', 'Loading…'));
     try { await page(view, m[1] && !m[1].startsWith('?') ? decodeURIComponent(m[1]) : undefined); } catch (err) {
-      mount(view, h('h1', 'Could not load this page'));
-      showError(err);
+      if (err instanceof ApiError && err.status === 404) return notFound(view);
+      mount(view, h('h1', 'Could not load this page'), h('p', explain(err)),
+        h('p', h('button', { type: 'button', onclick: route }, 'Try again')));
     }
     return undefined;
   }
-  mount(view, h('h1', 'Not found'), h('p', h('a', { href: '#/' }, 'Back to conversations')));
+  notFound(view);
   return undefined;
 }
 

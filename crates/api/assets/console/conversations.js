@@ -2,8 +2,11 @@
 // `< n/m >` on every Turn that has several Alternatives, the actions that branch it, and its
 // working memory beside it. Generating answers stream in over the run's SSE.
 
-import { all, get, patch, post, put, runEvents } from './api.js';
+import { all, get, patch, post, put, runEvents, session } from './api.js';
 import { badge, h, mount, when } from './dom.js';
+import { explain } from './words.js';
+
+const DEFAULT_KEY = () => `aiden.defaultProcess.${session.me?.id}`;
 
 export async function conversationList(view, { showError }) {
   const archived = new URLSearchParams(location.hash.split('?')[1] || '').get('archived') === '1';
@@ -78,10 +81,16 @@ export async function conversationPage(view, id, { showError }) {
     state.left = true;
     state.streams.forEach((s) => s.abort());
   }, { once: true });
-  state.processes = (await all('/v1/processes')).filter((p) => p.enabled);
+  // Only Processes that can answer a conversation for this user now (GET /v1/me/chat-processes).
+  state.processes = (await get('/v1/me/chat-processes')).items.filter((p) => p.ready);
+  const ready = (pid) => state.processes.some((p) => p.id === pid);
+  // The conversation's default, else this user's, else the first that can answer.
+  const defaultPick = (conv) => [conv?.defaultProcessId, localStorage.getItem(DEFAULT_KEY())]
+    .find((pid) => pid && ready(pid)) || state.processes[0]?.id || '';
 
-  // Answers can overlap; only the newest request's is drawn.
-  async function reload() {
+  // Answers can overlap; only the newest request's is drawn. The first load's failure (an
+  // unknown conversation) goes to the router, which shows a not-found page.
+  async function reload(first = false) {
     const n = ++state.seq;
     try {
       const tree = await get(`/v1/conversations/${id}/tree`);
@@ -94,7 +103,10 @@ export async function conversationPage(view, id, { showError }) {
       render(tree, memory);
       if (focused) view.querySelector(`[data-turn-id="${focused}"]`)?.focus();
       follow(tree);
-    } catch (err) { if (!state.left) showError(err); }
+    } catch (err) {
+      if (first) throw err;
+      if (!state.left) showError(err);
+    }
   }
 
   // Runs a change, then redraws; its button stays disabled meanwhile (no double submits).
@@ -136,21 +148,40 @@ export async function conversationPage(view, id, { showError }) {
 
   function processSelect(selected, label) {
     return h('select', { 'aria-label': label },
-      state.processes.map((p) => h('option', { value: p.id, selected: p.id === selected }, p.name || p.id)));
+      state.processes.map((p) => h('option', { value: p.id, selected: p.id === selected, title: p.description || '' }, p.name || p.id)));
   }
 
-  function versionNav(turn, active) {
+  // Answers a message again: a new version of the answer Turn under it, or a first answer.
+  async function answer(turn, next, processId) {
+    if (!processId) return;
+    if (next && next.speaker === 'agent') {
+      await post(`/v1/turns/${next.id}/alternatives`, { processId });
+    } else {
+      await post(`/v1/conversations/${id}/agent-turns`, { processId, parentTurnId: turn.id });
+    }
+  }
+
+  // Choosing a version of a message also shows the answer to that version, when there is one.
+  async function choose(turn, alt, next) {
+    await put(`/v1/turns/${turn.id}/active`, { alternativeId: alt.id });
+    const answers = (next?.alternatives || []).filter((a) => a.respondsTo === alt.id);
+    const newest = answers.sort((a, b) => b.sequence - a.sequence)[0];
+    if (newest && !newest.isActive) await put(`/v1/turns/${next.id}/active`, { alternativeId: newest.id });
+  }
+
+  function versionNav(turn, active, next) {
     const alts = [...turn.alternatives].sort((a, b) => a.sequence - b.sequence);
     if (alts.length < 2) return null;
     const i = alts.findIndex((a) => a.id === active.id);
-    const go = (j) => act(() => put(`/v1/turns/${turn.id}/active`, { alternativeId: alts[j].id }));
+    const go = (j) => act(() => choose(turn, alts[j], next));
     return h('span.versions', { role: 'group', 'aria-label': 'Versions' },
       h('button.prev', { type: 'button', 'aria-label': 'Previous version', disabled: i === 0, onclick: go(i - 1) }, '<'),
       h('span.count', { 'aria-live': 'polite' }, `${i + 1}/${alts.length}`),
       h('button.next', { type: 'button', 'aria-label': 'Next version', disabled: i === alts.length - 1, onclick: go(i + 1) }, '>'));
   }
 
-  function turnItem(turn, isLast) {
+  function turnItem(turn, next, conv) {
+    const isLast = !next;
     const alt = activeOf(turn);
     const human = turn.speaker !== 'agent';
     const text = alt.cacheStatus === 'generating' ? (state.live.get(alt.id) || '') : (alt.content ?? '');
@@ -158,16 +189,19 @@ export async function conversationPage(view, id, { showError }) {
     if (alt.cacheStatus === 'stale') status.push(badge('stale', 'answered a different version'), h('span.note', ' answered a different version'));
     if (alt.cacheStatus === 'generating') status.push(badge('generating'));
     if (alt.cacheStatus === 'failed') {
-      status.push(badge('failed'), h('span.note', ` ${alt.error?.message || alt.error?.code || JSON.stringify(alt.error)}`));
+      status.push(badge('failed'), h('span.note', ' ', explain(alt.error || { code: 'FAILED' })));
     }
     const editing = state.editing === alt.id;
     const editor = h('textarea', { 'aria-label': 'Edited message', rows: 3 }, alt.content || '');
     const regenerateWith = processSelect(alt.executedBy?.processId || '', 'Answer with Process');
     const body = editing
       ? h('form.edit', {
+        // Saving an edit answers the edited message again, as chat users expect.
         onsubmit: act(async () => {
           await post(`/v1/turns/${turn.id}/alternatives`, { content: editor.value });
           state.editing = null;
+          const before = next && next.speaker === 'agent' ? activeOf(next).executedBy?.processId : null;
+          await answer(turn, next, (before && ready(before)) ? before : defaultPick(conv));
         }),
       }, editor, h('button', { type: 'submit' }, 'Save as new version'),
       h('button', { type: 'button', onclick: () => { state.editing = null; reload(); } }, 'Cancel'))
@@ -175,6 +209,12 @@ export async function conversationPage(view, id, { showError }) {
     const actions = [];
     if (human && !editing) {
       actions.push(h('button.edit-btn', { type: 'button', onclick: () => { state.editing = alt.id; reload(); } }, 'Edit'));
+    }
+    if (!human && alt.cacheStatus === 'failed' && alt.executedBy && ready(alt.executedBy.processId)) {
+      actions.push(h('button.retry', {
+        type: 'button',
+        onclick: act(() => post(`/v1/turns/${turn.id}/alternatives`, { processId: alt.executedBy.processId })),
+      }, 'Retry'));
     }
     if (!human && state.processes.length && alt.cacheStatus !== 'generating') {
       actions.push(regenerateWith, h('button.regenerate', {
@@ -210,14 +250,16 @@ export async function conversationPage(view, id, { showError }) {
       'aria-label': `${speakerName[turn.speaker] || turn.speaker}, turn ${turn.sequence}`,
       onkeydown,
     },
-    h('div.turn-head', h('strong', speakerName[turn.speaker] || turn.speaker), ' ', versionNav(turn, alt), ' ', status),
+    h('div.turn-head', h('strong', speakerName[turn.speaker] || turn.speaker), ' ', versionNav(turn, alt, next), ' ', status),
     body,
     h('div.meta',
-      alt.executedBy ? `${alt.executedBy.processId} v${alt.executedBy.version} · ` : '',
+      alt.executedBy ? `${nameOf(alt.executedBy.processId)} · ` : '',
       alt.runId ? h('a.run-link', { href: `#/runs/${alt.runId}` }, 'View run') : null,
       alt.runId ? ' · ' : '', when(alt.createdAt)),
     actions.length ? h('div.actions', actions) : null);
   }
+
+  const nameOf = (pid) => state.processes.find((p) => p.id === pid)?.name || pid;
 
   function memoryPanel(m) {
     return h('aside.memory', { 'aria-label': 'Working memory' },
@@ -287,7 +329,13 @@ export async function conversationPage(view, id, { showError }) {
       rows: 3, required: true, placeholder: 'Write a message', oninput: (e) => { state.draft = e.target.value; },
     });
     message.value = state.draft;
-    const answerWith = processSelect(conv.defaultProcessId || '', 'Process to answer with');
+    message.addEventListener('keydown', (e) => {
+      // Enter sends; Shift+Enter is a new line.
+      if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); e.currentTarget.form.requestSubmit(); }
+    });
+    const answerWith = processSelect(defaultPick(conv), 'Process to answer with');
+    const last = thread[thread.length - 1];
+    const unanswered = last && last.speaker !== 'agent' && !state.replyTo;
     const archived = conv.status === 'archived';
     mount(view,
       h('div.conv-head',
@@ -303,29 +351,39 @@ export async function conversationPage(view, id, { showError }) {
       h('div.split',
         h('section.thread-wrap',
           tree.turns.length > 1 ? branchMap(tree.turns) : null,
-          h('ol.thread', { 'aria-label': 'Conversation' }, thread.map((t, i) => turnItem(t, i === thread.length - 1))),
+          h('ol.thread', { 'aria-label': 'Conversation' }, thread.map((t, i) => turnItem(t, thread[i + 1], conv))),
           state.replyTo && parent ? h('p.replying', `Continuing from turn ${parent.sequence}. `,
             h('button', { type: 'button', onclick: () => { state.replyTo = null; reload(); } }, 'Continue at the end instead')) : null,
           h('form.composer', {
+            // Send posts the message and starts its answer with the chosen Process.
             onsubmit: act(async () => {
               const body = { speaker: 'user', content: message.value };
               if (parent) body.parentTurnId = parent.id;
-              await post(`/v1/conversations/${id}/turns`, body);
+              const turn = await post(`/v1/conversations/${id}/turns`, body);
               state.replyTo = null;
               state.draft = '';
+              if (answerWith.value) {
+                await post(`/v1/conversations/${id}/agent-turns`, { processId: answerWith.value, parentTurnId: turn.id });
+              }
             }),
           },
           h('label', { for: 'message' }, 'Message'), message,
-          h('div.actions', h('button#send', { type: 'submit' }, 'Send'),
-            parent && state.processes.length ? [answerWith, h('button#ask', {
+          h('div.actions',
+            state.processes.length
+              ? [h('label.muted', 'Answer with '), answerWith,
+                h('button.make-default', {
+                  type: 'button',
+                  title: 'Use this Process for your new conversations',
+                  onclick: () => { localStorage.setItem(DEFAULT_KEY(), answerWith.value); },
+                }, 'Make my default')]
+              : h('span.muted', 'Nothing can answer for you yet. ', h('a', { href: '#/connect' }, 'Connect a model')),
+            h('button#send', { type: 'submit' }, 'Send'),
+            unanswered && state.processes.length ? h('button#ask', {
               type: 'button',
-              onclick: act(async () => {
-                await post(`/v1/conversations/${id}/agent-turns`, { processId: answerWith.value, parentTurnId: parent.id });
-                state.replyTo = null;
-              }),
-            }, 'Answer with Process')] : null))),
-        memoryPanel(memory)));
+              onclick: act(() => answer(last, null, answerWith.value)),
+            }, 'Answer') : null))),
+        session.me?.role === 'admin' ? memoryPanel(memory) : null));
   }
 
-  await reload();
+  await reload(true);
 }

@@ -21,6 +21,16 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("dom.js", JS, include_str!("../../assets/console/dom.js")),
     ("dag.js", JS, include_str!("../../assets/console/dag.js")),
     (
+        "connect.js",
+        JS,
+        include_str!("../../assets/console/connect.js"),
+    ),
+    (
+        "words.js",
+        JS,
+        include_str!("../../assets/console/words.js"),
+    ),
+    (
         "conversations.js",
         JS,
         include_str!("../../assets/console/conversations.js"),

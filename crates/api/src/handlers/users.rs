@@ -32,6 +32,10 @@ pub async fn get_me(S(st): S<State>, Auth(c): Auth) -> ApiResult<Response> {
     Ok(ok(st.app.me(&c).await?))
 }
 
+pub async fn chat_processes(S(st): S<State>, Auth(c): Auth) -> ApiResult<Response> {
+    let items = st.app.chat_processes(&c).await?;
+    Ok(ok(aiden_service::views::Items { items }))
+}
 pub async fn get_user(
     S(st): S<State>,
     Auth(c): Auth,

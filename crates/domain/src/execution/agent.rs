@@ -61,6 +61,16 @@ pub struct AgentTool {
     /// AGT-14: what one call costs (the Tool's `costPerCallUsd`), in micro-dollars.
     #[serde(default)]
     pub cost_micros: u64,
+    /// The user whose Secret the Tool uses (its owner, SEC-6), if it uses one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_owner_id: Option<String>,
+    /// The ToolTemplate the Tool was made from, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_id: Option<String>,
+    /// Whether the run's owner has their own Tool of this Tool's template, which a call then
+    /// runs on (docs/connections.md). Set per run, not in the cached plan.
+    #[serde(default)]
+    pub caller_connected: bool,
 }
 
 /// The limits of one loop (seed 000 §8.1 defaults).
@@ -157,6 +167,17 @@ pub fn gate(
             Some("PROC-8: the tool is disabled".to_owned())
         } else if !(tool.shared || tool.owner_id == caller.id || caller.is_admin) {
             Some("TOOL-3: the tool is not visible to the run's owner".to_owned())
+        } else if tool
+            .secret_owner_id
+            .as_deref()
+            .is_some_and(|o| o != caller.id)
+            && !tool.caller_connected
+        {
+            Some(
+                "SEC-6: the tool uses its owner's Secret and the run's owner has not connected \
+                 their own"
+                    .to_owned(),
+            )
         } else {
             intent.and_then(|i| intent_forbids(i, tool))
         };

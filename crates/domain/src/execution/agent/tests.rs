@@ -14,6 +14,9 @@ fn tool(id: &str, owner: &str, shared: bool, enabled: bool) -> AgentTool {
         enabled,
         capability: None,
         cost_micros: 0,
+        secret_owner_id: None,
+        template_id: None,
+        caller_connected: false,
     }
 }
 
@@ -95,6 +98,27 @@ fn the_gate_allows_own_and_shared_enabled_tools_and_says_why_it_forbids_the_rest
     };
     let d = gate(&admin, &[tool("theirs", "bob", false, true)], None);
     assert_eq!(d.allowed.len(), 1);
+}
+
+/// SEC-6 at the gate: a shared tool that uses its owner's Secret is offered to its owner, and to
+/// another user only once they have connected their own Tool of its template.
+#[test]
+fn sec_6_a_tool_on_another_users_secret_is_not_offered_until_the_caller_connects() {
+    let mut keyed = tool("llm", "root", true, true);
+    keyed.secret_owner_id = Some("root".into());
+    let keyless = tool("echo", "root", true, true);
+    let d = gate(&alice(), &[keyed.clone(), keyless], None);
+    assert_eq!(d.allowed.len(), 1);
+    assert_eq!(d.allowed[0].id, "echo");
+    assert_eq!(d.forbidden[0].tool_id, "llm");
+    assert!(d.forbidden[0].reason.starts_with("SEC-6"));
+    let owner = Caller {
+        id: "root",
+        is_admin: false,
+    };
+    assert_eq!(gate(&owner, &[keyed.clone()], None).allowed.len(), 1);
+    keyed.caller_connected = true;
+    assert_eq!(gate(&alice(), &[keyed], None).allowed.len(), 1);
 }
 
 #[test]

@@ -45,32 +45,40 @@ def call(method, path, token, body=None):
 
 
 def setup():
-    """A fresh user with an agent Process whose model is the scripted one."""
-    user = call("POST", "/v1/users", os.environ["AIDEN_ADMIN_TOKEN"],
-                {"name": f"console-{TAG}", "role": "user"})
-    token = user["token"]
-    call("POST", "/v1/services", token, {
-        "id": f"console-llm-{TAG}", "name": "Scripted model", "type": "llm_provider",
-        "protocol": "http", "requiresSecret": False, "enabled": True,
+    """The admin's shared model: a Service, a ToolTemplate, a Tool of it on the admin's own key,
+    and a shared agent Process on that Tool. A fresh user, who must connect their own key."""
+    admin = os.environ["AIDEN_ADMIN_TOKEN"]
+    user = call("POST", "/v1/users", admin, {"name": f"console-{TAG}", "role": "user"})
+    call("POST", "/v1/services", admin, {
+        "id": f"console-llm-{TAG}", "name": f"Scripted model {TAG}", "type": "llm_provider",
+        "protocol": "http", "requiresSecret": False, "enabled": True, "shared": True,
         "connectionSchema": {"type": "object", "required": ["endpoint", "model"], "properties": {
             "endpoint": {"type": "string"}, "model": {"type": "string"}}}})
-    call("POST", "/v1/tools", token, {
-        "id": f"console-model-{TAG}", "name": "model", "serviceId": f"console-llm-{TAG}",
-        "connectionParams": {"endpoint": MODEL_URL, "model": "scripted"},
+    call("POST", "/v1/tool-templates", admin, {
+        "id": f"console-tpl-{TAG}", "name": "Chat model", "shared": True,
         "operation": {"type": "llm_call", "api": "openai", "promptTemplate": "{{message}}"},
         "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
         "outputSchema": {"type": "object"}})
+    call("POST", "/v1/secrets", admin, {"id": f"console-key-{TAG}", "name": "Admin key",
+                                        "type": "api_key", "value": f"sk-admin-{TAG}"})
+    model = f"console-model-{TAG}"
+    call("POST", "/v1/tools", admin, {
+        "id": model, "name": "model", "serviceId": f"console-llm-{TAG}",
+        "toolTemplateId": f"console-tpl-{TAG}", "secretId": f"console-key-{TAG}",
+        "connectionParams": {"endpoint": MODEL_URL, "model": "scripted"},
+        "enabled": True, "shared": True})
     agent = f"console-agent-{TAG}"
-    call("POST", "/v1/processes", token, {
-        "id": agent, "name": "Console agent", "initialContext": ["userMessage"],
-        "steps": [{"id": "answer", "tool": f"console-model-{TAG}",
+    call("POST", "/v1/processes", admin, {
+        "id": agent, "name": f"Console agent {TAG}", "initialContext": ["userMessage"],
+        "shared": True,
+        "steps": [{"id": "answer", "tool": model,
                    "agent": {"tools": [], "systemPrompt": "You are the console's test agent."},
                    "inputs": {"message": "{{userMessage}}"}, "output": {"variable": "a"}}],
         "outputTemplate": "{{a.text}}"})
     # A Process to draw: a plan, two parallel searches after it, and the agent as a child.
-    model = f"console-model-{TAG}"
-    call("POST", "/v1/processes", token, {
+    call("POST", "/v1/processes", admin, {
         "id": f"console-flow-{TAG}", "name": "Plan, search, answer", "initialContext": ["q"],
+        "shared": True,
         "steps": [
             {"id": "plan", "tool": model, "inputs": {"message": "{{q}}"},
              "output": {"variable": "plan"}},
@@ -79,7 +87,7 @@ def setup():
             {"id": "search-notes", "tool": model, "dependsOn": ["plan"],
              "execution": {"mode": "parallel"}, "inputs": {"message": "{{plan.text}}"}},
             {"id": "answer", "process": agent, "inputs": {"userMessage": "{{q}}"}}]})
-    return token, agent
+    return user["token"], agent
 
 
 def browser():
@@ -186,19 +194,30 @@ def run(c, token, agent):
     c.one("#conversation-list")
     assert token not in d.current_url
     assert d.execute_script("return sessionStorage.getItem('aiden.token')") == token
+    # The admin's agent runs on the admin's key: not this user's until they connect their own.
+    c.go("#/connect")
+    card = c.one(f'li.connection[data-service-id="console-llm-{TAG}"]')
+    assert card.get_attribute("data-connected") == "no"
+    assert f"Console agent {TAG}" in c.one("main").text, "listed as waiting for a connection"
+    c.shot("02b-connect")
+    c.one("input[type=password]", card).send_keys(f"sk-user-{TAG}")
+    c.one("form.connect button[type=submit]", card).click()
+    c.wait("connected", lambda: c.one(f'li.connection[data-service-id="console-llm-{TAG}"]')
+           .get_attribute("data-connected") == "yes")
+    assert f"Console agent {TAG}" not in c.one("main").text
+    c.shot("02c-connected")
+
+    c.go("")
     c.one("#new-title").send_keys("Trip planning")
     c.one("form.inline button[type=submit]").click()
     c.wait("the new conversation", lambda: "#/c/" in d.current_url)
     conversation = d.current_url.split("#/c/")[1]
     c.wait("its title", lambda: "Trip planning" in c.one("h1").text)
 
-    # Send a message, then have the agent answer it: `generating` turns into the streamed text.
+    # Enter sends the message and starts its answer: `generating` turns into the streamed text.
     first = "Alpha plan: fly to Lisbon on Friday, stay three nights, then take the train to Porto"
-    c.one("#message").send_keys(f'script:[{{"answer": "{first}"}}]')
-    c.one("#send").click()
-    c.wait("the user turn", lambda: len(c.turns()) == 1)
     Select(c.one('select[aria-label="Process to answer with"]')).select_by_value(agent)
-    c.one("#ask").click()
+    c.one("#message").send_keys(f'script:[{{"answer": "{first}"}}]', Keys.ENTER)
     c.wait("a generating answer", lambda: len(c.turns()) == 2 and c.status(1) == "generating")
     assert "generating" in c.turn(1).text
     partial = c.wait("streamed words", lambda: (c.content(1) or "").strip("…").strip()
@@ -209,29 +228,30 @@ def run(c, token, agent):
     assert "generating" not in c.turn(1).text
     c.shot("04-answered")
 
-    # Edit the message: a second version, and the answer now answers a different one.
+    # Edit the message: saving it answers the new version, so both read < 2/2 >.
     second = "Beta plan: take the night train to Madrid instead"
     c.one("button.edit-btn", c.turn(0)).click()
     editor = c.one('textarea[aria-label="Edited message"]')
     editor.clear()
     editor.send_keys(f'script:[{{"answer": "{second}"}}]')
     c.one("form.edit button[type=submit]").click()
-    c.wait("< 2/2 > on the message", lambda: c.count(0) == "2/2")
-    c.wait("stale on the answer", lambda: c.status(1) == "stale")
-    assert "answered a different version" in c.turn(1).text
-    c.shot("05-edited-stale")
+    c.wait("< 2/2 > on both, re-answered", lambda: c.count(0) == "2/2" and c.count(1) == "2/2"
+           and c.status(1) == "valid" and c.content(1) == second, timeout=40)
+    assert len(c.turns()) == 2, "no second answer Turn under a stale one"
+    c.shot("05-edited-reanswered")
 
-    # Switch back by click: stale clears; forward by keyboard: it returns.
+    # Switch the message back by click: its answer follows; forward by keyboard: it returns.
     c.one("button.prev", c.turn(0)).click()
-    c.wait("< 1/2 >", lambda: c.count(0) == "1/2" and c.status(1) == "valid")
-    assert "stale" not in c.turn(1).text
+    c.wait("< 1/2 > on both", lambda: c.count(0) == "1/2" and c.count(1) == "1/2"
+           and c.status(1) == "valid" and c.content(1) == first)
     c.shot("06-switched-back")
     c.turn(0).send_keys(Keys.ARROW_RIGHT)
-    c.wait("< 2/2 > by keyboard", lambda: c.count(0) == "2/2" and c.status(1) == "stale")
+    c.wait("< 2/2 > by keyboard", lambda: c.count(0) == "2/2" and c.count(1) == "2/2"
+           and c.content(1) == second)
 
-    # Regenerate the answer for the edited message.
+    # Regenerate the answer for the edited message: a third version of the answer.
     c.one("button.regenerate", c.turn(1)).click()
-    c.wait("the regenerated answer", lambda: c.count(1) == "2/2" and c.status(1) == "valid"
+    c.wait("the regenerated answer", lambda: c.count(1) == "3/3" and c.status(1) == "valid"
            and c.content(1) == second, timeout=40)
     c.shot("07-regenerated")
 
@@ -239,16 +259,16 @@ def run(c, token, agent):
     c.one("details.branch-map summary").click()
     agent_versions = c.css("li.map-turn li.map-turn button.map-alt")
     # v1 answered the first message, which is no longer the active one.
-    assert [b.text for b in agent_versions] == ["v1 stale", "v2 (active)"], \
+    assert [b.text for b in agent_versions] == ["v1 stale", "v2", "v3 (active)"], \
         [b.text for b in agent_versions]
     agent_versions[0].click()
-    c.wait("the first branch", lambda: c.count(0) == "1/2" and c.count(1) == "1/2"
+    c.wait("the first branch", lambda: c.count(0) == "1/2" and c.count(1) == "1/3"
            and c.status(1) == "valid" and c.content(1) == first)
     c.shot("07b-branch-map")
     assert c.one("details.branch-map").get_attribute("open") is not None, "stays open"
     agent_versions = c.css("li.map-turn li.map-turn button.map-alt")
-    agent_versions[1].click()
-    c.wait("back on the second branch", lambda: c.count(0) == "2/2" and c.count(1) == "2/2"
+    agent_versions[2].click()
+    c.wait("back on the second branch", lambda: c.count(0) == "2/2" and c.count(1) == "3/3"
            and c.content(1) == second)
 
     # Its run: the DAG's step fills in, and the step's details open.
@@ -285,14 +305,42 @@ def run(c, token, agent):
         c.wait(f"the {name} page", lambda: expect in c.one("main").text)
         c.shot(f"{n}-{name}")
 
-    # A 390-px-wide phone: the conversation fits without sideways scrolling.
+    # An unknown link: a not-found page, not a banner over "Loading…".
+    c.go("#/c/no-such-conversation")
+    c.wait("not found", lambda: c.one("h1").text == "Not found")
+    assert "Loading" not in c.one("main").text
+    c.shot("16-not-found")
+
+    # A failed answer says so in a sentence, with details behind a toggle, and Retry answers.
     c.go(f"#/c/{conversation}")
     c.wait("the conversation", lambda: len(c.turns()) == 2)
+    Select(c.one('select[aria-label="Process to answer with"]')).select_by_value(agent)
+    c.one("#message").send_keys('script:[{"failOnce": "scripted refusal", "answer": "third"}]',
+                                Keys.ENTER)
+    c.wait("the failed answer", lambda: len(c.turns()) == 4 and c.status(3) == "failed", timeout=40)
+    failed = c.turn(3)
+    assert "The model could not give an answer" in failed.text, failed.text
+    assert "scripted refusal" in c.one("details.error-details code", failed).get_attribute("textContent")
+    assert not c.one("details.error-details", failed).get_attribute("open")
+    c.shot("17-failed")
+    c.one("button.retry", failed).click()
+    c.wait("the retried answer", lambda: c.status(3) == "valid" and c.content(3) == "third"
+           and c.count(3) == "2/2", timeout=40)
+
+    # A 390-px-wide phone: no sideways scrolling, a compact menu, the composer at the bottom.
+    c.go(f"#/c/{conversation}")
+    c.wait("the conversation", lambda: len(c.turns()) == 4)
     d.set_window_size(390, 844)
     time.sleep(0.3)
     wide = d.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
     assert wide[0] <= wide[1] + 1, f"wider than the phone: {wide}"
+    runs_link = c.css('nav#nav a[href="#/runs"]')[0]
+    assert not runs_link.is_displayed(), "the menu is folded"
+    assert c.one("form.composer").value_of_css_property("position") == "sticky"
     c.shot("15-phone")
+    c.one("button.menu-toggle").click()
+    c.wait("the menu open", lambda: runs_link.is_displayed())
+    c.shot("15b-phone-menu")
     d.set_window_size(1280, 800)
     c.go("")
     c.one("#conversation-list")

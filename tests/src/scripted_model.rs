@@ -2,7 +2,8 @@
 //! with tool calls (issue #11's tests; no network, no cost). It reads its script from the
 //! conversation's user message (`script:[…]`): entry k answers the loop's k-th model turn
 //! (k = assistant messages so far): `{"calls": [{"name", "args"}]}` asks for tools,
-//! `{"answer": "x"}` answers `x | <every tool message so far, in order>`. A router turn (AGT-15:
+//! `{"answer": "x"}` answers `x | <every tool message so far, in order>`; with `"failOnce":
+//! "why"` beside it, the first request (OpenAI wire) gets a 400 error instead. A router turn (AGT-15:
 //! its system prompt is the intent router's) answers the script's `{"route": …}` entry (a
 //! string as is, anything else as JSON text); the loop's turns skip that entry. Call ids are
 //! `call_<k>_<j>` (OpenAI) and `toolu_<k>_<j>` (Anthropic). With `"stream": true` it answers
@@ -123,6 +124,8 @@ fn anthropic_stream(content: &Value, frame: Duration) -> Response {
 #[derive(Clone)]
 pub struct Model {
     requests: Arc<Mutex<Vec<Value>>>,
+    /// `failOnce` messages already failed: the next request with one is answered.
+    failed_once: Arc<Mutex<std::collections::HashSet<String>>>,
     /// Pause before each streamed frame.
     frame: Duration,
 }
@@ -145,6 +148,7 @@ pub async fn start() -> (Model, String) {
 pub fn serve(listener: tokio::net::TcpListener, frame: Duration) -> (Model, String) {
     let model = Model {
         requests: Arc::default(),
+        failed_once: Arc::default(),
         frame,
     };
     let app = Router::new()
@@ -191,7 +195,7 @@ fn scripted(messages: &[(String, String)]) -> Value {
                 .filter(|(r, _)| r == "tool")
                 .map(|(_, c)| c.clone()),
         );
-        return json!({"answer": parts.join(" | ")});
+        return json!({"answer": parts.join(" | "), "failOnce": entry["failOnce"]});
     }
     entry
 }
@@ -211,6 +215,14 @@ async fn openai(State(m): State<Model>, Json(body): Json<Value>) -> Response {
         .collect();
     let turn = neutral.iter().filter(|(r, _)| r == "assistant").count();
     let entry = scripted(&neutral);
+    // `{"failOnce": "why", "answer": …}`: the first such request gets the API's 400 error.
+    if let Some(why) = entry["failOnce"].as_str() {
+        if m.failed_once.lock().unwrap().insert(why.to_owned()) {
+            let error = json!({"error": {"message": why, "type": "invalid_request_error",
+                "param": null, "code": null}});
+            return (axum::http::StatusCode::BAD_REQUEST, Json(error)).into_response();
+        }
+    }
     let message = match entry["answer"].as_str() {
         Some(a) => json!({"role": "assistant", "content": a}),
         None => {

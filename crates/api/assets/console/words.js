@@ -23,6 +23,9 @@ const byCode = {
   RATE_LIMITED: 'The model is rate-limiting requests right now.',
   AUTH_ERROR: 'The model refused the key it was given.',
   UPSTREAM_ERROR: 'The model answered with an error.',
+  INVALID_REQUEST: 'The model did not accept the request.',
+  MODEL_ERROR: 'The model could not give an answer. Retry, or open the run to see why.',
+  STEP_FAILED: 'A step of the answer failed: View run shows which, and why.',
   CANCELED: 'The answer was cancelled.',
 };
 

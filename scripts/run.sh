@@ -70,6 +70,15 @@ done
 
 AIDEN_SERVER="$URL" AIDEN_TOKEN="$AIDEN_ADMIN_TOKEN" "$BIN" apply -f seed/
 "$BIN" check
+# Health-check every Service now, so the console shows which are reachable (a Service found
+# down refuses runs until "Check now" on the Services page finds it up again).
+echo "run: checking the Services"
+for id in $(curl -fsS "$URL/v1/services?limit=500" -H "Authorization: Bearer $AIDEN_ADMIN_TOKEN" |
+            python3 -c 'import json,sys; print(" ".join(s["id"] for s in json.load(sys.stdin)["items"]))'); do
+  curl -fsS -X POST "$URL/v1/services/$id/health-check" -H "Authorization: Bearer $AIDEN_ADMIN_TOKEN" |
+    python3 -c 'import json,sys; s=json.load(sys.stdin); print("  %s: %s %s" % (s["id"], s["status"], s.get("errorMessage") or ""))' ||
+    echo "  $id: the check failed"
+done
 
 cat <<TXT
 

@@ -279,8 +279,21 @@ def run(c, token, agent):
     c.one('svg.dag g.node[data-step="answer"]').click()
     detail = c.one("section.step-detail")
     assert "Step answer" in detail.text and "completed" in detail.text, detail.text
+    # The timeline: the agent step's model turn as its own node, with its duration and input.
+    call = c.one('section.timeline li.call[data-step="answer#m1"]')
+    assert "Model turn 1" in call.text and " ms" in call.text, call.text
+    assert call.get_attribute("data-status") == "completed"
+    assert "Asked for by" in c.one("p.asked").text
     c.shot("08-run")
     run_id = d.current_url.split("#/runs/")[1]
+    # The lineage: the run's Tool, its Service, the Worker; followed to the Service.
+    row = c.one("section.lineage li.lineage-row")
+    assert "llm_call" in row.text, row.text
+    c.shot("08b-lineage")
+    c.one("a.service-link", row).click()
+    c.wait("the services page", lambda: f"console-llm-{TAG}" in c.one("main").text)
+    d.back()
+    c.wait("the run page again", lambda: "#/runs/" in d.current_url)
 
     # Fork from the answer: a new conversation with a copy of the path.
     d.back()

@@ -8,6 +8,34 @@ use serde_json::{json, Value};
 
 use crate::providers::{provider, seed_spec, settled_alternative};
 
+/// A shared keyless model Service at `endpoint` and a shared copy of the seed's answer template.
+async fn model_service(a: &Client, endpoint: &str) -> (String, String) {
+    let service = fixtures::create(
+        a,
+        "services",
+        json!({"id": unique("svc"), "name": "Model",
+        "type": "llm_provider", "protocol": "http", "requiresSecret": false, "endpoint": endpoint,
+        "enabled": true, "shared": true, "connectionSchema": {"type": "object",
+        "required": ["endpoint", "model"], "properties": {"endpoint": {"type": "string"},
+        "model": {"type": "string"}}}}),
+    )
+    .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut template = seed_spec(
+        include_str!("../../seed/20-tool-templates.yaml"),
+        "tool-tpl-llm-answer",
+    );
+    template["id"] = json!(unique("tpl"));
+    template["operation"]["api"] = json!("openai");
+    let template = fixtures::create(a, "tool-templates", template).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (service, template)
+}
+
 /// A shared Tool of `template` on `service`, with `secret` if given.
 async fn tool_of(
     c: &Client,
@@ -85,29 +113,7 @@ fn ready_of(list: &Value, process: &str) -> Value {
 async fn sec_6_every_user_gets_an_answer_keyless_or_on_their_own_connected_key() {
     let a = admin();
     let (p, endpoint) = provider().await;
-    let service = fixtures::create(
-        &a,
-        "services",
-        json!({"id": unique("svc"), "name": "Model",
-        "type": "llm_provider", "protocol": "http", "requiresSecret": false, "endpoint": endpoint,
-        "enabled": true, "shared": true, "connectionSchema": {"type": "object",
-        "required": ["endpoint", "model"], "properties": {"endpoint": {"type": "string"},
-        "model": {"type": "string"}}}}),
-    )
-    .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let mut template = seed_spec(
-        include_str!("../../seed/20-tool-templates.yaml"),
-        "tool-tpl-llm-answer",
-    );
-    template["id"] = json!(unique("tpl"));
-    template["operation"]["api"] = json!("openai");
-    let template = fixtures::create(&a, "tool-templates", template).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (service, template) = model_service(&a, &endpoint).await;
     let u = user().await;
 
     // Keyless: the shared Tool carries no Secret, so a user's answer simply runs.
@@ -138,7 +144,7 @@ async fn sec_6_every_user_gets_an_answer_keyless_or_on_their_own_connected_key()
     let failed = answer(&u, &keyed).await;
     assert_eq!(failed["cacheStatus"], "failed", "{failed}");
     let error = &failed["error"];
-    assert_eq!(error["code"], "NOT_CONNECTED", "{failed}");
+    assert_eq!(error["code"], "PERMISSION_DENIED", "{failed}");
     assert!(
         error["message"]
             .as_str()
@@ -157,10 +163,11 @@ async fn sec_6_every_user_gets_an_answer_keyless_or_on_their_own_connected_key()
     // The user connects: their own Secret and their own Tool of the same template.
     let user_key = format!("sk-user-{}", unique("k"));
     let own_secret = fixtures::secret(&u, &user_key).await;
+    let mine = unique("mine");
     fixtures::create(
         &u,
         "tools",
-        json!({"id": unique("mine"), "name": "Answer (mine)",
+        json!({"id": mine, "name": "Answer (mine)",
         "serviceId": service, "toolTemplateId": template, "secretId": own_secret,
         "connectionParams": {"endpoint": endpoint, "model": "mine"}, "enabled": true}),
     )
@@ -171,6 +178,14 @@ async fn sec_6_every_user_gets_an_answer_keyless_or_on_their_own_connected_key()
     for process in [&keyed, &keyless] {
         let reply = answer(&u, process).await;
         assert_eq!(reply["cacheStatus"], "valid", "{reply}");
+        // The run's record says which Tool ran: the user's own, in place of the named one.
+        let run = u
+            .get(&format!("/v1/runs/{}", reply["runId"].as_str().unwrap()))
+            .await;
+        assert_eq!(
+            run.ok(200)["steps"][0]["telemetry"]["ranToolId"],
+            json!(mine)
+        );
     }
     let calls = p.requests.lock().unwrap()[before..].to_vec();
     assert_eq!(calls.len(), 2);
@@ -182,4 +197,83 @@ async fn sec_6_every_user_gets_an_answer_keyless_or_on_their_own_connected_key()
         );
         assert_eq!(body["model"], "mine", "the user's own Tool");
     }
+}
+
+/// CONV-2: an agent turn that names no Process runs the conversation's default, else the
+/// caller's own default (`PUT /v1/me/default-process`); with neither it is refused, naming the
+/// rule. A default must be a Process the caller may run.
+#[tokio::test]
+async fn conv_2_an_agent_turn_without_a_process_runs_the_conversations_else_the_users_default() {
+    let a = admin();
+    let (_p, endpoint) = provider().await;
+    let (service, template) = model_service(&a, &endpoint).await;
+    let process = converse_on(&a, &tool_of(&a, &service, &template, &endpoint, None).await).await;
+    let u = user().await;
+    let start = |conv: String, turn: String| {
+        let u = u.clone();
+        async move {
+            u.post(
+                &format!("/v1/conversations/{conv}/agent-turns"),
+                json!({"parentTurnId": turn}),
+            )
+            .await
+        }
+    };
+    let message = |conv: String| {
+        let u = u.clone();
+        async move {
+            u.post(
+                &format!("/v1/conversations/{conv}/turns"),
+                json!({"speaker": "user", "content": "Hi"}),
+            )
+            .await
+            .ok(201)["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        }
+    };
+    let conv = u.post("/v1/conversations", json!({})).await.ok(201)["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let turn = message(conv.clone()).await;
+    start(conv.clone(), turn.clone())
+        .await
+        .rejects(422, "CONV-2");
+    u.put(
+        "/v1/me/default-process",
+        json!({"processId": unique("nope")}),
+    )
+    .await
+    .rejects(422, "CONV-2");
+    let me = u
+        .put("/v1/me/default-process", json!({"processId": process}))
+        .await;
+    assert_eq!(me.ok(200)["defaultProcessId"], json!(process));
+    assert_eq!(
+        u.get("/v1/me").await.ok(200)["defaultProcessId"],
+        json!(process)
+    );
+    let started = start(conv.clone(), turn).await;
+    let agent_turn = started.ok(202)["turnId"].as_str().unwrap().to_owned();
+    let reply = settled_alternative(&u, &agent_turn).await;
+    assert_eq!(reply["cacheStatus"], "valid", "{reply}");
+    assert_eq!(reply["executedBy"]["processId"], json!(process));
+    let cleared = u
+        .put("/v1/me/default-process", json!({"processId": null}))
+        .await;
+    assert!(cleared.ok(200).get("defaultProcessId").is_none());
+    // The conversation now has a default of its own (the Process that answered it).
+    let next = u
+        .post(
+            &format!("/v1/conversations/{conv}/turns"),
+            json!({"speaker": "user", "content": "And?", "parentTurnId": agent_turn}),
+        )
+        .await
+        .ok(201)["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    start(conv, next).await.ok(202);
 }

@@ -428,7 +428,8 @@ async fn run_job(shared: &Shared, broker: &Broker, slot: usize, delivery: Delive
         });
         tx
     });
-    let work = execute(shared, &job, deltas);
+    let ran_tool = std::sync::Mutex::new(None);
+    let work = execute(shared, &job, deltas, &ran_tool);
     tokio::pin!(work);
     let announce = tokio::time::sleep(STARTED_NOTICE_AFTER);
     tokio::pin!(announce);
@@ -469,6 +470,9 @@ async fn run_job(shared: &Shared, broker: &Broker, slot: usize, delivery: Delive
     };
     let mut telemetry = serde_json::to_value(telemetry).unwrap_or(json!({}));
     telemetry["latencyMs"] = json!(latency);
+    if let Some(ran) = ran_tool.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        telemetry["ranToolId"] = json!(ran);
+    }
     let failed = !matches!(outcome, StepOutcome::Completed { .. });
     let outcome_label = match &outcome {
         StepOutcome::Completed { .. } => "completed",
@@ -580,6 +584,7 @@ async fn execute(
     shared: &Shared,
     job: &Job,
     deltas: Option<tokio::sync::mpsc::UnboundedSender<String>>,
+    ran_tool: &std::sync::Mutex<Option<String>>,
 ) -> (Executed, Option<String>) {
     if chrono::Utc::now().timestamp_millis() > job.deadline_ms {
         let e = ErrorInfo::new("TIMEOUT", "the job's deadline passed before it could start");
@@ -627,6 +632,10 @@ async fn execute(
         return (Err((err, Telemetry::default())), hash);
     }
     let tool = &resolved.tool;
+    // Which Tool runs, when the caller's own takes the named one's place (docs/connections.md).
+    if tool.id.as_str() != job.tool_id {
+        *ran_tool.lock().unwrap_or_else(|e| e.into_inner()) = Some(tool.id.to_string());
+    }
     let timeout = Duration::from_millis(job.timeout_ms.max(1));
     let inv = Invocation {
         tool_id: &job.tool_id,

@@ -163,15 +163,7 @@ impl Resolver {
         if let Some(owner) = secret_owner.as_deref() {
             if owner != run_owner {
                 // Someone else's key: the caller has not connected their own (docs/connections.md).
-                return Err(rule(
-                    "NOT_CONNECTED",
-                    format!(
-                        "{} needs your own API key. Open \"Connect a model\" in the console \
-                         (#/connect) to add it; your answers then use it. (SEC-6: the \
-                         tool's secret belongs to another user.)",
-                        resolved.service.name
-                    ),
-                ));
+                return Err(rule("PERMISSION_DENIED", not_connected(&resolved.service)));
             }
         }
         Ok(resolved)
@@ -233,6 +225,24 @@ impl Resolver {
             service,
             secret,
         })
+    }
+}
+
+/// SEC-6 at execution, in a sentence that says what to do: a model's key is connected in the
+/// console; other credentials are their owner's alone.
+fn not_connected(service: &Service) -> String {
+    if service.structure.service_type == aiden_domain::service::ServiceType::LlmProvider {
+        format!(
+            "{} needs your own API key. Open \"Connect a model\" in the console (#/connect) to \
+             add it; your answers then use it. (SEC-6: the tool's secret belongs to another user.)",
+            service.name
+        )
+    } else {
+        format!(
+            "This step uses {} with another user's credentials, which only they can use. (SEC-6: \
+             the tool's secret belongs to another user.)",
+            service.name
+        )
     }
 }
 

@@ -344,6 +344,16 @@ fn ops_routes(t: Table) -> Table {
     );
     let t = route!(
         t,
+        PUT,
+        "/v1/me/default-process",
+        u::set_default_process,
+        Op::new("Set the Process your conversations answer with when none is named (CONV-2)")
+            .body::<aiden_service::chat::DefaultProcess>()
+            .ok::<aiden_service::User>()
+            .errors(&[422])
+    );
+    let t = route!(
+        t,
         GET,
         "/v1/users/{id}",
         u::get_user,

@@ -16,6 +16,21 @@ pub struct UserRow {
     /// The user's quota (JSON text), set by an admin.
     #[serde(default)]
     pub quota: Option<String>,
+    /// The Process the user's conversations answer with when none is named.
+    #[serde(default)]
+    pub default_process_id: Option<String>,
+}
+
+/// Sets (or clears) the user's default chat Process.
+pub async fn set_default_process(
+    tx: &mut Tx,
+    id: &str,
+    process_id: Option<&str>,
+) -> Result<(), Error> {
+    let q = cypher(query_file!("user/set_default_process.cypher"), None)
+        .param("id", id)
+        .param("processId", process_id);
+    tx.one::<IdRow>(q).await.map(|_| ())
 }
 
 /// What `PATCH /v1/users/{id}` changes (`None`: left as is).

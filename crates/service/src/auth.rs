@@ -50,6 +50,9 @@ pub struct User {
     pub token: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token_id: Option<String>,
+    /// The Process the user's conversations answer with when none is named.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_process_id: Option<String>,
 }
 
 /// `POST /v1/users/{id}/tokens`.
@@ -100,6 +103,7 @@ fn user_view(r: aiden_graph::users::UserRow) -> Result<User> {
         created_at: r.created_at,
         token: None,
         token_id: None,
+        default_process_id: r.default_process_id,
     })
 }
 
@@ -228,6 +232,7 @@ impl App {
             created_at: Some(created_at),
             token: Some(token),
             token_id: Some(token_id),
+            default_process_id: None,
         })
     }
 

@@ -7,7 +7,18 @@ use aiden_graph::processes;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::{tx::read_tx, App, PageRequest, Result};
+use crate::{
+    tx::{read_tx, write_tx},
+    App, PageRequest, Result, User,
+};
+
+/// `PUT /v1/me/default-process`.
+#[derive(Debug, Clone, serde::Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DefaultProcess {
+    /// An enabled Process the caller may run; null clears the default.
+    pub process_id: Option<String>,
+}
 
 /// A Process that takes only what an agent turn offers, reads the message or the working
 /// memory, and whether it runs for the caller.
@@ -44,6 +55,24 @@ fn reason(needs: &[processes::ServiceNeed]) -> String {
 }
 
 impl App {
+    /// Sets the caller's default chat Process: what their conversations answer with when
+    /// neither the request nor the conversation names one (CONV-2).
+    pub async fn set_default_process(&self, caller: &Caller, b: DefaultProcess) -> Result<User> {
+        write_tx!(self, |tx| {
+            if let Some(p) = &b.process_id {
+                crate::conversations::check_default_process(&mut tx, caller, p).await?;
+            }
+            aiden_graph::users::set_default_process(
+                &mut tx,
+                caller.id.as_str(),
+                b.process_id.as_deref(),
+            )
+            .await?;
+            Ok(())
+        })?;
+        self.me(caller).await
+    }
+
     /// `GET /v1/me/chat-processes`: enabled, visible Processes whose initial context an agent
     /// turn offers, each with whether it can run for the caller now.
     pub async fn chat_processes(&self, caller: &Caller) -> Result<Vec<ChatProcess>> {

@@ -96,7 +96,7 @@ pub(crate) async fn visible_process(
 }
 
 /// CONV-2: a default Process must be visible to the owner and enabled.
-async fn check_default_process(tx: &mut Tx, caller: &Caller, id: &str) -> Result<()> {
+pub(crate) async fn check_default_process(tx: &mut Tx, caller: &Caller, id: &str) -> Result<()> {
     if visible_process(tx, caller, id).await? == Some(true) {
         Ok(())
     } else {

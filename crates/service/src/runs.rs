@@ -584,8 +584,18 @@ pub fn run_view(row: &runs::RunRow) -> Result<RunView> {
         .steps_or_planned()
         .iter()
         .map(|s| {
+            // An agent's call carries the spec it was dispatched from: its Tool and input.
+            let spec = s
+                .get("callSpec")
+                .and_then(Value::as_str)
+                .and_then(|t| serde_json::from_str::<Value>(t).ok())
+                .unwrap_or(Value::Null);
+            let tool_id = spec.pointer("/target/id").cloned().unwrap_or(Value::Null);
             json!({
                 "stepId": s.get("stepId"), "status": s.get("status"),
+                "kind": s.get("kind").cloned().unwrap_or(Value::Null),
+                "toolId": tool_id,
+                "input": spec.get("literal").cloned().unwrap_or(Value::Null),
                 "attempts": s.get("attempts").cloned().unwrap_or(json!(0)),
                 "workerId": s.get("workerId").cloned().unwrap_or(Value::Null),
                 "startedAt": s.get("startedAt").cloned().unwrap_or(Value::Null),

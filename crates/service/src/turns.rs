@@ -256,8 +256,12 @@ impl App {
             )
             .await?;
             let turn_id = uuid::Uuid::now_v7().to_string();
+            let process_id = match &b.process_id {
+                Some(p) => p.clone(),
+                None => default_answerer(&mut tx, caller, id).await?,
+            };
             let mut agent = self
-                .prepare_agent_run(&mut tx, caller, id, &turn_id, &b.process_id, &at)
+                .prepare_agent_run(&mut tx, caller, id, &turn_id, &process_id, &at)
                 .await?;
             agent.alternative.run_id = Some(agent.run_id.clone());
             let new_turn = conv::NewTurn {
@@ -508,4 +512,24 @@ impl App {
         )?;
         self.with_entities(wm).await
     }
+}
+
+/// The Process an agent turn runs when none is named: the conversation's default, else the
+/// caller's (CONV-2).
+async fn default_answerer(tx: &mut Tx, caller: &Caller, conversation_id: &str) -> Result<String> {
+    let conversation = conv::get(tx, conversation_id)
+        .await?
+        .ok_or(Rule::NotFound)?;
+    if let Some(p) = conversation.default_process_id {
+        return Ok(p);
+    }
+    let user = aiden_graph::users::get(tx, caller.id.as_str()).await?;
+    user.and_then(|u| u.default_process_id).ok_or_else(|| {
+        Rule::invariant(
+            "CONV-2",
+            "/processId",
+            "name the Process that answers: neither the conversation nor you have a default",
+        )
+        .into()
+    })
 }

@@ -282,4 +282,14 @@ pub struct StepView {
     pub error: Value,
     pub telemetry: Value,
     pub child_run_id: Option<String>,
+    /// For an agent's calls (`<step>#m1`, `#t1`, `#r1`): `model`, `tool` or `router`.
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// The Tool the step names (for an agent's call, the one the loop chose).
+    #[serde(default)]
+    pub tool_id: Option<String>,
+    /// An agent call's input as sent: a model turn's messages and tools, a tool call's
+    /// arguments as the model wrote them. Null for a plan step (its inputs are the run's).
+    #[serde(default)]
+    pub input: Value,
 }

@@ -28,7 +28,7 @@ const routes = [
   [/^#\/processes(\?.*)?$/, (v) => processList(v)],
   [/^#\/processes\/([^/?]+)/, (v, id) => processPage(v, id)],
   [/^#\/tools/, (v) => toolList(v)],
-  [/^#\/services/, (v) => serviceList(v)],
+  [/^#\/services/, (v) => serviceList(v, { showError })],
   [/^#\/workers/, (v) => workerList(v)],
   [/^#\/connect/, (v) => connectPage(v, { showError })],
 ];

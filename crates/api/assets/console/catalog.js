@@ -1,7 +1,7 @@
 // Read-only catalog pages: Processes (versions, a version's DAG and JSON), Tools, Services
 // (health) and Workers. Each shows what the API lets the signed-in caller see (OWN-2).
 
-import { all, get } from './api.js';
+import { all, get, post, session } from './api.js';
 import { drawDag } from './dag.js';
 import { badge, h, json, mount, table, when } from './dom.js';
 
@@ -41,20 +41,51 @@ export async function toolList(view) {
     ])));
 }
 
-export async function serviceList(view) {
+export async function serviceList(view, { showError } = {}) {
   const items = await all('/v1/services');
+  const me = session.me;
+  // Owners and admins can probe a Service now (POST /v1/services/{id}/health-check).
+  const checkNow = (s) => (me && (me.role === 'admin' || s.ownerId === me.id)
+    ? h('button.check-now', {
+      type: 'button',
+      onclick: async (e) => {
+        e.currentTarget.disabled = true;
+        try { await post(`/v1/services/${s.id}/health-check`); } catch (err) { showError?.(err); }
+        await serviceList(view, { showError });
+      },
+    }, 'Check now') : null);
   mount(view, h('h1', 'Services'),
-    table(['Service', 'Name', 'Type', 'Health', 'Last check', 'Error', 'Enabled'], items.map((s) => [
-      s.id, s.name, s.type, badge(s.status), when(s.lastHealthCheck), s.errorMessage || '—', yes(s.enabled),
+    table(['Service', 'Name', 'Type', 'Health', 'Last check', 'Error', 'Enabled', ''], items.map((s) => [
+      s.id, s.name, s.type, badge(s.status), when(s.lastHealthCheck), s.errorMessage || '—', yes(s.enabled), checkNow(s),
     ])));
 }
 
 export async function workerList(view) {
   const { items } = await get('/v1/workers');
-  items.sort((a, b) => a.type.localeCompare(b.type) || a.id.localeCompare(b.id));
+  // Grouped by pool (one process serving one type: the id without its slot number).
+  const pools = new Map();
+  for (const w of items) {
+    const pool = w.id.replace(/-\d+$/, '');
+    if (!pools.has(pool)) pools.set(pool, []);
+    pools.get(pool).push(w);
+  }
+  const sorted = [...pools.entries()].sort(([a, x], [b, y]) => x[0].type.localeCompare(y[0].type) || a.localeCompare(b));
+  const summary = (slots) => {
+    const online = slots.filter((w) => w.status !== 'offline');
+    return online.length ? `${online.filter((w) => w.status === 'busy').length} busy of ${online.length}` : 'offline';
+  };
   mount(view, h('h1', 'Workers'),
-    table(['Worker', 'Type', 'Status', 'Current job', 'Last heartbeat', 'Processed', 'Errors'], items.map((w) => [
-      w.id, w.type, badge(w.status), w.currentJobId || '—', when(w.lastHeartbeat),
-      String(w.processedCount ?? 0), String(w.errorCount ?? 0),
-    ])));
+    h('p.muted', 'One row per pool: a worker process serving one operation type (the Episode pool feeds Graphiti). Open a pool for its slots.'),
+    h('ul.cards.pools', sorted.map(([pool, slots]) => {
+      const sum = (k) => String(slots.reduce((n, w) => n + (w[k] ?? 0), 0));
+      const last = slots.map((w) => w.lastHeartbeat).filter(Boolean).sort().pop();
+      return h('li.pool', { dataset: { type: slots[0].type } },
+        h('details',
+          h('summary', h('strong', slots[0].type), ' ', badge(slots.every((w) => w.status === 'offline') ? 'offline' : 'online'),
+            h('span.muted', ` ${pool} · ${summary(slots)} · processed ${sum('processedCount')} · errors ${sum('errorCount')} · last heartbeat ${when(last)}`)),
+          table(['Worker', 'Status', 'Current job', 'Last heartbeat', 'Processed', 'Errors'], slots.map((w) => [
+            w.id, badge(w.status), w.currentJobId || '—', when(w.lastHeartbeat),
+            String(w.processedCount ?? 0), String(w.errorCount ?? 0),
+          ]))));
+    })));
 }

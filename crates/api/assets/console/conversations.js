@@ -6,7 +6,6 @@ import { all, get, patch, post, put, runEvents, session } from './api.js';
 import { badge, h, mount, when } from './dom.js';
 import { explain } from './words.js';
 
-const DEFAULT_KEY = () => `aiden.defaultProcess.${session.me?.id}`;
 
 export async function conversationList(view, { showError }) {
   const archived = new URLSearchParams(location.hash.split('?')[1] || '').get('archived') === '1';
@@ -81,11 +80,14 @@ export async function conversationPage(view, id, { showError }) {
     state.left = true;
     state.streams.forEach((s) => s.abort());
   }, { once: true });
+  // Forks made from this conversation, shown on the branch map at the Turn they started from.
+  state.forks = (await all('/v1/conversations').catch(() => []))
+    .filter((c) => c.forkedFrom?.conversationId === id);
   // Only Processes that can answer a conversation for this user now (GET /v1/me/chat-processes).
   state.processes = (await get('/v1/me/chat-processes')).items.filter((p) => p.ready);
   const ready = (pid) => state.processes.some((p) => p.id === pid);
   // The conversation's default, else this user's, else the first that can answer.
-  const defaultPick = (conv) => [conv?.defaultProcessId, localStorage.getItem(DEFAULT_KEY())]
+  const defaultPick = (conv) => [conv?.defaultProcessId, session.me?.defaultProcessId]
     .find((pid) => pid && ready(pid)) || state.processes[0]?.id || '';
 
   // Answers can overlap; only the newest request's is drawn. The first load's failure (an
@@ -291,8 +293,10 @@ export async function conversationPage(view, id, { showError }) {
     }
   }
 
-  /** The whole tree, compact: each Turn with its versions; choosing one moves the thread there. */
-  function branchMap(turns) {
+  /** The whole tree: each Turn with its versions, the active path marked, stale versions and
+   * forks shown; choosing a version moves the thread there. */
+  function branchMap(turns, thread) {
+    const onPath = new Set(thread.map((t) => activeOf(t).id));
     const kids = new Map();
     for (const t of turns) {
       const k = t.parentTurnId || '';
@@ -303,7 +307,7 @@ export async function conversationPage(view, id, { showError }) {
     const branch = (parentId) => {
       const list = kids.get(parentId) || [];
       if (!list.length) return null;
-      return h('ul', list.map((t) => h('li.map-turn',
+      return h('ul', list.map((t) => h('li.map-turn', { dataset: { onPath: t.alternatives.some((a) => onPath.has(a.id)) ? 'yes' : 'no' } },
         h('span.muted', `${speakerName[t.speaker] || t.speaker} · turn ${t.sequence}: `),
         [...t.alternatives].sort((a, b) => a.sequence - b.sequence).map((a) => h('button.map-alt', {
           type: 'button',
@@ -311,6 +315,8 @@ export async function conversationPage(view, id, { showError }) {
           title: (a.content || a.cacheStatus).slice(0, 120),
           onclick: act(() => goTo(a, altById)),
         }, `v${a.sequence}${a.isActive ? ' (active)' : ''}${a.cacheStatus === 'stale' ? ' stale' : ''}`)),
+        state.forks.filter((f) => f.forkedFrom.originTurnId === t.id).map((f) => h('a.map-fork',
+          { href: `#/c/${f.id}`, title: 'A conversation forked from here' }, ` ⑂ ${f.title || 'fork'}`)),
         branch(t.id))));
     };
     return h('details.branch-map', {
@@ -350,7 +356,7 @@ export async function conversationPage(view, id, { showError }) {
         conv.forkedFrom ? h('p.muted', 'Forked from ', h('a', { href: `#/c/${conv.forkedFrom.conversationId}` }, 'another conversation')) : null),
       h('div.split',
         h('section.thread-wrap',
-          tree.turns.length > 1 ? branchMap(tree.turns) : null,
+          tree.turns.length > 1 ? branchMap(tree.turns, thread) : null,
           h('ol.thread', { 'aria-label': 'Conversation' }, thread.map((t, i) => turnItem(t, thread[i + 1], conv))),
           state.replyTo && parent ? h('p.replying', `Continuing from turn ${parent.sequence}. `,
             h('button', { type: 'button', onclick: () => { state.replyTo = null; reload(); } }, 'Continue at the end instead')) : null,
@@ -374,7 +380,9 @@ export async function conversationPage(view, id, { showError }) {
                 h('button.make-default', {
                   type: 'button',
                   title: 'Use this Process for your new conversations',
-                  onclick: () => { localStorage.setItem(DEFAULT_KEY(), answerWith.value); },
+                  onclick: act(async () => {
+                    session.me = await put('/v1/me/default-process', { processId: answerWith.value });
+                  }),
                 }, 'Make my default')]
               : h('span.muted', 'Nothing can answer for you yet. ', h('a', { href: '#/connect' }, 'Connect a model')),
             h('button#send', { type: 'submit' }, 'Send'),

@@ -1,8 +1,9 @@
 // Runs: the list, and one run with its Process version's DAG whose steps fill in live from the
 // run's SSE stream, each step's attempts, worker, telemetry, output and error, and cancel.
 
-import { get, post, runEvents } from './api.js';
+import { all, get, post, runEvents } from './api.js';
 import { drawDag } from './dag.js';
+import { lineage } from './lineage.js';
 import { badge, h, json, mount, table, when } from './dom.js';
 
 const TERMINAL = ['completed', 'failed', 'canceled'];
@@ -49,6 +50,35 @@ export async function runPage(view, id, { showError }) {
   const steps = version?.steps || run.steps.filter((s) => !s.stepId.includes('#')).map((s) => ({ id: s.stepId }));
   let selected = null;
   let seq = 0;
+  // The lineage is drawn once the run has settled (its Tools and Workers are known then).
+  const lineageSlot = h('div.lineage-slot');
+  const drawLineage = () => lineage(run, version).then((el) => mount(lineageSlot, el), () => {});
+  const toolNames = new Map((await all('/v1/tools').catch(() => [])).map((t) => [t.id, t.name]));
+  const callsOf = (sid) => run.steps.filter((x) => x.stepId.startsWith(`${sid}#`));
+  const failedCalls = (sid) => callsOf(sid).filter((x) => x.status === 'failed').length;
+
+  const millis = (s) => (s.startedAt && s.finishedAt ? new Date(s.finishedAt) - new Date(s.startedAt) : null);
+  function callTitle(c) {
+    const n = c.stepId.split('#')[1] || '';
+    if (c.kind === 'model' || n.startsWith('m')) return `Model turn ${n.slice(1)}`;
+    if (c.kind === 'router' || n.startsWith('r')) return 'Router';
+    return `Tool call ${n.slice(1)}: ${toolNames.get(c.toolId) || c.toolId || 'a tool'}`;
+  }
+
+  /** An agent step's model turns and tool calls, in order, each its own node. */
+  function timeline(sid) {
+    const calls = callsOf(sid);
+    if (!calls.length) return null;
+    return h('section.timeline', { 'aria-label': `Timeline of ${sid}` },
+      h('h2', `Timeline of ${sid}`),
+      failedCalls(sid) ? h('p.note', badge('failed'), ` ${failedCalls(sid)} call(s) failed inside this step; the model read the error and went on.`) : null,
+      h('ol.calls', calls.map((c) => h(`li.call.k-${c.kind || 'call'}`, { dataset: { status: c.status, step: c.stepId } },
+        h('div.call-head', h('strong', callTitle(c)), ' ', badge(c.status),
+          h('span.muted', ` ${millis(c) ?? '…'} ms · ${c.attempts} attempt${c.attempts === 1 ? '' : 's'} · ${c.workerId || 'no worker yet'}`)),
+        c.error ? h('p.note', json(c.error)) : null,
+        h('details', h('summary', 'Input'), json(c.input)),
+        h('details', h('summary', 'Output'), json(c.output))))));
+  }
 
   function stepDetail(s) {
     if (!s) return h('p.muted', 'Choose a step to see its attempts, worker, telemetry, output and error.');
@@ -70,6 +100,8 @@ export async function runPage(view, id, { showError }) {
     const done = TERMINAL.includes(run.status);
     mount(view,
       h('h1', 'Run ', h('code', run.id), ' ', badge(run.status)),
+      run.inputs?.conversationId ? h('p.asked', 'Asked for by ',
+        h('a.turn-link', { href: `#/c/${run.inputs.conversationId}` }, 'a turn of its conversation')) : null,
       h('p', 'Process ', h('a', { href: `#/processes/${run.processId}` }, run.processId), ` version ${run.processVersion}`,
         run.parentRunId ? [' · child of ', h('a', { href: `#/runs/${run.parentRunId}` }, 'its parent run')] : null,
         ` · created ${when(run.createdAt)}`, run.finishedAt ? ` · finished ${when(run.finishedAt)}` : ''),
@@ -79,16 +111,23 @@ export async function runPage(view, id, { showError }) {
           try { await post(`/v1/runs/${id}/cancel`); } catch (err) { showError(err); }
         },
       }, 'Cancel run'),
-      drawDag(steps, (sid) => byStep.get(sid)?.status, (sid) => { selected = sid; render(); }, (sid) => {
+      // A step that completed with a failed call inside is flagged, not green.
+      drawDag(steps, (sid) => {
+        const st = byStep.get(sid)?.status;
+        return st === 'completed' && failedCalls(sid) ? 'completed_with_failures' : st;
+      }, (sid) => { selected = sid; render(); }, (sid) => {
         // An agent step's model turns and tool calls are step runs `<step>#…` of their own.
-        const calls = run.steps.filter((x) => x.stepId.startsWith(`${sid}#`)).length;
-        return calls ? `${calls} call${calls > 1 ? 's' : ''}` : '';
+        const calls = callsOf(sid).length;
+        const failed = failedCalls(sid);
+        return calls ? `${calls} call${calls > 1 ? 's' : ''}${failed ? `, ${failed} failed` : ''}` : '';
       }),
-      table(['Step', 'Status', 'Attempts', 'Worker', 'Finished'], run.steps.map((s) => [
+      steps.map((s) => timeline(s.id)),
+      table(['Step', 'Status', 'Attempts', 'Worker', 'Finished'], run.steps.filter((s) => !s.stepId.includes('#')).map((s) => [
         h('button.linkish', { type: 'button', onclick: () => { selected = s.stepId; render(); } }, s.stepId),
         badge(s.status), String(s.attempts), s.workerId || '—', when(s.finishedAt),
       ]), 'Steps'),
       stepDetail(byStep.get(selected)),
+      lineageSlot,
       h('h2', 'Output'), json(run.output),
       run.error ? [h('h2', 'Error'), json(run.error)] : null);
   }
@@ -99,6 +138,7 @@ export async function runPage(view, id, { showError }) {
       const next = await get(`/v1/runs/${id}`);
       if (n !== seq || stop.signal.aborted) return;
       run = next;
+      if (TERMINAL.includes(run.status)) drawLineage();
       const focused = document.activeElement?.closest?.('[data-step]')?.dataset.step;
       render();
       if (focused) view.querySelector(`[data-step="${focused}"]`)?.focus();
@@ -106,6 +146,7 @@ export async function runPage(view, id, { showError }) {
   }
 
   render();
+  drawLineage();
   if (!TERMINAL.includes(run.status)) {
     runEvents(id, (kind) => {
       if (kind === 'step.delta') return;

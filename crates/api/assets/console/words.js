@@ -17,7 +17,6 @@ const byStatus = {
 };
 
 const byCode = {
-  NOT_CONNECTED: 'This needs your own model key.',
   TIMEOUT: 'The model took too long to answer.',
   CONNECTION_ERROR: 'The model could not be reached.',
   RATE_LIMITED: 'The model is rate-limiting requests right now.',
@@ -29,6 +28,9 @@ const byCode = {
   CANCELED: 'The answer was cancelled.',
 };
 
+/** A step refused because a model key is someone else's (SEC-6): connecting one's own helps. */
+const needsConnection = (err) => err?.code === 'PERMISSION_DENIED' && /Connect a model/.test(err?.message || '');
+
 /** One sentence for an error from the API or a failed run. */
 export function sentence(err) {
   if (err instanceof ApiError) {
@@ -36,6 +38,8 @@ export function sentence(err) {
     const base = byStatus[err.status] || 'Something went wrong.';
     return err.status === 422 && first ? `${base} ${first[0].toUpperCase()}${first.slice(1)}.` : base;
   }
+  if (needsConnection(err)) return 'This needs your own model key.';
+  if (err?.code === 'PERMISSION_DENIED') return 'This uses credentials that belong to someone else.';
   if (err && typeof err === 'object' && err.code) return byCode[err.code] || 'The answer failed.';
   return err instanceof Error ? err.message : String(err);
 }
@@ -46,6 +50,6 @@ export function explain(err) {
   const raw = err instanceof ApiError ? err.message : `${err?.code || ''}: ${err?.message || JSON.stringify(err)}`;
   return h('span.explained',
     sentence(err), ' ',
-    code === 'NOT_CONNECTED' ? h('a.connect-link', { href: '#/connect' }, 'Connect a model') : null,
+    needsConnection(err) ? h('a.connect-link', { href: '#/connect' }, 'Connect a model') : null,
     h('details.error-details', h('summary', 'Details'), h('code', raw)));
 }

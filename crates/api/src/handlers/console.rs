@@ -31,6 +31,11 @@ const ASSETS: &[(&str, &str, &str)] = &[
         include_str!("../../assets/console/words.js"),
     ),
     (
+        "lineage.js",
+        JS,
+        include_str!("../../assets/console/lineage.js"),
+    ),
+    (
         "conversations.js",
         JS,
         include_str!("../../assets/console/conversations.js"),

@@ -36,6 +36,13 @@ pub async fn chat_processes(S(st): S<State>, Auth(c): Auth) -> ApiResult<Respons
     let items = st.app.chat_processes(&c).await?;
     Ok(ok(aiden_service::views::Items { items }))
 }
+pub async fn set_default_process(
+    S(st): S<State>,
+    Auth(c): Auth,
+    AppJson(b): AppJson<aiden_service::chat::DefaultProcess>,
+) -> ApiResult<Response> {
+    Ok(ok(st.app.set_default_process(&c, b).await?))
+}
 pub async fn get_user(
     S(st): S<State>,
     Auth(c): Auth,

@@ -167,7 +167,10 @@ pub struct NewTurn {
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewAgentTurn {
-    pub process_id: String,
+    /// The Process that answers; left out, the conversation's default, else the caller's
+    /// (`PUT /v1/me/default-process`).
+    #[serde(default)]
+    pub process_id: Option<String>,
     pub parent_turn_id: String,
     pub parent_alternative_id: Option<String>,
 }

@@ -286,10 +286,14 @@ async fn faults_graph_4_agt_4_runs_and_agent_loops_survive_killed_workers_a_brok
     let written = summaries().await;
     assert_eq!(written.len(), 1, "{written:?}");
     assert_eq!(written[0]["content"], json!(format!("summary of {tag}-c")));
+    // The step ran once, or, when the restarted engine re-dispatched it before the first
+    // attempt's result was read (at-least-once calls), twice under one Idempotency-Key: an
+    // upstream that honours the header runs it once.
+    assert!(up.calls_for(&b) <= 2, "{} calls", up.calls_for(&b));
     assert_eq!(
-        up.calls_for(&b),
+        up.distinct_keys_for(&b),
         1,
-        "the compression's slow step was not re-run"
+        "the compression's slow step ran under one key"
     );
     let claims = aiden_tests::graph_rows::<Value>(
         aiden_tests::aiden_graph_query(

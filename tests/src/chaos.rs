@@ -12,14 +12,49 @@ use serde_json::{json, Value};
 
 use crate::procs::{wait_until, Api};
 
-/// The REST API the test Tools call: `/slow?ms=` sleeps, counting calls per `tag`.
+/// The REST API the test Tools call: `/slow?ms=` sleeps, counting calls per `tag` and the
+/// `Idempotency-Key` each call carried.
 #[derive(Clone, Default)]
 pub struct Upstream {
     pub calls: Arc<std::sync::Mutex<Vec<String>>>,
+    /// `(tag, Idempotency-Key)` of every call.
+    pub keys: Arc<std::sync::Mutex<Vec<(String, Option<String>)>>>,
     pub in_flight: Arc<AtomicUsize>,
 }
 
+/// What an upstream that honours `Idempotency-Key` would have seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyCount {
+    pub calls: usize,
+    pub distinct_keys: usize,
+    pub without_key: usize,
+    /// Calls that repeat a key already seen: re-calls after a kill, which such an upstream
+    /// answers from its record instead of running them again.
+    pub repeated: usize,
+}
+
 impl Upstream {
+    /// The distinct keys the calls for `tag` carried (calls without one are not counted): how
+    /// many times an upstream honouring `Idempotency-Key` would have run them.
+    pub fn distinct_keys_for(&self, tag: &str) -> usize {
+        let keys = self.keys.lock().unwrap();
+        let of_tag = keys.iter().filter(|(t, _)| t == tag);
+        let keyed = of_tag.filter_map(|(_, k)| k.as_ref());
+        keyed.collect::<std::collections::HashSet<_>>().len()
+    }
+
+    pub fn key_count(&self) -> KeyCount {
+        let keys = self.keys.lock().unwrap();
+        let with: Vec<&String> = keys.iter().filter_map(|(_, k)| k.as_ref()).collect();
+        let distinct = with.iter().collect::<std::collections::HashSet<_>>().len();
+        KeyCount {
+            calls: keys.len(),
+            distinct_keys: distinct,
+            without_key: keys.len() - with.len(),
+            repeated: with.len() - distinct,
+        }
+    }
+
     pub fn calls_for(&self, tag: &str) -> usize {
         self.calls
             .lock()
@@ -36,12 +71,18 @@ pub async fn start_upstream() -> (Upstream, String) {
     let app = Router::new().route(
         "/slow",
         get(
-            move |Query(q): Query<std::collections::HashMap<String, String>>| {
+            move |headers: axum::http::HeaderMap,
+                  Query(q): Query<std::collections::HashMap<String, String>>| {
                 let state = state.clone();
                 async move {
                     let tag = q.get("tag").cloned().unwrap_or_default();
                     let ms: u64 = q.get("ms").and_then(|m| m.parse().ok()).unwrap_or(0);
                     state.calls.lock().unwrap().push(tag.clone());
+                    let key = headers
+                        .get("idempotency-key")
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_owned);
+                    state.keys.lock().unwrap().push((tag.clone(), key));
                     state.in_flight.fetch_add(1, Ordering::SeqCst);
                     tokio::time::sleep(Duration::from_millis(ms)).await;
                     state.in_flight.fetch_sub(1, Ordering::SeqCst);

@@ -102,6 +102,7 @@ async fn http_server(extra: &[&str]) -> HttpServer {
 
 /// One call's settings; `call` builds the `Invocation` from them.
 struct Call<'a> {
+    idempotency_key: Option<&'a str>,
     protocol: Protocol,
     connection: Value,
     service_endpoint: Option<&'a str>,
@@ -115,6 +116,7 @@ struct Call<'a> {
 impl<'a> Call<'a> {
     fn stdio(tool: &'a str, arguments: Value, input: Value) -> Self {
         Self {
+            idempotency_key: None,
             protocol: Protocol::Stdio,
             connection: json!({"command": fixture()}),
             service_endpoint: None,
@@ -142,7 +144,7 @@ impl<'a> Call<'a> {
         let secret = self.secret.map(|s| Zeroizing::new(s.to_owned()));
         let inv = Invocation {
             tool_id: "mcp-test",
-            idempotency_key: None,
+            idempotency_key: self.idempotency_key,
             operation: &operation,
             connection: &self.connection,
             service_endpoint: self.service_endpoint,
@@ -179,6 +181,34 @@ async fn whoami(mcp: &McpCall, call: &Call<'_>) -> Result<(u64, u64), ToolFailur
     let out = call.run(mcp).await?;
     let s = &out.value["structuredContent"];
     Ok((s["pid"].as_u64().unwrap(), s["session"].as_u64().unwrap()))
+}
+
+/// The step run's idempotency key reaches the server in the request's `_meta`, over stdio and
+/// over streamable HTTP, the same on every call of that step run; no key, no entry.
+#[tokio::test]
+async fn the_idempotency_key_travels_in_the_requests_meta() {
+    let mcp = McpCall::new();
+    let server = http_server(&[]).await;
+    for mut call in [
+        Call::stdio("meta", json!({}), json!({})),
+        Call::http(&server.url, "meta", json!({}), json!({})),
+    ] {
+        let plain = call.run(&mcp).await.expect("meta");
+        assert!(plain.value["structuredContent"]
+            .get(aiden_workers::executors::mcp_call::IDEMPOTENCY_META)
+            .is_none());
+        call.idempotency_key = Some("run-1/step-a");
+        for _ in 0..2 {
+            let out = call.run(&mcp).await.expect("meta");
+            assert_eq!(
+                out.value["structuredContent"]
+                    [aiden_workers::executors::mcp_call::IDEMPOTENCY_META],
+                json!("run-1/step-a"),
+                "{}",
+                out.value
+            );
+        }
+    }
 }
 
 #[tokio::test]

@@ -1,7 +1,8 @@
 //! A real MCP server for the tests, built with `rmcp`: stdio by default, streamable HTTP with
 //! `--http 127.0.0.1:PORT` (add `--token T` to answer 401 unless `Authorization: Bearer T`).
-//! Tools: `search {query}`, `fail {}`, `slow {ms}`, and `whoami {}` (this process's pid and
-//! the MCP session's number, so tests can tell a reused session from a new one).
+//! Tools: `search {query}`, `fail {}`, `slow {ms}`, `whoami {}` (this process's pid and
+//! the MCP session's number, so tests can tell a reused session from a new one), and `meta {}`
+//! (the request's `_meta`, as the server received it).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -65,6 +66,17 @@ impl Fixture {
     async fn slow(&self, Parameters(SlowRequest { ms }): Parameters<SlowRequest>) -> String {
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
         "slept".to_owned()
+    }
+
+    #[tool(description = "The request's _meta, as received")]
+    fn meta(
+        &self,
+        meta: rmcp::model::RequestMetaObject,
+        Parameters(Empty {}): Parameters<Empty>,
+    ) -> Result<CallToolResult, ErrorData> {
+        Ok(CallToolResult::structured(serde_json::Value::Object(
+            meta.0 .0.clone(),
+        )))
     }
 
     #[tool(description = "This server process's pid and the session's number")]

@@ -276,12 +276,24 @@ async fn main() -> Result<()> {
     );
 
     let verdict = settle_and_count(&apis, &ledger).await;
+    let keys = up.key_count();
     println!(
-        "soak: upstream tool calls {}, model requests {}",
-        up.calls.lock().unwrap().len(),
+        "soak: upstream tool calls {}, distinct Idempotency-Keys {}, calls without a key {}, \
+         re-calls of a key (after a kill; an upstream honouring the header runs each step once) {}; \
+         model requests {}",
+        keys.calls,
+        keys.distinct_keys,
+        keys.without_key,
+        keys.repeated,
         model.requests().len()
     );
     drop(fleet);
+    if keys.without_key > 0 {
+        bail!(
+            "{} upstream calls carried no Idempotency-Key",
+            keys.without_key
+        );
+    }
     verdict
 }
 

@@ -259,7 +259,14 @@ impl McpCall {
         let target = Target::from_invocation(inv)?;
         let key = target.key();
         let session = self.session(&key, target).await?;
-        let params = CallToolRequestParams::new(tool_name.to_owned()).with_arguments(args);
+        let mut params = CallToolRequestParams::new(tool_name.to_owned()).with_arguments(args);
+        // The step run's idempotency key, the same on every re-delivery and retry, where MCP
+        // allows request metadata (`_meta`): a server that honours it sees each step once.
+        if let Some(key) = inv.idempotency_key {
+            let mut meta = serde_json::Map::new();
+            meta.insert(IDEMPOTENCY_META.into(), Value::String(key.to_owned()));
+            params.meta = Some(meta.into());
+        }
         let result = match session.call_tool(params).await {
             Ok(r) => r,
             Err(e) => {
@@ -289,6 +296,10 @@ impl McpCall {
         })
     }
 }
+
+/// The `_meta` key of a call's idempotency key (the header `rest_api` sends is
+/// `Idempotency-Key`, the IETF draft's).
+pub const IDEMPOTENCY_META: &str = "io.aiden/idempotencyKey";
 
 fn telemetry() -> Telemetry {
     Telemetry {

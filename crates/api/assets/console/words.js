@@ -26,6 +26,7 @@ const byCode = {
   MODEL_ERROR: 'The model could not give an answer. Retry, or open the run to see why.',
   STEP_FAILED: 'A step of the answer failed: View run shows which, and why.',
   CANCELED: 'The answer was cancelled.',
+  'PROC-8': 'A Tool or Service it needs is disabled or down. An admin can check it again on the Services page.',
 };
 
 /** A step refused because a model key is someone else's (SEC-6): connecting one's own helps. */

@@ -18,9 +18,12 @@ use crate::procs::{wait_until, Api};
 pub struct Upstream {
     pub calls: Arc<std::sync::Mutex<Vec<String>>>,
     /// `(tag, Idempotency-Key)` of every call.
-    pub keys: Arc<std::sync::Mutex<Vec<(String, Option<String>)>>>,
+    pub keys: Arc<std::sync::Mutex<Vec<TaggedKey>>>,
     pub in_flight: Arc<AtomicUsize>,
 }
+
+/// A call's `tag` and the `Idempotency-Key` it carried.
+pub type TaggedKey = (String, Option<String>);
 
 /// What an upstream that honours `Idempotency-Key` would have seen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

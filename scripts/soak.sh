@@ -10,14 +10,6 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
-scripts/stack.sh test-up
-# shellcheck disable=SC1091
-. .stack/env
-# shellcheck disable=SC1091
-. .stack/test-env
-cargo build --quiet --bin aiden
-# Each spawned process logs to a file of its own here (kept for a look after a failure).
-export AIDEN_CHILD_LOG_DIR="$ROOT/.stack/soak-logs"
-rm -rf "$AIDEN_CHILD_LOG_DIR" && mkdir -p "$AIDEN_CHILD_LOG_DIR"
-echo "soak: process logs in $AIDEN_CHILD_LOG_DIR"
+# shellcheck source=scripts/lib/on-test-stack.sh
+. scripts/lib/on-test-stack.sh soak
 cargo run --quiet -p aiden-tests --bin aiden-soak -- "$@"

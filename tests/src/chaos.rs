@@ -281,3 +281,18 @@ pub async fn define_agent(api: &Api, upstream: &str, model_url: &str, tag: &str)
     .await;
     id
 }
+
+/// Starts a run of `process` with `{q}` as its input and hands back the raw answer (its status
+/// and headers matter under load), or the transport error when there was none within 10 s.
+pub async fn start_run_raw(api: &Api, process: &str) -> Result<reqwest::Response, reqwest::Error> {
+    api.http
+        .request(
+            reqwest::Method::POST,
+            format!("{}/v1/processes/{process}/runs", api.base),
+        )
+        .bearer_auth(&api.token)
+        .timeout(Duration::from_secs(10))
+        .json(&json!({"inputs": {"q": "load"}}))
+        .send()
+        .await
+}

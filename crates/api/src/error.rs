@@ -100,6 +100,10 @@ impl ApiError {
                     retry_after,
                 }
             }
+            // Refused by admission under load: expected, so not logged as an error.
+            ApiError::Service(S::Overloaded(why)) => {
+                plain(StatusCode::SERVICE_UNAVAILABLE, "OVERLOADED", why.into())
+            }
             ApiError::Service(S::Unavailable(what)) => {
                 tracing::error!(what, "backing service unavailable");
                 plain(

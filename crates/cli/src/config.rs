@@ -62,6 +62,10 @@ pub struct ServeArgs {
     /// milliseconds; 0 turns the loop off in this instance.
     #[arg(long, env = "AIDEN_UPKEEP_INTERVAL_MS", default_value_t = 1000)]
     pub upkeep_interval_ms: u64,
+    /// Ready messages in the run queues (the engine's and every operation type's) past which
+    /// new runs and agent turns are refused with 503 and `Retry-After`; 0 admits everything.
+    #[arg(long, env = "AIDEN_ADMIT_QUEUE_BOUND", default_value_t = 10_000)]
+    pub admit_queue_bound: u64,
     /// This instance's name in the engine lease. Default: the host name and the HTTP port, so a
     /// restarted instance takes its lease back at once while another host waits for it to run
     /// out.

@@ -93,11 +93,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         notifier.clone(),
     ));
     let engine = aiden_engine::Engine::new(graph.clone(), args.amqp_uri.clone(), notifier.clone());
+    let admission = aiden_service::Admission::new(args.admit_queue_bound);
     let app = aiden_service::App::new(graph.clone(), vault)
         .with_broker(&args.amqp_uri)
         .with_auth_policy(&args.auth.policy())
-        .with_engine_door(engine.door());
-    tokio::spawn(watch_queues(args.amqp_uri.clone()));
+        .with_engine_door(engine.door())
+        .with_admission(admission.clone());
+    tokio::spawn(watch_queues(args.amqp_uri.clone(), admission));
     // The outbox relay: content to ingest reaches RabbitMQ (issue #9).
     tokio::spawn(
         aiden_service::outbox::Relay::new(graph.clone(), args.amqp_uri.clone(), app.outbox_wake())
@@ -189,9 +191,15 @@ async fn serve_worker_metrics(addr: Option<&str>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Queue depth and consumers per queue, every 10 s (`aiden_queue_messages`,
-/// `aiden_queue_consumers`).
-async fn watch_queues(amqp_uri: String) {
+/// Queue depth and consumers per queue, every second (`aiden_queue_messages`,
+/// `aiden_queue_consumers`), and the run queues' backlog for admission (issue #38).
+async fn watch_queues(amqp_uri: String, admission: aiden_service::Admission) {
+    use aiden_jobs::topology::{job_queue, ENGINE_QUEUE, OPERATION_TYPES};
+    let run_queues: Vec<String> = OPERATION_TYPES
+        .iter()
+        .map(|t| job_queue(t))
+        .chain([ENGINE_QUEUE.to_owned()])
+        .collect();
     let mut broker: Option<aiden_jobs::Broker> = None;
     loop {
         if broker.as_ref().is_none_or(|b| !b.is_connected()) {
@@ -200,6 +208,12 @@ async fn watch_queues(amqp_uri: String) {
         if let Some(b) = &broker {
             match b.queue_depths().await {
                 Ok(depths) => {
+                    let backlog = depths
+                        .iter()
+                        .filter(|(q, _, _)| run_queues.contains(q))
+                        .map(|(_, m, _)| u64::from(*m))
+                        .sum();
+                    admission.observe(backlog);
                     for (queue, messages, consumers) in depths {
                         metrics::gauge!("aiden_queue_messages", "queue" => queue.clone())
                             .set(f64::from(messages));
@@ -213,7 +227,7 @@ async fn watch_queues(amqp_uri: String) {
                 }
             }
         }
-        tokio::time::sleep(std::time::Duration::from_secs(10)).await;
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     }
 }
 

@@ -15,6 +15,9 @@ pub enum Error {
     /// A backing service (the broker) could not take a message that must not be lost (503).
     #[error("unavailable: {0}")]
     Unavailable(&'static str),
+    /// New work refused while the run queues are past their bound (503 with `Retry-After`).
+    #[error("overloaded: {0}")]
+    Overloaded(&'static str),
     /// A bug of ours (e.g. a stored record that does not fit its documented view): 500.
     #[error("internal: {0}")]
     Internal(String),

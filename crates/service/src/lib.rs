@@ -3,6 +3,7 @@
 //! transient conflicts. HTTP, `aiden apply` and (later) workers and the engine all come here.
 //! Must not know HTTP.
 
+mod admission;
 mod audit;
 mod auth;
 pub mod chat;
@@ -31,6 +32,7 @@ pub mod views;
 
 use aiden_graph::Graph;
 
+pub use admission::Admission;
 pub use audit::{Auditor, Finding};
 pub use auth::{AuthPolicy, AuthRefusal, NewToken, NewUser, Token, User};
 pub use error::Error;
@@ -89,6 +91,8 @@ pub struct App {
     outbox_wake: std::sync::Arc<tokio::sync::Notify>,
     /// This process's engine, which creates the runs started here while it leads (issue #10).
     door: Option<aiden_engine::Door>,
+    /// Refuses new runs while the run queues are past their bound (issue #38).
+    admission: Admission,
 }
 
 impl App {
@@ -111,7 +115,15 @@ impl App {
             plans: plans::PlanCache::default(),
             outbox_wake: std::sync::Arc::default(),
             door: None,
+            admission: Admission::default(),
         }
+    }
+
+    /// Refuses new runs (503, `Retry-After`) while the run queues are past the bound that
+    /// `admission` carries; `aiden serve`'s queue watcher reports the backlog to it.
+    pub fn with_admission(mut self, admission: Admission) -> Self {
+        self.admission = admission;
+        self
     }
 
     /// Hands run starts to this process's engine while it holds the lease (issue #10).

@@ -175,6 +175,7 @@ impl App {
         inputs: Map<String, Value>,
         idempotency_key: Option<&str>,
     ) -> Result<RunStarted> {
+        self.admission.admit()?;
         self.start_run_for(caller, process_id, inputs, idempotency_key, None)
             .await
     }

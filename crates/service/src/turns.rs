@@ -245,6 +245,7 @@ impl App {
         id: &str,
         b: NewAgentTurn,
     ) -> Result<Generating> {
+        self.admission.admit()?;
         let queued = self.stripes.lock(id).await;
         let started = write_tx!(self, |tx| {
             let at = attach_new_turn(
@@ -294,6 +295,9 @@ impl App {
         turn_id: &str,
         b: NewAlternative,
     ) -> Result<AlternativeAdded> {
+        if b.process_id.is_some() {
+            self.admission.admit()?;
+        }
         let queued = self.stripes.lock(turn_id).await;
         let added = write_tx!(self, |tx| {
             let f = conv::facts_with_parent(&mut tx, turn_id)

@@ -12,7 +12,6 @@
 //! goes to `aiden.dlq.episode` — so a poison item never blocks its conversation for long.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -55,30 +54,6 @@ struct Shared {
     ingestor: Ingestor,
     permits: Semaphore,
     lanes: Mutex<HashMap<String, mpsc::UnboundedSender<Item>>>,
-    /// What the pool's heartbeat shows on `GET /v1/workers` (type `episode`).
-    in_flight: AtomicU64,
-    processed: AtomicU64,
-    errors: AtomicU64,
-}
-
-/// The pool's Worker node, beside the tool pools' (one row: lanes are not slots).
-async fn heartbeat(shared: &Shared, id: &str, started_at: &str, status: &str) {
-    let busy = shared.in_flight.load(Ordering::Relaxed);
-    let row = serde_json::json!({"id": id, "set": {
-        "type": "episode", "status": if status == "offline" { "offline" } else if busy > 0 { "busy" } else { "idle" },
-        "currentJobId": null, "lastHeartbeat": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-        "processedCount": shared.processed.load(Ordering::Relaxed),
-        "errorCount": shared.errors.load(Ordering::Relaxed),
-        "startedAt": started_at, "slot": 0}});
-    let result = async {
-        let mut tx = shared.ingestor.graph.begin().await?;
-        aiden_graph::runs::heartbeat(&mut tx, vec![row]).await?;
-        tx.commit().await
-    }
-    .await;
-    if let Err(e) = result {
-        tracing::warn!(error = %e, "episode pool heartbeat failed");
-    }
 }
 
 /// Runs until the process ends, reconnecting after the broker goes away.
@@ -90,20 +65,6 @@ pub async fn run(config: EpisodePoolConfig) -> anyhow::Result<()> {
         },
         permits: Semaphore::new(config.concurrency.max(1)),
         lanes: Mutex::new(HashMap::new()),
-        in_flight: AtomicU64::new(0),
-        processed: AtomicU64::new(0),
-        errors: AtomicU64::new(0),
-    });
-    let beat = shared.clone();
-    tokio::spawn(async move {
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map_or_else(|_| "host".to_owned(), |h| h.trim().to_owned());
-        let id = format!("episode-{host}-{}-0", std::process::id());
-        let started_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-        loop {
-            heartbeat(&beat, &id, &started_at, "online").await;
-            tokio::time::sleep(crate::pool::HEARTBEAT_EVERY).await;
-        }
     });
     loop {
         if let Err(e) = session(&shared, &config).await {
@@ -202,7 +163,6 @@ async fn handle(shared: &Shared, broker: &Broker, d: Delivery, msg: IngestMessag
         return;
     };
     let ingestor = &shared.ingestor;
-    shared.in_flight.fetch_add(1, Ordering::Relaxed);
     let mut failures = 0u32;
     let mut delay = BACKOFF_START;
     let poison = loop {
@@ -237,7 +197,6 @@ async fn handle(shared: &Shared, broker: &Broker, d: Delivery, msg: IngestMessag
         tokio::time::sleep(delay).await;
         delay = (delay * 2).min(BACKOFF_CAP);
     };
-    let poison_seen = poison.is_some();
     if let Some(reason) = poison {
         tracing::warn!(id = %msg.id, %reason, "ingestion failed; dead-lettered");
         metrics::counter!("aiden_episode_bindings_total", "outcome" => "failed").increment(1);
@@ -255,9 +214,4 @@ async fn handle(shared: &Shared, broker: &Broker, d: Delivery, msg: IngestMessag
     }
     // Final or failed: the statement that made it so also deleted its outbox item.
     let _ = d.acker.ack(BasicAckOptions::default()).await;
-    shared.in_flight.fetch_sub(1, Ordering::Relaxed);
-    shared.processed.fetch_add(1, Ordering::Relaxed);
-    if poison_seen {
-        shared.errors.fetch_add(1, Ordering::Relaxed);
-    }
 }

@@ -75,7 +75,7 @@ export async function workerList(view) {
     return online.length ? `${online.filter((w) => w.status === 'busy').length} busy of ${online.length}` : 'offline';
   };
   mount(view, h('h1', 'Workers'),
-    h('p.muted', 'One row per pool: a worker process serving one operation type (the Episode pool feeds Graphiti). Open a pool for its slots.'),
+    h('p.muted', 'One row per pool: a worker process serving one operation type. Open a pool for its slots.'),
     h('ul.cards.pools', sorted.map(([pool, slots]) => {
       const sum = (k) => String(slots.reduce((n, w) => n + (w[k] ?? 0), 0));
       const last = slots.map((w) => w.lastHeartbeat).filter(Boolean).sort().pop();

@@ -287,8 +287,12 @@ def run(c, token, agent):
     c.shot("08-run")
     run_id = d.current_url.split("#/runs/")[1]
     # The lineage: the run's Tool, its Service, the Worker; followed to the Service.
-    row = c.one("section.lineage li.lineage-row")
-    assert "llm_call" in row.text, row.text
+    c.one("section.lineage li.lineage-row")
+    rows = c.css("section.lineage li.lineage-row")
+    assert len(rows) == 1, [r.text for r in rows]
+    row = rows[0]
+    # The user's own Tool ran (their connection), on its Service, by an llm_call worker.
+    assert "model (mine)" in row.text and "llm_call" in row.text, row.text
     c.shot("08b-lineage")
     c.one("a.service-link", row).click()
     c.wait("the services page", lambda: f"console-llm-{TAG}" in c.one("main").text)

@@ -21,6 +21,8 @@ export async function lineage(run, version) {
   const serviceById = new Map(services.map((s) => [s.id, s]));
   const used = new Map(); // tool id → workers
   for (const s of run.steps) {
+    // An agent step's own row would name its model without a worker: its calls say who ran.
+    if (run.steps.some((c) => c.stepId.startsWith(`${s.stepId}#`))) continue;
     const t = toolOfStep(s, version);
     if (!t) continue;
     if (!used.has(t)) used.set(t, new Set());

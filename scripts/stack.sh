@@ -20,6 +20,11 @@
 #                                  SIGKILL one Neo4j instance (crash recovery on the next start)
 #   scripts/stack.sh wipe-graph [INSTANCE]
 #                                  stop one instance and delete its data (a fresh, empty graph)
+#   scripts/stack.sh cluster-up    a three-node RabbitMQ cluster (ports 5682-5684, quorum queues);
+#                                  .stack/env then lists its nodes in AIDEN_AMQP_URIS
+#   scripts/stack.sh cluster-down  stop it; .stack/env no longer lists it
+#   scripts/stack.sh mq-kill N | mq-up N
+#                                  SIGKILL / start one cluster node (1-3)
 #   scripts/stack.sh status        what listens where
 #   scripts/stack.sh env           print the AIDEN_* settings
 set -euo pipefail
@@ -30,6 +35,8 @@ NEO4J_LIB="$STACK/neo4j-lib"
 AMQP_PORT=5672
 
 log() { echo "stack: $*" >&2; }
+# shellcheck source=scripts/lib/rabbit-cluster.sh
+. "$ROOT/scripts/lib/rabbit-cluster.sh"
 listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # Per instance: bolt port, http port, data home, JVM heap.
@@ -92,6 +99,7 @@ write_test_env() {
 export AIDEN_NEO4J_URI=bolt://127.0.0.1:$BOLT
 export AIDEN_AMQP_URI=amqp://guest:guest@127.0.0.1:$AMQP_PORT/aiden-test
 export AIDEN_STACK_GRAPH=test
+unset AIDEN_AMQP_URIS AIDEN_QUEUE_TYPE
 EOF
 }
 
@@ -259,6 +267,7 @@ case "${1:-up}" in
     stop_neo4j main
     stop_neo4j test
     stop_neo4j bench
+    cluster_down
     stop_rabbitmq
     ;;
   restart)
@@ -268,6 +277,10 @@ case "${1:-up}" in
     stop_rabbitmq
     up
     ;;
+  cluster-up) cluster_up ;;
+  cluster-down) cluster_down ;;
+  mq-kill) stop_mq_node "${2:?node 1-3}" KILL ;;
+  mq-up) start_mq_node "${2:?node 1-3}" ;;
   graph-down) stop_neo4j "${2:-${AIDEN_STACK_GRAPH:-main}}" TERM ;;
   graph-kill) stop_neo4j "${2:-${AIDEN_STACK_GRAPH:-main}}" KILL ;;
   graph-up)
@@ -286,13 +299,17 @@ case "${1:-up}" in
       listening "$BOLT" && echo "neo4j ($i): up on $BOLT" || echo "neo4j ($i): down"
     done
     listening "$AMQP_PORT" && echo "amqp: up on $AMQP_PORT" || echo "amqp: down"
+    for n in "${CLUSTER_NODES[@]}"; do
+      listening "$(mq_port "$n")" && echo "amqp cluster node $n: up on $(mq_port "$n")"
+    done
+    true
     ;;
   env)
     write_env
     cat "$STACK/env"
     ;;
   *)
-    echo "usage: $0 up|test-up|down|restart|graph-down|graph-kill|graph-up|wipe-graph|status|env" >&2
+    echo "usage: $0 up|test-up|down|restart|cluster-up|cluster-down|mq-kill|mq-up|graph-down|graph-kill|graph-up|wipe-graph|status|env" >&2
     exit 2
     ;;
 esac

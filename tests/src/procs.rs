@@ -63,6 +63,8 @@ pub fn envs(http_port: u16) -> Vec<(&'static str, String)> {
     let mut env = neo4j_envs(&crate::test_database());
     env.extend([
         ("AIDEN_AMQP_URI", crate::test_amqp_uri()),
+        // The tests' virtual host, never a cluster that .stack/env may list (cluster-up).
+        ("AIDEN_AMQP_URIS", String::new()),
         ("AIDEN_MASTER_KEY", TEST_MASTER_KEY.to_owned()),
         ("AIDEN_ADMIN_TOKEN", admin_token()),
         ("AIDEN_HTTP_ADDR", format!("127.0.0.1:{http_port}")),

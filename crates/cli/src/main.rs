@@ -75,7 +75,9 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
+    // A cluster's nodes (AIDEN_AMQP_URIS), else the one broker (issue #38).
+    args.amqp_uri = aiden_jobs::nodes::from_env(&args.amqp_uri);
     // AGT-14: a price table that does not parse must stop the start, not price nothing.
     aiden_domain::execution::cost::PriceTable::from_env().map_err(anyhow::Error::msg)?;
     let graph = args.graph.connect().await?;
@@ -231,7 +233,8 @@ async fn watch_queues(amqp_uri: String, admission: aiden_service::Admission) {
     }
 }
 
-async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
+async fn worker(mut args: WorkerArgs) -> anyhow::Result<()> {
+    args.amqp_uri = aiden_jobs::nodes::from_env(&args.amqp_uri);
     serve_worker_metrics(args.metrics_addr.as_deref()).await?;
     if args.operation_type == "episode" {
         let graph = args.graph.connect().await?;

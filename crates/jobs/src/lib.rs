@@ -3,6 +3,7 @@
 
 pub mod envelope;
 pub mod episodes;
+pub mod nodes;
 pub mod shared;
 pub mod topology;
 pub mod trace;

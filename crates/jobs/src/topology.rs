@@ -16,7 +16,7 @@ use lapin::{
     },
     publisher_confirm::Confirmation,
     types::{AMQPValue, FieldTable, LongString, ShortString},
-    BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind,
+    BasicProperties, Channel, Connection, ExchangeKind,
 };
 use serde::Serialize;
 
@@ -127,7 +127,7 @@ impl Broker {
 
     /// Connects and declares the topology with queues of `queue_type`.
     pub async fn connect_with(uri: &str, queue_type: QueueType) -> Result<Self, BrokerError> {
-        let connection = Connection::connect(uri, ConnectionProperties::default()).await?;
+        let connection = crate::nodes::connect_any(uri).await?;
         let publisher = connection.create_channel().await?;
         publisher
             .confirm_select(ConfirmSelectOptions::default())

@@ -63,7 +63,7 @@ pub async fn readyz(S(st): S<State>) -> Response {
     let graph = st.app.graph().ping().await.map_err(|e| e.to_string());
     let broker = tokio::time::timeout(
         Duration::from_secs(3),
-        lapin::Connection::connect(&st.amqp_uri, lapin::ConnectionProperties::default()),
+        aiden_jobs::nodes::connect_any(&st.amqp_uri),
     )
     .await;
     let broker = match broker {

@@ -103,19 +103,66 @@ struct Fleet {
     workers: Vec<(&'static str, Proc)>,
 }
 
+/// `SOAK_CLUSTER=1` (`scripts/soak.sh --cluster`): the processes use the three-node cluster of
+/// `scripts/stack.sh cluster-up` (its own virtual host, quorum queues), and the faults kill
+/// RabbitMQ nodes and Neo4j instead of restarting the single broker and stopping the graph.
+fn cluster() -> bool {
+    std::env::var("SOAK_CLUSTER").is_ok_and(|v| v == "1")
+}
+
+const CLUSTER_VHOST: &str = "aiden-soak";
+
+/// Every cluster node, on the soak's virtual host.
+fn cluster_uris() -> String {
+    (5682..=5684)
+        .map(|port| format!("amqp://guest:guest@127.0.0.1:{port}/{CLUSTER_VHOST}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn broker_env() -> Vec<(&'static str, String)> {
+    if cluster() {
+        vec![
+            ("AIDEN_AMQP_URIS", cluster_uris()),
+            ("AIDEN_QUEUE_TYPE", "quorum".into()),
+        ]
+    } else {
+        Vec::new()
+    }
+}
+
 fn serve(port: u16, instance: &'static str) -> Proc {
-    spawn_env(
-        &["serve"],
-        port,
-        &[
-            ("AIDEN_ENGINE_LEASE_MS", LEASE_MS.into()),
-            ("AIDEN_INSTANCE_ID", instance.into()),
-        ],
-    )
+    let mut env = vec![
+        ("AIDEN_ENGINE_LEASE_MS", LEASE_MS.into()),
+        ("AIDEN_INSTANCE_ID", instance.into()),
+    ];
+    env.extend(broker_env());
+    spawn_env(&["serve"], port, &env)
 }
 
 fn worker(ty: &str, port: u16) -> Proc {
-    spawn_env(&["worker", "--type", ty, "--concurrency", "4"], port, &[])
+    spawn_env(
+        &["worker", "--type", ty, "--concurrency", "4"],
+        port,
+        &broker_env(),
+    )
+}
+
+/// Kills one cluster node (SIGKILL) and starts it again after `down`.
+async fn kill_mq_node(node: u64, down: Duration) {
+    let n = node.to_string();
+    stack_cmd(&["mq-kill", &n]);
+    tokio::time::sleep(down).await;
+    stack_cmd(&["mq-up", &n]);
+}
+
+fn stack_cmd(args: &[&str]) {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/stack.sh");
+    let status = std::process::Command::new(script)
+        .args(args)
+        .status()
+        .expect("scripts/stack.sh");
+    assert!(status.success(), "scripts/stack.sh {args:?}");
 }
 
 /// A small xorshift: the soak's random choices, reproducible from the printed seed.
@@ -206,15 +253,47 @@ async fn main() -> Result<()> {
         }));
     }
 
-    // The faults: KILLS SIGKILLs spread over the run, RabbitMQ at 30 %, the graph at 60 %.
+    // The faults: KILLS SIGKILLs spread over the run, RabbitMQ at 30 %, the graph at 60 %; on
+    // the cluster, a RabbitMQ node SIGKILLed at 25 % and 50 % and Neo4j SIGKILLed at 70 %.
     let mut rng = Rng(seed);
+    let mut mq_kills = if cluster() {
+        vec![25u64, 50]
+    } else {
+        Vec::new()
+    };
+    let (mut mq_nodes_killed, mut graph_killed) = (0, 0);
     let slot = Duration::from_secs(seconds) / (kills as u32 + 1);
     let (mut killed_serve, mut killed_workers) = (0, 0);
     let (mut mq_done, mut graph_done) = (false, false);
     for k in 1..=kills {
         let at = slot * k as u32 + Duration::from_millis(rng.below(slot.as_millis() as u64 / 2));
         while started.elapsed() < at {
-            if !mq_done && started.elapsed() > Duration::from_secs(seconds * 3 / 10) {
+            if mq_kills
+                .first()
+                .is_some_and(|p| started.elapsed() > Duration::from_secs(seconds * p / 100))
+            {
+                mq_kills.remove(0);
+                let node = 1 + rng.below(3);
+                println!(
+                    "soak: {:>5.1} s SIGKILL RabbitMQ node {node}",
+                    started.elapsed().as_secs_f64()
+                );
+                kill_mq_node(node, Duration::from_secs(3)).await;
+                mq_nodes_killed += 1;
+            }
+            if cluster() && !graph_done && started.elapsed() > Duration::from_secs(seconds * 7 / 10)
+            {
+                println!(
+                    "soak: {:>5.1} s SIGKILL Neo4j",
+                    started.elapsed().as_secs_f64()
+                );
+                stack("graph-kill");
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                stack("graph-up");
+                graph_done = true;
+                graph_killed += 1;
+            }
+            if !cluster() && !mq_done && started.elapsed() > Duration::from_secs(seconds * 3 / 10) {
                 println!(
                     "soak: {:>5.1} s restarting RabbitMQ",
                     started.elapsed().as_secs_f64()
@@ -225,7 +304,10 @@ async fn main() -> Result<()> {
                 rabbitmqctl(&["await_startup"]);
                 mq_done = true;
             }
-            if !graph_done && started.elapsed() > Duration::from_secs(seconds * 6 / 10) {
+            if !cluster()
+                && !graph_done
+                && started.elapsed() > Duration::from_secs(seconds * 6 / 10)
+            {
                 println!(
                     "soak: {:>5.1} s restarting Neo4j",
                     started.elapsed().as_secs_f64()
@@ -269,10 +351,11 @@ async fn main() -> Result<()> {
         l.await?;
     }
     println!(
-        "soak: load stopped after {:.0} s; {killed_serve} SIGKILLs of aiden serve, {killed_workers} of workers, RabbitMQ restarted {}, Neo4j restarted {}",
+        "soak: load stopped after {:.0} s; {killed_serve} SIGKILLs of aiden serve, {killed_workers} of workers, RabbitMQ restarted {}, Neo4j restarted {}, RabbitMQ nodes SIGKILLed {mq_nodes_killed}, Neo4j SIGKILLed {graph_killed}; faults {}",
         started.elapsed().as_secs_f64(),
         u8::from(mq_done),
-        u8::from(graph_done),
+        u8::from(graph_done && graph_killed == 0),
+        killed_serve + killed_workers + mq_nodes_killed + u32::from(mq_done) + u32::from(graph_done),
     );
 
     let verdict = settle_and_count(&apis, &ledger).await;

@@ -228,7 +228,7 @@ pub struct Definition {
 
 /// A Process's quota, enforced when a run is started through the API (a run, an agent turn),
 /// counted in the graph so every API instance sees the same counts.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Quota {
     /// Starts per clock hour (UTC).
@@ -244,6 +244,32 @@ pub struct Quota {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0.000001, max = 1_000_000.0))]
     pub max_cost_usd_per_day: Option<f64>,
+}
+
+/// What a quota reads as: an object only. Serde's derive would also take a sequence of the
+/// fields (`[null, null]`), which the schema does not allow.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct QuotaFields {
+    #[serde(default)]
+    max_invocations_per_hour: Option<u32>,
+    #[serde(default)]
+    max_concurrent: Option<u32>,
+    #[serde(default)]
+    max_cost_usd_per_day: Option<f64>,
+}
+
+impl<'de> Deserialize<'de> for Quota {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = serde_json::Map::<String, serde_json::Value>::deserialize(d)?;
+        let f: QuotaFields = serde_json::from_value(serde_json::Value::Object(map))
+            .map_err(serde::de::Error::custom)?;
+        Ok(Self {
+            max_invocations_per_hour: f.max_invocations_per_hour,
+            max_concurrent: f.max_concurrent,
+            max_cost_usd_per_day: f.max_cost_usd_per_day,
+        })
+    }
 }
 
 impl Quota {

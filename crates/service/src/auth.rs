@@ -149,19 +149,20 @@ impl App {
         })
     }
 
-    /// The caller a bearer token from `source` stands for. USR-4: a source that has sent too
-    /// many unknown tokens is refused (429) before its token is looked at, until its budget
-    /// refills.
+    /// The caller a bearer token from `source` stands for. USR-4: the failures are throttled,
+    /// never a valid token: a source that has sent too many unknown tokens gets 429 for the
+    /// next unknown ones until its budget refills, while a valid token from it (others behind
+    /// the same proxy or NAT) still works. Guessing a 256-bit token is hopeless at any rate.
     pub async fn authenticate_from(
         &self,
         source: std::net::IpAddr,
         token: &str,
     ) -> std::result::Result<Caller, AuthRefusal> {
-        if let Some(wait) = self.auth_throttle.refused_for(source) {
-            return Err(AuthRefusal::Throttled(wait));
-        }
         match self.authenticate(token).await {
             Ok(Some(caller)) => Ok(caller),
+            Ok(None) if self.auth_throttle.refused_for(source).is_some() => Err(
+                AuthRefusal::Throttled(self.auth_throttle.refused_for(source).unwrap_or_default()),
+            ),
             Ok(None) => match self.auth_throttle.failed(source) {
                 Some(wait) => Err(AuthRefusal::Throttled(wait)),
                 None => Err(AuthRefusal::Unknown),

@@ -182,8 +182,8 @@ fn reason(status: u16) -> &'static str {
         413 => "Request body over 1 MiB",
         415 => "The body is not `application/json`",
         422 => "An invariant is violated (its ID is in `details[].invariant`)",
-        429 => "A quota is exhausted (QUOTA_EXCEEDED), or this source sent too many unknown tokens (RATE_LIMITED, USR-4); `Retry-After` says when to retry",
-        503 => "The graph or the broker is unavailable (`Retry-After`)",
+        429 => "A quota or spending budget is exhausted (QUOTA_EXCEEDED, BUDGET_EXCEEDED), or this source sent too many unknown tokens (RATE_LIMITED, USR-4); `Retry-After` says when to retry",
+        503 => "The graph or the broker is unavailable (UNAVAILABLE), or the run queues are past their bound (OVERLOADED); `Retry-After` says when to retry",
         _ => "error",
     }
 }
@@ -419,7 +419,7 @@ fn error_schema() -> Value {
         "properties": {"error": {
             "type": "object", "required": ["code", "message", "requestId", "details"],
             "properties": {
-                "code": {"type": "string", "enum": ["VALIDATION_ERROR", "UNAUTHENTICATED", "FORBIDDEN", "NOT_FOUND", "NOT_ALLOWED", "CONFLICT", "INVARIANT_VIOLATION", "PAYLOAD_TOO_LARGE", "QUOTA_EXCEEDED", "UNAVAILABLE", "INTERNAL"]},
+                "code": {"type": "string", "enum": ["VALIDATION_ERROR", "UNAUTHENTICATED", "FORBIDDEN", "NOT_FOUND", "NOT_ALLOWED", "CONFLICT", "INVARIANT_VIOLATION", "PAYLOAD_TOO_LARGE", "QUOTA_EXCEEDED", "BUDGET_EXCEEDED", "RATE_LIMITED", "UNAVAILABLE", "OVERLOADED", "INTERNAL"]},
                 "message": {"type": "string"},
                 "requestId": {"type": "string"},
                 "details": {"type": "array", "items": {

@@ -145,7 +145,7 @@ pub struct ConversationPatch {
     pub default_process_id: Option<Option<String>>,
     /// Memory upkeep (MEM-1): this conversation's compression budget; null inherits.
     #[serde(default, deserialize_with = "nullable::deserialize")]
-    #[schemars(with = "Option<i64>")]
+    #[schemars(schema_with = "upkeep::budget_schema")]
     pub compression_token_budget: Option<Option<serde_json::Value>>,
     /// Memory upkeep (MEM-5): this conversation's compression Process; null inherits.
     #[serde(default, deserialize_with = "nullable::deserialize")]

@@ -44,20 +44,35 @@ impl Default for MemorySettings {
     }
 }
 
+/// The schema of a numeric setting or its override: the range the server enforces (MEM-1..4),
+/// or null. So a request the document calls valid is never refused for its number.
+macro_rules! setting_schema {
+    ($name:ident, $min:expr, $max:expr) => {
+        pub fn $name(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+            schemars::json_schema!({"type": ["integer", "null"], "minimum": $min, "maximum": $max})
+        }
+    };
+}
+setting_schema!(budget_schema, BUDGET_RANGE.0, BUDGET_RANGE.1);
+setting_schema!(keep_schema, 1, 100);
+setting_schema!(threshold_schema, 1, 20);
+setting_schema!(rotation_schema, 1, 50);
+setting_schema!(edges_schema, 1, 1_000);
+
 /// `PATCH /v1/settings`. Numbers arrive as any JSON so that a wrong type is refused with the
 /// rule's ID, like a wrong range.
 #[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SettingsPatch {
-    #[schemars(with = "Option<i64>")]
+    #[schemars(schema_with = "budget_schema")]
     pub compression_token_budget: Option<Value>,
-    #[schemars(with = "Option<i64>")]
+    #[schemars(schema_with = "keep_schema")]
     pub compression_keep_recent: Option<Value>,
-    #[schemars(with = "Option<i64>")]
+    #[schemars(schema_with = "threshold_schema")]
     pub introspection_compression_threshold: Option<Value>,
-    #[schemars(with = "Option<i64>")]
+    #[schemars(schema_with = "rotation_schema")]
     pub max_rotation: Option<Value>,
-    #[schemars(with = "Option<i64>")]
+    #[schemars(schema_with = "edges_schema")]
     pub enrichment_edge_threshold: Option<Value>,
     #[serde(default, deserialize_with = "crate::nullable::deserialize")]
     pub compression_process_id: Option<Option<String>>,

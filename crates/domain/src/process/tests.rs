@@ -71,3 +71,17 @@ fn literal_inputs_are_type_checked() {
         vec!["PROC-5"]
     );
 }
+
+/// A quota is an object, as the schema says: a sequence of its fields is refused, not read as
+/// an empty quota (fuzzing found `"quota": [null, null]` stored as `{}`).
+#[test]
+fn a_quota_is_only_ever_an_object() {
+    assert!(serde_json::from_str::<Quota>("[null, null]").is_err());
+    assert!(serde_json::from_str::<Quota>(r#"{"maxConcurrent": 2, "nope": 1}"#).is_err());
+    let q: Quota = serde_json::from_str(r#"{"maxConcurrent": 2}"#).unwrap();
+    assert_eq!(q.max_concurrent, Some(2));
+    assert_eq!(
+        serde_json::from_str::<Quota>("{}").unwrap(),
+        Quota::default()
+    );
+}

@@ -23,6 +23,9 @@
 #   scripts/stack.sh cluster-up    a three-node RabbitMQ cluster (ports 5682-5684, quorum queues);
 #                                  .stack/env then lists its nodes in AIDEN_AMQP_URIS
 #   scripts/stack.sh cluster-down  stop it; .stack/env no longer lists it
+#   scripts/stack.sh test-cluster-up
+#                                  the same nodes for the test command (virtual host aiden-test),
+#                                  .stack/env untouched
 #   scripts/stack.sh mq-kill N | mq-up N
 #                                  SIGKILL / start one cluster node (1-3)
 #   scripts/stack.sh status        what listens where
@@ -278,6 +281,7 @@ case "${1:-up}" in
     up
     ;;
   cluster-up) cluster_up ;;
+  test-cluster-up) test_cluster_up ;;
   cluster-down) cluster_down ;;
   mq-kill) stop_mq_node "${2:?node 1-3}" KILL ;;
   mq-up) start_mq_node "${2:?node 1-3}" ;;

@@ -12,6 +12,9 @@ echo "test: $(df -Pk "$ROOT" | awk 'NR==2 {printf "%.1f GB", $4 / 1048576}') fre
 # The tests' own Neo4j instance (127.0.0.1:7688, .stack/neo4j-test) and RabbitMQ virtual host:
 # a stack that scripts/run.sh started keeps running beside them, untouched.
 scripts/stack.sh test-up
+# A three-node RabbitMQ cluster for the cluster fault test (tests/faults/cluster.rs); the other
+# tests keep the single node.
+scripts/stack.sh test-cluster-up
 # graphiti-core in .stack/graphiti-venv: the knowledge tests start their own Graphiti service.
 scripts/graphiti.sh install
 # shellcheck disable=SC1091

@@ -45,8 +45,8 @@ export AIDEN_QUEUE_TYPE=\${AIDEN_QUEUE_TYPE:-quorum} # cluster-up
 EOT
 }
 
-cluster_up() {
-  write_env
+# The nodes, joined into one cluster (no settings written).
+cluster_nodes_up() {
   start_rabbitmq # the package, and the single node the tests use
   for n in "${CLUSTER_NODES[@]}"; do start_mq_node "$n"; done
   for n in 2 3; do
@@ -58,8 +58,22 @@ cluster_up() {
     fi
   done
   touch "$CLUSTER_DIR/started"
+}
+
+cluster_up() {
+  write_env
+  cluster_nodes_up
   cluster_env
   log "RabbitMQ cluster up: $(rabbitmqctl -q -n "$(mq_node 1)" eval 'length(rabbit_nodes:all_running()).' 2>/dev/null) nodes running; .stack/env lists them in AIDEN_AMQP_URIS"
+}
+
+# The cluster for the test command's cluster fault test: its own virtual host (aiden-test),
+# and .stack/env left alone, so the main job keeps its broker.
+test_cluster_up() {
+  cluster_nodes_up
+  rabbitmqctl -q -n "$(mq_node 1)" add_vhost aiden-test >/dev/null 2>&1 || true
+  rabbitmqctl -q -n "$(mq_node 1)" set_permissions -p aiden-test guest '.*' '.*' '.*' >/dev/null
+  log "RabbitMQ cluster up for the tests (virtual host aiden-test on 5682-5684)"
 }
 
 stop_mq_node() { # N [KILL]

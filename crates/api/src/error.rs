@@ -55,12 +55,14 @@ impl ApiError {
                 "UNAUTHENTICATED",
                 "missing or unknown bearer token".into(),
             ),
+            // USR-4: still a 401 (the token is unknown), with the code and Retry-After saying
+            // that this source is throttled; a valid token is never refused.
             ApiError::RateLimited(wait) => Body {
                 retry_after: Some(wait.as_secs_f64().ceil().max(1.0) as u64),
                 ..plain(
-                    StatusCode::TOO_MANY_REQUESTS,
+                    StatusCode::UNAUTHORIZED,
                     "RATE_LIMITED",
-                    "too many failed authentications from this source; retry later".into(),
+                    "unknown bearer token, and too many from this source; retry later".into(),
                 )
             },
             ApiError::PayloadTooLarge => plain(

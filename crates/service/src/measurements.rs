@@ -58,6 +58,17 @@ impl TryFrom<DefinitionRow> for MetricDefinition {
     }
 }
 
+/// An RFC 3339 time, as the schema states it (the server refuses any other text).
+fn date_time(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": ["string", "null"], "format": "date-time"})
+}
+
+/// Dimensions as the server checks them: at most 16, each a string, number or boolean.
+fn dimensions(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": ["object", "null"], "maxProperties": 16,
+        "additionalProperties": {"type": ["string", "number", "boolean"]}})
+}
+
 /// `POST /v1/metric-values`.
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -68,8 +79,12 @@ pub struct NewMetricValue {
     /// Typed per the definition's `dataType` (MET-1).
     pub value: Value,
     /// When it was measured (RFC 3339); default now.
+    #[serde(default)]
+    #[schemars(schema_with = "date_time")]
     pub timestamp: Option<String>,
     /// Flat `{key: string|number|boolean}` for filtering and grouping.
+    #[serde(default)]
+    #[schemars(schema_with = "dimensions")]
     pub dimensions: Option<Value>,
 }
 
@@ -107,8 +122,12 @@ pub struct MetricValueQuery {
     pub metric_id: String,
     pub entity_id: Option<String>,
     /// RFC 3339, inclusive; default: the beginning.
+    #[serde(default)]
+    #[schemars(schema_with = "date_time")]
     pub from: Option<String>,
     /// RFC 3339, exclusive; default: no end.
+    #[serde(default)]
+    #[schemars(schema_with = "date_time")]
     pub to: Option<String>,
     /// `entityId` or a dimension's key (aggregate only).
     pub group_by: Option<String>,

@@ -174,7 +174,7 @@ impl Op {
 fn reason(status: u16) -> &'static str {
     match status {
         400 => "The request does not fit the schema (VALIDATION_ERROR, with the field's path)",
-        401 => "No bearer token, or an unknown one",
+        401 => "No bearer token, or an unknown one (RATE_LIMITED with `Retry-After` once this source has sent too many unknown ones, USR-4)",
         403 => "Not allowed for this caller (an admin-only operation, or not the owner: OWN-3)",
         404 => "No such resource, or one the caller may not see (OWN-2)",
         405 => "Never allowed for this resource (the invariant is named)",
@@ -182,7 +182,7 @@ fn reason(status: u16) -> &'static str {
         413 => "Request body over 1 MiB",
         415 => "The body is not `application/json`",
         422 => "An invariant is violated (its ID is in `details[].invariant`)",
-        429 => "A quota or spending budget is exhausted (QUOTA_EXCEEDED, BUDGET_EXCEEDED), or this source sent too many unknown tokens (RATE_LIMITED, USR-4); `Retry-After` says when to retry",
+        429 => "A quota or spending budget is exhausted (QUOTA_EXCEEDED, BUDGET_EXCEEDED), `Retry-After` says when to retry",
         503 => "The graph or the broker is unavailable (UNAVAILABLE), or the run queues are past their bound (OVERLOADED); `Retry-After` says when to retry",
         _ => "error",
     }

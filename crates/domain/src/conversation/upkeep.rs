@@ -64,14 +64,19 @@ setting_schema!(edges_schema, 1, 1_000);
 #[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SettingsPatch {
+    #[serde(default)]
     #[schemars(schema_with = "budget_schema")]
     pub compression_token_budget: Option<Value>,
+    #[serde(default)]
     #[schemars(schema_with = "keep_schema")]
     pub compression_keep_recent: Option<Value>,
+    #[serde(default)]
     #[schemars(schema_with = "threshold_schema")]
     pub introspection_compression_threshold: Option<Value>,
+    #[serde(default)]
     #[schemars(schema_with = "rotation_schema")]
     pub max_rotation: Option<Value>,
+    #[serde(default)]
     #[schemars(schema_with = "edges_schema")]
     pub enrichment_edge_threshold: Option<Value>,
     #[serde(default, deserialize_with = "crate::nullable::deserialize")]

@@ -7,28 +7,12 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use aiden_tests::chaos::{define, start_upstream};
+use aiden_tests::chaos::{cluster_env, define, stack_args, start_upstream};
 use aiden_tests::procs::{assert_check_clean, free_port, sigkill, spawn_env, wait_until, Api};
 use serde_json::json;
 
 const VHOST: &str = "aiden-test";
 const QUEUE: &str = "aiden.jobs.rest_api";
-
-fn cluster_env() -> Vec<(&'static str, String)> {
-    let uris: Vec<String> = (5682..=5684)
-        .map(|port| format!("amqp://guest:guest@127.0.0.1:{port}/{VHOST}"))
-        .collect();
-    vec![
-        ("AIDEN_AMQP_URIS", uris.join(",")),
-        ("AIDEN_QUEUE_TYPE", "quorum".into()),
-    ]
-}
-
-fn stack(args: &[&str]) {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/stack.sh");
-    let status = Command::new(script).args(args).status().expect("stack.sh");
-    assert!(status.success(), "scripts/stack.sh {args:?}");
-}
 
 /// The number (1-3) of the node that leads `queue` now.
 fn leader_of(queue: &str) -> String {
@@ -61,12 +45,12 @@ async fn a_sigkilled_queue_leader_loses_nothing_and_runs_the_step_under_one_key(
     let port = free_port();
     let api = Api::local(port);
     let (up, upstream) = start_upstream().await;
-    let mut serve = spawn_env(&["serve"], port, &cluster_env());
+    let mut serve = spawn_env(&["serve"], port, &cluster_env(VHOST));
     api.wait_ready().await;
     let mut pool = spawn_env(
         &["worker", "--type", "rest_api", "--concurrency", "4"],
         port,
-        &cluster_env(),
+        &cluster_env(VHOST),
     );
     let tag = format!("mq-{}", &uuid::Uuid::now_v7().simple().to_string()[20..]);
     let process = define(&api, &upstream, &tag, 1500).await;
@@ -85,9 +69,9 @@ async fn a_sigkilled_queue_leader_loses_nothing_and_runs_the_step_under_one_key(
     })
     .await;
     let leader = leader_of(QUEUE);
-    stack(&["mq-kill", &leader]);
+    stack_args(&["mq-kill", &leader]);
     tokio::time::sleep(Duration::from_secs(3)).await;
-    stack(&["mq-up", &leader]);
+    stack_args(&["mq-up", &leader]);
 
     let deadline = Instant::now() + Duration::from_secs(90);
     let done = loop {

@@ -6,7 +6,7 @@
 use aiden_tests::{admin, fixtures, unique, user, Client};
 use serde_json::{json, Value};
 
-use crate::providers::{provider, seed_spec, settled_alternative};
+use crate::providers::{converse_on, provider, seed_spec, settled_alternative};
 
 /// A shared keyless model Service at `endpoint` and a shared copy of the seed's answer template.
 async fn model_service(a: &Client, endpoint: &str) -> (String, String) {
@@ -51,20 +51,6 @@ async fn tool_of(
         body["secretId"] = json!(s);
     }
     fixtures::create(c, "tools", body).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
-/// The seed's `process-converse`, shared, answering with `tool`.
-async fn converse_on(c: &Client, tool: &str) -> String {
-    let mut spec = seed_spec(
-        include_str!("../../seed/60-processes.yaml"),
-        "process-converse",
-    );
-    spec["id"] = json!(unique("converse"));
-    spec["steps"][0]["tool"] = json!(tool);
-    fixtures::create(c, "processes", spec).await["id"]
         .as_str()
         .unwrap()
         .to_owned()

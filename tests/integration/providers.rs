@@ -395,6 +395,11 @@ async fn seeded_converse_process(c: &Client, endpoint: &str, secret: &str) -> St
         .as_str()
         .unwrap()
         .to_owned();
+    converse_on(c, &tool).await
+}
+
+/// The seed's `process-converse`, shared, answering with `tool`.
+pub(crate) async fn converse_on(c: &Client, tool: &str) -> String {
     let mut spec = seed_spec(
         include_str!("../../seed/60-processes.yaml"),
         "process-converse",

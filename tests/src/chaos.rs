@@ -234,13 +234,30 @@ pub fn rabbitmqctl(args: &[&str]) {
 /// `scripts/stack.sh <command> <instance>` of this checkout, on the tests' Neo4j instance
 /// (`graph-down`, `graph-kill`, `graph-up`: the graph outage and crash tests).
 pub fn stack(command: &str) {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/stack.sh");
     let instance = crate::setting("AIDEN_STACK_GRAPH", Some("test"));
+    stack_args(&[command, instance.as_str()]);
+}
+
+/// `scripts/stack.sh ARGS…` of this checkout (e.g. `mq-kill 2`), which must succeed.
+pub fn stack_args(args: &[&str]) {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/stack.sh");
     let status = Command::new(script)
-        .args([command, instance.as_str()])
+        .args(args)
         .status()
         .expect("scripts/stack.sh");
-    assert!(status.success(), "scripts/stack.sh {command}");
+    assert!(status.success(), "scripts/stack.sh {args:?}");
+}
+
+/// The environment that puts a spawned `aiden` on the three-node cluster of
+/// `scripts/stack.sh cluster-up` / `test-cluster-up` (AMQP 5682-5684), on `vhost`.
+pub fn cluster_env(vhost: &str) -> Vec<(&'static str, String)> {
+    let uris: Vec<String> = (5682..=5684)
+        .map(|port| format!("amqp://guest:guest@127.0.0.1:{port}/{vhost}"))
+        .collect();
+    vec![
+        ("AIDEN_AMQP_URIS", uris.join(",")),
+        ("AIDEN_QUEUE_TYPE", "quorum".into()),
+    ]
 }
 
 /// An agent Process whose model is the scripted model and whose one tool is `define`'s slow

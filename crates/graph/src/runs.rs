@@ -456,9 +456,7 @@ pub async fn callers_tool_of_template(
     template_id: &str,
     owner_id: &str,
 ) -> Result<Option<String>, Error> {
-    let q = cypher(query_file!("run/callers_tool_of_template.cypher"), None)
-        .param("templateId", template_id)
-        .param("ownerId", owner_id);
+    let q = callers_tool_query(template_id, owner_id);
     Ok(graph
         .read_rows::<IdRow>(q)
         .await?
@@ -473,10 +471,14 @@ pub async fn callers_tool_of_template_in(
     template_id: &str,
     owner_id: &str,
 ) -> Result<Option<String>, Error> {
-    let q = cypher(query_file!("run/callers_tool_of_template.cypher"), None)
-        .param("templateId", template_id)
-        .param("ownerId", owner_id);
+    let q = callers_tool_query(template_id, owner_id);
     Ok(tx.one::<IdRow>(q).await?.map(|r| r.id))
+}
+
+fn callers_tool_query(template_id: &str, owner_id: &str) -> neo4rs::Query {
+    cypher(query_file!("run/callers_tool_of_template.cypher"), None)
+        .param("templateId", template_id)
+        .param("ownerId", owner_id)
 }
 
 /// Worker heartbeats: `{id, set: {type, status, currentJobId, lastHeartbeat, ...}}`.

@@ -160,10 +160,12 @@ impl App {
     ) -> std::result::Result<Caller, AuthRefusal> {
         match self.authenticate(token).await {
             Ok(Some(caller)) => Ok(caller),
-            Ok(None) if self.auth_throttle.refused_for(source).is_some() => Err(
-                AuthRefusal::Throttled(self.auth_throttle.refused_for(source).unwrap_or_default()),
-            ),
-            Ok(None) => match self.auth_throttle.failed(source) {
+            // Already refused: not counted again; else this failure takes a cell.
+            Ok(None) => match self
+                .auth_throttle
+                .refused_for(source)
+                .or_else(|| self.auth_throttle.failed(source))
+            {
                 Some(wait) => Err(AuthRefusal::Throttled(wait)),
                 None => Err(AuthRefusal::Unknown),
             },

@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use aiden_tests::chaos::{define, define_agent, rabbitmqctl, stack, start_upstream};
+use aiden_tests::chaos::{
+    cluster_env, define, define_agent, rabbitmqctl, stack, stack_args, start_upstream,
+};
 use aiden_tests::procs::{admin_token, binary, envs, free_port, sigkill, spawn_env, Api, Proc};
 use anyhow::{bail, Result};
 use reqwest::Method;
@@ -112,20 +114,9 @@ fn cluster() -> bool {
 
 const CLUSTER_VHOST: &str = "aiden-soak";
 
-/// Every cluster node, on the soak's virtual host.
-fn cluster_uris() -> String {
-    (5682..=5684)
-        .map(|port| format!("amqp://guest:guest@127.0.0.1:{port}/{CLUSTER_VHOST}"))
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
 fn broker_env() -> Vec<(&'static str, String)> {
     if cluster() {
-        vec![
-            ("AIDEN_AMQP_URIS", cluster_uris()),
-            ("AIDEN_QUEUE_TYPE", "quorum".into()),
-        ]
+        cluster_env(CLUSTER_VHOST)
     } else {
         Vec::new()
     }
@@ -151,18 +142,9 @@ fn worker(ty: &str, port: u16) -> Proc {
 /// Kills one cluster node (SIGKILL) and starts it again after `down`.
 async fn kill_mq_node(node: u64, down: Duration) {
     let n = node.to_string();
-    stack_cmd(&["mq-kill", &n]);
+    stack_args(&["mq-kill", &n]);
     tokio::time::sleep(down).await;
-    stack_cmd(&["mq-up", &n]);
-}
-
-fn stack_cmd(args: &[&str]) {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/stack.sh");
-    let status = std::process::Command::new(script)
-        .args(args)
-        .status()
-        .expect("scripts/stack.sh");
-    assert!(status.success(), "scripts/stack.sh {args:?}");
+    stack_args(&["mq-up", &n]);
 }
 
 /// A small xorshift: the soak's random choices, reproducible from the printed seed.

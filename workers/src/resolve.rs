@@ -110,7 +110,8 @@ impl Resolver {
         }
     }
 
-    /// The ToolTemplate a cached or stored Tool was made from.
+    /// The ToolTemplate a Tool was made from, from the cache: a Tool that was loaded is cached
+    /// even when it cannot run for this caller; one that no longer exists has none.
     async fn template_of(&self, tool_id: &str) -> Option<String> {
         if let Some(e) = self.cache.lock().await.get(tool_id) {
             return e

@@ -16,6 +16,8 @@ pub struct Counts {
     /// Seconds spent in those statements (round trip), by file.
     statement_seconds: BTreeMap<String, f64>,
     messages: BTreeMap<String, f64>,
+    /// Graph records written: `nodes_created`, `edges_created`, `nodes_updated`.
+    records: BTreeMap<String, f64>,
     /// Engine passes committed, and passes redone after a write conflict.
     passes: f64,
     retries: f64,
@@ -63,6 +65,12 @@ impl Counts {
             if let Some((_, v)) = sample(line, "aiden_engine_pass_retries_total") {
                 self.retries += v;
             }
+            if let Some((labels, v)) = sample(line, "aiden_graph_records_total") {
+                *self
+                    .records
+                    .entry(label(labels, "what").to_owned())
+                    .or_default() += v;
+            }
             if let Some((_, v)) = sample(line, "aiden_graph_commits_total") {
                 self.commits += v;
             }
@@ -107,6 +115,7 @@ impl Counts {
         };
         let (statements, by_file) = per(&self.statements, &earlier.statements);
         let (messages, by_exchange) = per(&self.messages, &earlier.messages);
+        let (records, records_by_kind) = per(&self.records, &earlier.records);
         let ms =
             |m: &BTreeMap<String, f64>| m.iter().map(|(k, v)| (k.clone(), v * 1000.0)).collect();
         let (_, ms_by_file) = per(
@@ -116,6 +125,7 @@ impl Counts {
         let commits = (self.commits - earlier.commits) / steps.max(1) as f64;
         json!({"graph_statements": statements, "graph_statements_by_file": by_file,
                "graph_commits": (commits * 100.0).round() / 100.0,
+               "graph_records": records, "graph_records_by_kind": records_by_kind,
                "graph_ms_by_file": ms_by_file,
                "broker_messages": messages, "broker_messages_by_exchange": by_exchange,
                "engine_passes_total": self.passes - earlier.passes,
@@ -140,7 +150,9 @@ mod tests {
              aiden_broker_unconfirmed_total{exchange=\"aiden.jobs\"} 4\n\
              aiden_engine_pass_seconds_count 3\n\
              aiden_engine_pass_retries_total 1\n\
-             aiden_graph_commits_total 8\n",
+             aiden_graph_commits_total 8\n\
+             aiden_graph_records_total{what=\"nodes_created\"} 8\n\
+             aiden_graph_records_total{what=\"nodes_updated\"} 4\n",
         );
         let v = after.per_step(&before, 4);
         assert_eq!(v["graph_statements"], json!(1.0));
@@ -153,5 +165,7 @@ mod tests {
         assert_eq!(v["engine_passes_total"], json!(3.0));
         assert_eq!(v["engine_pass_retries_total"], json!(1.0));
         assert_eq!(v["graph_commits"], json!(2.0));
+        assert_eq!(v["graph_records"], json!(3.0));
+        assert_eq!(v["graph_records_by_kind"]["nodes_updated"], json!(1.0));
     }
 }

@@ -463,7 +463,6 @@ async fn graph_1_2_3_check_reports_reference_edges_that_disagree_with_their_ids(
         g["alternativeId"].as_str().unwrap().to_owned(),
         g["runId"].as_str().unwrap().to_owned(),
     );
-    // The upstream does not listen: the run fails, leaving its audit records.
     u.settled_run(&run).await;
     let summary = u
         .post(
@@ -475,13 +474,28 @@ async fn graph_1_2_3_check_reports_reference_edges_that_disagree_with_their_ids(
         .as_str()
         .unwrap()
         .to_owned();
-    let audits: Vec<serde_json::Value> = aiden_tests::graph_rows(
-        aiden_graph_query("MATCH (x:ToolCallAudit {runId: $run}) RETURN x.id AS id")
-            .param("run", run.as_str()),
+    let called: Vec<serde_json::Value> = aiden_tests::graph_rows(
+        aiden_graph_query(
+            "MATCH (:Run {id: $run})-[:HAS_STEP_RUN]->(sr:StepRun)
+             WHERE sr.workerId IS NOT NULL AND sr.inputHash IS NOT NULL AND sr.durationMs IS NOT NULL
+             RETURN sr.id AS id",
+        )
+        .param("run", run.as_str()),
     )
     .await;
-    assert!(!audits.is_empty(), "a failed attempt is audited");
-    let audit = audits[0]["id"].as_str().unwrap().to_owned();
+    assert!(!called.is_empty(), "a tool call is audited on its StepRun");
+    // Tool calls are audited on their StepRun (issue #36); an audit record is an agent step's
+    // pipeline record (AGT-16), written here as the engine writes one.
+    let audit = unique("audit");
+    write(
+        aiden_graph_query(
+            "MATCH (sr:StepRun {id: $sr}) CREATE (sr)-[:HAS_AUDIT]->(:ToolCallAudit {id: $audit,
+             runId: sr.runId, stepRunId: sr.id, kind: 'pipeline', status: 'failed', at: sr.finishedAt})",
+        )
+        .param("sr", called[0]["id"].as_str().unwrap())
+        .param("audit", audit.as_str()),
+    )
+    .await;
     for id in [&alt, &summary, &audit] {
         assert!(findings_for(id).await.is_empty(), "{id} should start clean");
     }

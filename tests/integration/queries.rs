@@ -382,17 +382,23 @@ async fn graph_1_2_3_alternatives_summaries_and_audits_are_linked_by_edges() {
     );
     assert!(copies.iter().all(|r| r["edges"] == 0), "{copies:?}");
 
+    // The StepRun is its tool call's audit record (issue #36): no record of its own.
     let audits: Vec<Value> = graph_rows(
         aiden_graph_query(
-            "MATCH (sr:StepRun {runId: $run})-[:HAS_AUDIT]->(x:ToolCallAudit)
-             RETURN sr.stepId AS step, x.stepRunId = sr.id AS same, x.status AS status",
+            "MATCH (r:Run {id: $run})-[:HAS_STEP_RUN]->(sr:StepRun)
+             OPTIONAL MATCH (sr)-[:HAS_AUDIT]->(x:ToolCallAudit)
+             RETURN sr.stepId AS step, sr.status AS status, sr.failedAt = sr.finishedAt AS failedAt,
+                    sr.workerId IS NOT NULL AS worker, sr.attempts AS attempts, count(x) AS records",
         )
         .param("run", sc.fail_run.as_str()),
     )
     .await;
     assert_eq!(
         audits,
-        vec![json!({"step": "boom", "same": true, "status": "failed"})]
+        vec![
+            json!({"step": "boom", "status": "failed", "failedAt": true, "worker": true,
+                    "attempts": 1, "records": 0})
+        ]
     );
 
     let list = owner(sc)

@@ -44,6 +44,11 @@ pub struct Pass<'a> {
     /// Per step run: the workers that ran it and its new audit records.
     workers: BTreeMap<String, Vec<Value>>,
     audits: BTreeMap<String, Vec<Value>>,
+    /// Per step run: its attempts that failed and were retried, `{at, durationMs, log}`.
+    retries: BTreeMap<String, Vec<Value>>,
+    /// Step runs of static steps that ran on another Tool than the step names (the caller's
+    /// own Tool of its template): `{stepRunId, toolId}`, for their `INVOKES_TOOL` edge.
+    invokes: Vec<Value>,
     /// Per step run: the attempts whose worker went silent (`LOST_ON`).
     lost: BTreeMap<String, Vec<Value>>,
     /// Agent calls decided in this pass: new StepRun nodes (`run/create_calls.cypher`).
@@ -99,6 +104,8 @@ impl<'a> Pass<'a> {
             events: BTreeMap::new(),
             workers: BTreeMap::new(),
             audits: BTreeMap::new(),
+            retries: BTreeMap::new(),
+            invokes: Vec::new(),
             lost: BTreeMap::new(),
             new_calls: Vec::new(),
             proposals: Vec::new(),
@@ -425,12 +432,9 @@ impl<'a> Pass<'a> {
         if first_start {
             step.started_at = Some(at.to_owned());
         }
+        // A tool step's StepRun is written when the step settles (or retries): its start is in
+        // the run's event log, and in memory until then.
         let step_id = run.plan.steps[i].id.clone();
-        let mut set = json!({"status": "running", "attempts": attempt, "workerId": worker});
-        if first_start {
-            set["startedAt"] = json!(at);
-        }
-        self.set_step(sr_id, set);
         self.event(
             run_id,
             "step.started",
@@ -469,7 +473,7 @@ impl<'a> Pass<'a> {
             Target::Process { id } => id.clone(),
             Target::Agent { model, .. } => model.clone(),
         };
-        let owner = run.owner_id.clone();
+        let is_static = run.plan.steps[i].call_of.is_none();
         let process_id = run.plan.process_id.clone();
         let alternative_id = run.alternative_id.clone();
         let latency = call
@@ -482,15 +486,14 @@ impl<'a> Pass<'a> {
             StepOutcome::Retrying { .. } => "retrying",
             StepOutcome::Failed { .. } => "failed",
         };
-        self.audits
-            .entry(sr_id.to_owned())
-            .or_default()
-            .push(json!({
-                "id": uuid::Uuid::now_v7().to_string(), "runId": run_id, "stepRunId": sr_id,
-                "toolId": tool_id, "actor": owner, "inputHash": call.input_hash,
-                "status": audit_status, "durationMs": latency, "attempt": call.attempt,
-                "at": call.finished_at,
-            }));
+        // The StepRun is the audit record of its tool calls (who: the run's owner; the Tool:
+        // its step's, or the one that ran, `INVOKES_TOOL`).
+        let ran = call.telemetry.get("ranToolId").and_then(Value::as_str);
+        if let Some(ran) = ran.filter(|r| is_static && *r != tool_id && audit_status != "retrying")
+        {
+            self.invokes
+                .push(json!({"stepRunId": sr_id, "toolId": ran}));
+        }
         self.rollup.step(&tool_id, audit_status, latency.as_f64());
         let tokens = call
             .telemetry
@@ -541,7 +544,13 @@ impl<'a> Pass<'a> {
                     sr_id,
                     json!({"status": "queued", "attempts": call.attempt,
                            "lastError": serde_json::to_string(&error).unwrap_or_default(),
-                           "workerId": call.worker_id}),
+                           "workerId": call.worker_id, "failedAt": call.finished_at}),
+                );
+                let log = json!({"attempt": call.attempt, "workerId": call.worker_id,
+                                 "inputHash": call.input_hash, "durationMs": latency,
+                                 "error": error, "at": call.finished_at});
+                self.retries.entry(sr_id.to_owned()).or_default().push(
+                    json!({"at": call.finished_at, "durationMs": latency, "log": log.to_string()}),
                 );
                 self.event(
                     run_id,
@@ -574,12 +583,11 @@ impl<'a> Pass<'a> {
         }
         let sr_id = run.steps[i].id.clone();
         let step_id = run.plan.steps[i].id.clone();
-        self.set_step(
-            &sr_id,
-            json!({"status": "completed", "output": value.to_string(), "attempts": call.attempt,
-                   "startedAt": started, "finishedAt": call.finished_at,
-                   "telemetry": Value::Object(telemetry.clone()).to_string()}),
-        );
+        let mut set = json!({"status": "completed", "output": value.to_string(),
+               "attempts": call.attempt, "startedAt": started, "finishedAt": call.finished_at,
+               "telemetry": Value::Object(telemetry.clone()).to_string()});
+        self.audit_facts(&mut set, run_id, i, call);
+        self.set_step(&sr_id, set);
         self.event(
             run_id,
             "step.completed",
@@ -603,12 +611,16 @@ impl<'a> Pass<'a> {
         run.steps[i].status = StepStatus::Failed;
         let sr_id = run.steps[i].id.clone();
         let step_id = run.plan.steps[i].id.clone();
-        self.set_step(
-            &sr_id,
-            json!({"status": "failed", "error": serde_json::to_string(&error).unwrap_or_default(),
-                   "attempts": call.attempt, "startedAt": started, "finishedAt": call.finished_at,
-                   "telemetry": Value::Object(telemetry).to_string()}),
-        );
+        let mut set = json!({"status": "failed",
+               "error": serde_json::to_string(&error).unwrap_or_default(),
+               "attempts": call.attempt, "startedAt": started, "finishedAt": call.finished_at,
+               "telemetry": Value::Object(telemetry).to_string()});
+        self.audit_facts(&mut set, run_id, i, call);
+        if !call.worker_id.is_empty() {
+            // A failed tool call: indexed, so "failures since" reads only failed step runs.
+            set["failedAt"] = json!(call.finished_at);
+        }
+        self.set_step(&sr_id, set);
         self.event(
             run_id,
             "step.failed",
@@ -618,6 +630,24 @@ impl<'a> Pass<'a> {
         self.to_advance.push_back(run_id.to_owned());
         let error = serde_json::to_value(&error).unwrap_or_default();
         self.call_settled(run_id, i, Err(error), agent::Usage::default());
+    }
+
+    /// A settled attempt's audit facts on its StepRun: when it was queued, the worker that ran
+    /// it, the hash of its input and how long the call took (none for the engine's own
+    /// failures and child runs, which no worker ran).
+    fn audit_facts(&mut self, set: &mut Value, run_id: &str, i: usize, call: &Call) {
+        if let Some(at) = &self.run(run_id).steps[i].queued_at {
+            set["queuedAt"] = json!(at);
+        }
+        if !call.worker_id.is_empty() {
+            set["workerId"] = json!(call.worker_id);
+        }
+        if let Some(hash) = &call.input_hash {
+            set["inputHash"] = json!(hash);
+        }
+        if let Some(ms) = call.telemetry.get("latencyMs").filter(|v| v.is_number()) {
+            set["durationMs"] = ms.clone();
+        }
     }
 
     /// Fails step `i` for a reason the engine found itself (no worker attempt behind it).
@@ -769,11 +799,12 @@ impl<'a> Pass<'a> {
                 let Some(job) = self.job_for(&run, i) else {
                     return Ok(());
                 };
-                self.run(run_id).steps[i].status = StepStatus::Queued;
-                self.set_step(
-                    &run.steps[i].id,
-                    json!({"status": "queued", "queuedAt": self.now}),
-                );
+                // Written when it settles: a step recorded `pending` whose inputs are ready is
+                // dispatched again by a recovery, as a `queued` one was re-published.
+                let now = self.now.clone();
+                let step = &mut self.run(run_id).steps[i];
+                step.status = StepStatus::Queued;
+                step.queued_at = Some(now);
                 self.event(
                     run_id,
                     "step.queued",
@@ -934,6 +965,7 @@ impl<'a> Pass<'a> {
                     attempts: 0,
                     worker_id: None,
                     started_at: None,
+                    queued_at: None,
                     child_run_id: None,
                 })
                 .collect(),
@@ -1132,9 +1164,10 @@ impl<'a> Pass<'a> {
         step_ids.extend(self.workers.keys().cloned());
         step_ids.extend(self.audits.keys().cloned());
         step_ids.extend(self.lost.keys().cloned());
+        step_ids.extend(self.retries.keys().cloned());
         step_ids.sort();
         step_ids.dedup();
-        let steps = step_ids
+        let steps: Vec<Value> = step_ids
             .into_iter()
             .map(|id| {
                 json!({
@@ -1142,23 +1175,25 @@ impl<'a> Pass<'a> {
                     "workers": self.workers.remove(&id).unwrap_or_default(),
                     "audits": self.audits.remove(&id).unwrap_or_default(),
                     "lost": self.lost.remove(&id).unwrap_or_default(),
+                    "retries": self.retries.remove(&id).unwrap_or_default(),
                     "id": id,
                 })
             })
             .collect();
         let mut written = Vec::new();
-        let runs = self
+        let runs: Vec<Value> = self
             .run_sets
             .iter()
             .map(|(id, set)| {
                 let rows: Vec<runs::EventRow> = self.events.remove(id).unwrap_or_default();
-                let mut chunks = Vec::new();
+                // The pass's events, appended to the Run's log (one JSON array per pass) with
+                // their range of sequence numbers: no record of their own.
+                let mut events = Value::Null;
                 if let (Some(first), Some(last)) = (rows.first(), rows.last()) {
-                    chunks.push(json!({
-                        "key": format!("{id}#{}", first.seq), "runId": id,
-                        "firstSeq": first.seq, "lastSeq": last.seq,
-                        "events": serde_json::to_string(&rows).unwrap_or_default(),
-                    }));
+                    events = json!({
+                        "text": serde_json::to_string(&rows).unwrap_or_default(),
+                        "range": [first.seq, last.seq],
+                    });
                     let run = self.runs.get(id);
                     written.push(crate::Committed {
                         run_id: id.clone(),
@@ -1167,25 +1202,47 @@ impl<'a> Pass<'a> {
                         events: crate::EventBatch::from(rows),
                     });
                 }
-                json!({"id": id, "set": set, "chunks": chunks})
+                json!({"id": id, "set": set, "events": events})
             })
             .collect();
         self.written_events = written;
+        let updated = updated_nodes(&steps, &runs, &step_runs, &self.handed, &new_runs);
         let batch = Batch {
             new_runs: std::mem::take(&mut self.handed),
             step_runs,
             steps,
             runs,
             links: std::mem::take(&mut self.links),
+            invokes: std::mem::take(&mut self.invokes),
         };
         if !batch.is_empty() {
             // Always in an explicit transaction: then only a failed commit leaves the outcome
             // unknown, and the engine recovers those runs from the graph (Engine::uncertain).
-            let made = runs::apply(self.tx().await?, &batch).await?;
+            let tx = self.tx().await?;
+            tx.count_updates(updated);
+            let made = runs::apply(tx, &batch).await?;
             missed.extend(unmade(&batch, made));
         }
         Ok(missed)
     }
+}
+
+/// The nodes a batch sets that it does not create: the benchmark's updates per step.
+fn updated_nodes(
+    steps: &[Value],
+    runs: &[Value],
+    step_runs: &[Value],
+    handed: &[Value],
+    new_runs: &[NewRun],
+) -> u64 {
+    let set = |row: &Value| row["set"].as_object().is_some_and(|m| !m.is_empty());
+    let created_step = |id: &Value| step_runs.iter().any(|n| n["id"] == *id);
+    let created_run = |id: &Value| {
+        handed.iter().any(|n| n["id"] == *id) || new_runs.iter().any(|n| *id == n.id.as_str())
+    };
+    let steps = steps.iter().filter(|r| set(r) && !created_step(&r["id"]));
+    let runs = runs.iter().filter(|r| set(r) && !created_run(&r["id"]));
+    (steps.count() + runs.count()) as u64
 }
 
 /// The ids of the batch's new runs that its statement did not create.

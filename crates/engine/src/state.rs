@@ -57,6 +57,9 @@ pub struct StepState {
     pub attempts: u32,
     pub worker_id: Option<String>,
     pub started_at: Option<String>,
+    /// When its job was last published: kept in memory, written when the step settles (a
+    /// tool step's StepRun is written once then, not at each transition).
+    pub queued_at: Option<String>,
     pub child_run_id: Option<String>,
     /// AGT-14: the estimate charged when a priced step was queued, until it settles.
     pub reserved_micros: u64,
@@ -185,6 +188,7 @@ fn step_state(id: String, status: StepStatus, row: Option<&Value>) -> StepState 
         attempts: get("attempts").and_then(Value::as_u64).unwrap_or(0) as u32,
         worker_id: get("workerId").and_then(Value::as_str).map(str::to_owned),
         started_at: get("startedAt").and_then(Value::as_str).map(str::to_owned),
+        queued_at: get("queuedAt").and_then(Value::as_str).map(str::to_owned),
         child_run_id: get("childRunId").and_then(Value::as_str).map(str::to_owned),
         reserved_micros: get("reservedMicros").and_then(Value::as_u64).unwrap_or(0),
     }

@@ -124,7 +124,7 @@ const fn check(invariant: &'static str, text: &'static str, message: &'static st
 
 /// The conversation (TURN-1, 2, 3, 5, 6, 7), knowledge-layer (EPI-3, ENT-2, ENT-3) and
 /// reference-edge (GRAPH-1..3) audits.
-const ID_CHECKS: [IdCheck; 15] = [
+const ID_CHECKS: [IdCheck; 16] = [
     check(
         "TURN-1",
         query_file!("audit/turn_sequence.cypher"),
@@ -204,7 +204,12 @@ const ID_CHECKS: [IdCheck; 15] = [
     check(
         "GRAPH-3",
         query_file!("audit/audit_step_run.cypher"),
-        "tool-call audit record without exactly one HAS_AUDIT from the step run it names",
+        "audit record without exactly one HAS_AUDIT from the step run it names, or not an agent pipeline's",
+    ),
+    check(
+        "EXEC-2",
+        query_file!("audit/step_run_facts.cypher"),
+        "step run settled by a worker without its attempts or finish time, or with retried attempts' facts out of step",
     ),
 ];
 

@@ -1,4 +1,4 @@
-//! Runs (issue #3): `Run`, `StepRun`, the `RunEvent` log, `ToolCallAudit` records and
+//! Runs (issue #3): `Run`, `StepRun` (the audit record of its tool calls), the run event log,
 //! `RunRequest` idempotency keys. The engine writes a whole batch of state changes in one
 //! transaction with a handful of UNWIND statements (one per kind of change), so a step costs
 //! a few rows, not a few round trips.
@@ -295,23 +295,22 @@ pub struct EventRow {
 }
 
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ChunkRow {
-    events: String,
+struct LogRow {
+    parts: Vec<String>,
 }
 
-/// Decodes event chunks and adds the pre-chunk single events: the `limit` first events after
-/// `after`, in order.
+/// Decodes the log's parts (the Run's `events`, older runs' chunks) and adds the pre-chunk
+/// single events: the `limit` first events after `after`, in order.
 fn merge_events(
-    chunks: Vec<ChunkRow>,
+    log: Vec<LogRow>,
     single: Vec<EventRow>,
     after: i64,
     limit: i64,
 ) -> Result<Vec<EventRow>, Error> {
     let mut events = single;
-    for c in chunks {
+    for part in log.into_iter().flat_map(|l| l.parts) {
         let rows: Vec<EventRow> =
-            serde_json::from_str(&c.events).map_err(|e| Error::Decode(e.to_string()))?;
+            serde_json::from_str(&part).map_err(|e| Error::Decode(e.to_string()))?;
         events.extend(rows.into_iter().filter(|e| e.seq > after));
     }
     events.sort_by_key(|e| e.seq);
@@ -391,14 +390,16 @@ pub struct Batch {
     /// `{id, runId, stepId, processStepId, order}` per StepRun to create (`pending`) before the
     /// changes below: those of runs the engine writes for the first time.
     pub step_runs: Vec<Value>,
-    /// `{id, set: {prop: value}, workers: [workerId], audits: [{id, runId, stepRunId, toolId,
-    /// actor, inputHash, status, durationMs, attempt, at}]}` per StepRun.
+    /// `{id, set: {prop: value}, workers: [workerId], lost: [{workerId, attempt, at}],
+    /// retries: [{at, durationMs, log}], audits: [agent pipeline record]}` per StepRun.
     pub steps: Vec<Value>,
-    /// `{id, set: {prop: value}, chunks: [{key, runId, firstSeq, lastSeq, events}]}` per Run:
-    /// at most one chunk, `events` the JSON array of the pass's [`EventRow`]s.
+    /// `{id, set: {prop: value}, events: {text, range: [first, last]} | null}` per Run: `text`
+    /// the JSON array of the pass's [`EventRow`]s, appended to the Run's `events` list.
     pub runs: Vec<Value>,
     /// Runs started in this pass, to link to their definitions and caller.
     pub links: Vec<String>,
+    /// `{stepRunId, toolId}`: a static step that ran on another Tool than its step names.
+    pub invokes: Vec<Value>,
 }
 
 impl Batch {
@@ -408,6 +409,7 @@ impl Batch {
             && self.steps.is_empty()
             && self.runs.is_empty()
             && self.links.is_empty()
+            && self.invokes.is_empty()
     }
 }
 
@@ -419,7 +421,8 @@ pub async fn apply(tx: &mut Tx, batch: &Batch) -> Result<Vec<String>, Error> {
         .param("stepRuns", bolt(Value::Array(batch.step_runs.clone()))?)
         .param("steps", bolt(Value::Array(batch.steps.clone()))?)
         .param("runs", bolt(Value::Array(batch.runs.clone()))?)
-        .param("links", batch.links.clone());
+        .param("links", batch.links.clone())
+        .param("invokes", bolt(Value::Array(batch.invokes.clone()))?);
     #[derive(Deserialize)]
     struct Made {
         made: Vec<String>,

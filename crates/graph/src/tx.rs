@@ -18,11 +18,12 @@ struct CountRow {
 
 pub struct Tx {
     inner: neo4rs::Txn,
+    updated: u64,
 }
 
 impl Tx {
     pub(crate) fn new(inner: neo4rs::Txn) -> Self {
-        Self { inner }
+        Self { inner, updated: 0 }
     }
 
     /// Every row, in one round trip (with the transaction's BEGIN when this is its first).
@@ -58,9 +59,26 @@ impl Tx {
 
     /// Commits; `aiden_graph_commits_total` counts the commits that succeeded (transactions
     /// that wrote nothing included: Neo4j logs nothing for those).
+    /// Notes that this transaction updates `n` nodes it did not create (the server's summary
+    /// counts properties set, not nodes): the engine's pass says how many it wrote.
+    pub fn count_updates(&mut self, n: u64) {
+        self.updated += n;
+    }
+
+    /// `aiden_graph_records_total{what}` counts the records committed transactions wrote: nodes
+    /// and edges created, as the server's statement summaries reported them, and the nodes
+    /// updated that the writer counted ([`Tx::count_updates`]): the benchmark's records per step.
     pub async fn commit(self) -> Result<(), Error> {
+        let written = self.inner.written();
         self.inner.commit().await.map_err(Error::from_driver)?;
         metrics::counter!("aiden_graph_commits_total").increment(1);
+        for (what, n) in [
+            ("nodes_created", written.nodes_created),
+            ("edges_created", written.relationships_created),
+            ("nodes_updated", self.updated),
+        ] {
+            metrics::counter!("aiden_graph_records_total", "what" => what).increment(n);
+        }
         Ok(())
     }
 

@@ -574,6 +574,54 @@ fn typed<T: serde::de::DeserializeOwned>(v: Value) -> Result<T> {
     })
 }
 
+/// A tool step's StepRun is written when it settles (the lean journal): until then its status,
+/// attempt and worker are those its latest event in the run's log says.
+fn in_flight(run: &Value) -> std::collections::HashMap<String, Value> {
+    let mut live = std::collections::HashMap::new();
+    let parts = run.get("events").and_then(Value::as_array);
+    let events = parts.into_iter().flatten().filter_map(Value::as_str);
+    for event in
+        events.flat_map(|t| serde_json::from_str::<Vec<runs::EventRow>>(t).unwrap_or_default())
+    {
+        let Some(step_id) = event.step_id else {
+            continue;
+        };
+        let data: Value = event
+            .data
+            .as_deref()
+            .and_then(|d| serde_json::from_str(d).ok())
+            .unwrap_or_default();
+        let entry = live.entry(step_id).or_insert_with(|| json!({}));
+        match event.kind.as_str() {
+            "step.queued" | "step.retrying" => entry["status"] = json!("queued"),
+            "step.started" => {
+                entry["status"] = json!("running");
+                if entry.get("startedAt").is_none() {
+                    entry["startedAt"] = json!(event.at);
+                }
+                for (from, to) in [("attempt", "attempts"), ("workerId", "workerId")] {
+                    if let Some(v) = data.get(from).filter(|v| !v.is_null()) {
+                        entry[to] = v.clone();
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    live
+}
+
+/// A step run's row with what its live events add.
+fn merged(row: &Value, live: &Value) -> Value {
+    let mut row = row.clone();
+    if let (Some(row), Some(live)) = (row.as_object_mut(), live.as_object()) {
+        for (k, v) in live {
+            row.insert(k.clone(), v.clone());
+        }
+    }
+    row
+}
+
 fn text_of(map: &Value, key: &str) -> Option<String> {
     map.get(key).and_then(Value::as_str).map(str::to_owned)
 }
@@ -581,10 +629,22 @@ fn text_of(map: &Value, key: &str) -> Option<String> {
 /// The contract's run shape.
 pub fn run_view(row: &runs::RunRow) -> Result<RunView> {
     let r = &row.run;
+    let live = in_flight(r);
     let steps: Vec<Value> = row
         .steps_or_planned()
         .iter()
         .map(|s| {
+            let step_id = s.get("stepId").and_then(Value::as_str).unwrap_or_default();
+            // Only a row the engine has not written since dispatch (a tool step between
+            // dispatch and settling); agent and child steps write their own states.
+            let unwritten = matches!(
+                s.get("status").and_then(Value::as_str),
+                None | Some("pending" | "queued")
+            );
+            let s = match live.get(step_id) {
+                Some(l) if unwritten => &merged(s, l),
+                _ => s,
+            };
             // An agent's call carries the spec it was dispatched from: its Tool and input.
             let spec = s
                 .get("callSpec")
@@ -619,4 +679,43 @@ pub fn run_view(row: &runs::RunRow) -> Result<RunView> {
         "trigger": RunTrigger::from_parts(text_of(r, "triggerKind"), text_of(r, "triggerSubjectId")),
         "steps": steps,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tool step's StepRun is written when it settles: until then its run's view takes the
+    /// status, attempt and worker from the run's event log (issue #36).
+    #[test]
+    fn an_unsettled_steps_view_follows_its_latest_event() {
+        let part = |events: Value| Value::String(events.to_string());
+        let event = |seq: i64, kind: &str, step: &str, data: Value| {
+            json!({"seq": seq, "kind": kind, "stepId": step, "at": format!("t{seq}"),
+                   "data": data.to_string()})
+        };
+        let run = json!({"events": [
+            part(json!([event(1, "step.queued", "a", json!({"attempt": 1})),
+                        event(2, "step.queued", "b", json!({"attempt": 1}))])),
+            part(json!([event(3, "step.started", "a", json!({"attempt": 1, "workerId": "w1"})),
+                        event(4, "step.started", "b", json!({"attempt": 1, "workerId": "w1"})),
+                        event(5, "step.retrying", "b", json!({"attempt": 1})),
+                        event(6, "step.started", "b", json!({"attempt": 2, "workerId": "w2"}))])),
+        ]});
+        let live = in_flight(&run);
+        assert_eq!(live["a"]["status"], "running");
+        assert_eq!(live["a"]["workerId"], "w1");
+        assert_eq!(live["a"]["startedAt"], "t3");
+        assert_eq!(live["b"]["status"], "running");
+        assert_eq!(live["b"]["attempts"], 2);
+        assert_eq!(live["b"]["workerId"], "w2");
+        assert_eq!(
+            live["b"]["startedAt"], "t4",
+            "the first start stays the step's start"
+        );
+        let pending = json!({"stepId": "a", "status": "pending", "attempts": 0});
+        let view = merged(&pending, &live["a"]);
+        assert_eq!(view["status"], "running");
+        assert_eq!(view["stepId"], "a");
+    }
 }

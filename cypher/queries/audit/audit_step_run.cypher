@@ -1,6 +1,7 @@
-// GRAPH-3: every tool-call audit record has exactly one HAS_AUDIT, from the step run it names.
+// GRAPH-3: every audit record has exactly one HAS_AUDIT, from the step run it names, and is an
+// agent step's pipeline record (`kind`): a tool call is audited on its StepRun (issue #36).
 MATCH (x:ToolCallAudit)
 OPTIONAL MATCH (sr:StepRun)-[:HAS_AUDIT]->(x)
 WITH x, collect(sr.id) AS stepRuns
-WHERE size(stepRuns) <> 1 OR NOT x.stepRunId IN stepRuns
+WHERE size(stepRuns) <> 1 OR NOT x.stepRunId IN stepRuns OR x.kind IS NULL
 RETURN x.id AS id

@@ -1,7 +1,10 @@
 // One engine pass in one statement: new step runs, step-run changes (with the Worker that finished each
-// attempt, one CREATEd edge per attempt: a MERGE would scan the Worker's ever-growing edge list,
-// and the tool-call audit records), then run changes with their new events (one RunEventChunk
-// per run holding this pass's events, hung off its Run: HAS_EVENTS). `WITH count(*)` joins the two halves and yields one row even when there are no step rows. A run that generates an agent
+// attempt, one CREATEd edge per attempt: a MERGE would scan the Worker's ever-growing edge list),
+// then run changes with their new events (the pass's events, one JSON array, appended to the
+// Run's `events` list and their first and last sequence numbers to `eventRanges`: the log costs
+// no record of its own). `WITH count(*)` joins the parts and yields one row even when a part has
+// no rows. A tool step's StepRun is its calls' audit record (the lean journal, issue #36): it is
+// written when the step settles, and a retried attempt's facts are appended to it. A run that generates an agent
 // Alternative settles it in the same statement: content written once, from `generating` only,
 // and its content is recorded for Graphiti ingestion (IngestItem, the outbox) with it.
 // Every lookup by a key that may be null goes through coalesce(key, ''), so that a null key
@@ -36,10 +39,16 @@ UNWIND $steps AS s
 MATCH (sr:StepRun {id: s.id})
 SET sr += s.set
 FOREACH (wid IN s.workers | MERGE (w:Worker {id: wid}) CREATE (sr)-[:RAN_ON]->(w))
-// GRAPH-3: each audit record hangs off its step run; GRAPH-4: a worker that went silent
-// holding an attempt keeps a LOST_ON edge from that step run.
+// GRAPH-4: a worker that went silent holding an attempt keeps a LOST_ON edge from that step run.
 FOREACH (l IN s.lost | MERGE (w:Worker {id: l.workerId})
   CREATE (sr)-[:LOST_ON {attempt: l.attempt, at: l.at}]->(w))
+// A retried attempt: when it failed, how long it took (float: a stored list has one type) and
+// its whole record (attempt, worker, input hash, error) as JSON.
+FOREACH (x IN s.retries |
+  SET sr.retriedAt = coalesce(sr.retriedAt, []) + x.at,
+      sr.retriedMs = coalesce(sr.retriedMs, []) + toFloat(coalesce(x.durationMs, 0)),
+      sr.retryLog = coalesce(sr.retryLog, []) + x.log)
+// GRAPH-3: an agent step's pipeline record (AGT-16) hangs off its step run.
 FOREACH (a IN s.audits |
   CREATE (sr)-[:HAS_AUDIT]->(:ToolCallAudit {id: a.id, runId: a.runId, stepRunId: a.stepRunId, toolId: a.toolId,
                           actor: a.actor, inputHash: a.inputHash, status: a.status,
@@ -49,9 +58,9 @@ WITH count(*) AS stepRows
 UNWIND $runs AS r
 MATCH (x:Run {id: r.id})
 SET x += r.set
-FOREACH (c IN r.chunks |
-  CREATE (x)-[:HAS_EVENTS]->(:RunEventChunk {key: c.key, runId: c.runId, firstSeq: c.firstSeq, lastSeq: c.lastSeq,
-                          events: c.events}))
+FOREACH (e IN CASE WHEN r.events IS NULL THEN [] ELSE [r.events] END |
+  SET x.events = coalesce(x.events, []) + e.text,
+      x.eventRanges = coalesce(x.eventRanges, []) + e.range)
 WITH stepRows, x
 OPTIONAL MATCH (al:Alternative {id: coalesce(x.alternativeId, '')})
 WITH stepRows, x, al,
@@ -70,7 +79,8 @@ FOREACH (_ IN CASE WHEN ingests THEN [1] ELSE [] END |
   CREATE (:IngestItem {id: 'message:' + al.id, kind: 'message', targetId: al.id,
                        conversationId: al.conversationId, state: 'new', createdAt: x.finishedAt}))
 WITH stepRows, count(*) AS runRows
-// Runs started in this pass get their edges into the definitions and to their caller.
+// Runs started in this pass get their edges into the definitions and to their caller. A static
+// step's Tool is reached through OF_STEP->CALLS_TOOL: no edge of its own.
 UNWIND $links AS runId
 MATCH (r:Run {id: runId})
 MATCH (v:ProcessVersion {id: r.versionId})
@@ -82,10 +92,13 @@ WITH r
 MATCH (r)-[:HAS_STEP_RUN]->(sr:StepRun)
 MATCH (ps:ProcessStep {id: sr.processStepId})
 CREATE (sr)-[:OF_STEP]->(ps)
-WITH sr, ps
-OPTIONAL MATCH (ps)-[:CALLS_TOOL]->(t:Tool)
-FOREACH (_ IN CASE WHEN t IS NULL THEN [] ELSE [1] END | CREATE (sr)-[:INVOKES_TOOL]->(t))
 WITH count(*) AS linked
+// A static step that ran on the caller's own Tool of its Tool's template names it.
+UNWIND $invokes AS iv
+MATCH (sr:StepRun {id: iv.stepRunId})
+MATCH (t:Tool {id: iv.toolId})
+CREATE (sr)-[:INVOKES_TOOL]->(t)
+WITH count(*) AS invoked
 UNWIND $newRuns AS nr
 OPTIONAL MATCH (m:Run {id: nr.id})
 RETURN collect(m.id) AS made

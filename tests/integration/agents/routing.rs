@@ -124,12 +124,17 @@ async fn agt_15_the_router_narrows_the_tools_to_its_intent_and_the_pipeline_is_a
     assert_eq!(pipeline["postHooks"]["memorySuggestions"], 0);
     let per_call: Vec<Value> = graph_rows(
         aiden_graph_query(
-            "MATCH (x:ToolCallAudit {runId: $run}) WHERE x.kind IS NULL RETURN count(x) AS n",
+            "MATCH (:Run {id: $run})-[:HAS_STEP_RUN]->(sr:StepRun)
+             WHERE sr.callSpec IS NOT NULL AND sr.workerId IS NOT NULL AND sr.durationMs IS NOT NULL
+             RETURN count(sr) AS n",
         )
         .param("run", r["id"].as_str().unwrap()),
     )
     .await;
-    assert_eq!(per_call[0]["n"], 4, "each call keeps its own record");
+    assert_eq!(
+        per_call[0]["n"], 4,
+        "each call's StepRun is its audit record"
+    );
     // The pipeline record is not a tool call: "where the time goes" leaves it out.
     let latency: Vec<Value> = graph_rows(aiden_tests::ask_query(
         "step_latency",

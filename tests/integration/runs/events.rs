@@ -65,9 +65,9 @@ async fn exec_5_sse_replays_an_ordered_gapless_log_and_resumes_after_last_event_
     assert_eq!(r.status(), 404);
 }
 
-/// EXEC-5 (audit): the log is one RunEventChunk per engine pass, hung off its Run; `aiden check`
-/// reports a settled run whose chunks do not cover exactly 1..eventSeq, and stops once the
-/// chunk is back.
+/// EXEC-5 (audit): the log is the Run's `events` list, one part per engine pass, with each
+/// part's first and last sequence number in `eventRanges`; `aiden check` reports a settled run
+/// whose parts do not cover exactly 1..eventSeq, and stops once the part is back.
 #[tokio::test]
 async fn exec_5_check_reports_a_run_whose_event_chunks_leave_a_gap() {
     let u = user().await;
@@ -84,10 +84,11 @@ async fn exec_5_check_reports_a_run_whose_event_chunks_leave_a_gap() {
         "a fresh run's log is whole"
     );
     let graph = aiden_graph::Graph::connect(&server().graph).await.unwrap();
-    // A gap: the run's last chunk is no longer hung off it (HAS_EVENTS), then is again.
+    // A gap: the run's last part is taken off its log (kept aside), then put back.
     let detach = neo4rs::query(
-        "MATCH (:Run {id: $id})-[h:HAS_EVENTS]->(c:RunEventChunk) WHERE c.firstSeq > 1 \
-         WITH h, c ORDER BY c.firstSeq DESC LIMIT 1 SET c.detachedFrom = $id DELETE h",
+        "MATCH (r:Run {id: $id}) WHERE size(r.events) > 1 \
+         SET r.detachedPart = r.events[-1], r.detachedRange = r.eventRanges[-2..], \
+             r.events = r.events[..-1], r.eventRanges = r.eventRanges[..-2]",
     )
     .param("id", id.clone());
     let mut tx = graph.begin().await.unwrap();
@@ -95,8 +96,8 @@ async fn exec_5_check_reports_a_run_whose_event_chunks_leave_a_gap() {
     tx.commit().await.unwrap();
     assert_eq!(findings(&[&id]).await, vec![format!("EXEC-5 {id}")]);
     let reattach = neo4rs::query(
-        "MATCH (r:Run {id: $id}) MATCH (c:RunEventChunk) WHERE c.detachedFrom = $id \
-         CREATE (r)-[:HAS_EVENTS]->(c) REMOVE c.detachedFrom",
+        "MATCH (r:Run {id: $id}) SET r.events = r.events + r.detachedPart, \
+         r.eventRanges = r.eventRanges + r.detachedRange REMOVE r.detachedPart, r.detachedRange",
     )
     .param("id", id.clone());
     let mut tx = graph.begin().await.unwrap();

@@ -539,7 +539,7 @@ pub use crate::row::{Node, Path, Point2D, Point3D, Relation, Row, UnboundedRelat
 pub use crate::stream::{DetachedRowStream, RowStream};
 pub use crate::txn::Txn;
 #[cfg(not(feature = "unstable-bolt-protocol-impl-v2"))]
-pub use crate::txn::Fetch;
+pub use crate::txn::{Fetch, WriteStats};
 pub use crate::types::serde::{
     DeError, EndNodeId, Id, Indices, Keys, Labels, Nodes, Offset, Relationships, StartNodeId,
     Timezone, Type,

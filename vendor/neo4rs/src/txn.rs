@@ -30,6 +30,18 @@ pub struct Txn {
     imp_user: Option<ImpersonateUser>,
     #[cfg(feature = "unstable-bolt-protocol-impl-v2")]
     bookmark: Option<String>,
+    /// What the statements of this transaction wrote, as the server counted it (vendor/README.md).
+    #[cfg(not(feature = "unstable-bolt-protocol-impl-v2"))]
+    written: WriteStats,
+}
+
+/// The write counters of a statement's summary (`stats`), summed over a transaction.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case", default)]
+pub struct WriteStats {
+    pub nodes_created: u64,
+    pub relationships_created: u64,
+    pub properties_set: u64,
 }
 
 impl Txn {
@@ -48,6 +60,7 @@ impl Txn {
             connection,
             operation,
             imp_user,
+            written: WriteStats::default(),
         })
     }
 
@@ -104,6 +117,13 @@ impl Txn {
                             fields = success.get("fields").unwrap_or_default();
                         }
                         more = name == "PULL" && success.get("has_more").unwrap_or(false);
+                        if name != "RUN" {
+                            if let Ok(stats) = success.get::<WriteStats>("stats") {
+                                self.written.nodes_created += stats.nodes_created;
+                                self.written.relationships_created += stats.relationships_created;
+                                self.written.properties_set += stats.properties_set;
+                            }
+                        }
                         break;
                     }
                     BoltResponse::Record(_) => {
@@ -138,6 +158,12 @@ impl Txn {
             }
         }
         Ok(rows)
+    }
+
+    /// What this transaction's statements wrote so far (summed from their summaries).
+    #[cfg(not(feature = "unstable-bolt-protocol-impl-v2"))]
+    pub fn written(&self) -> WriteStats {
+        self.written
     }
 
     fn with_extras(&self, q: Query) -> Query {

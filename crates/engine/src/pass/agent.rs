@@ -560,6 +560,7 @@ impl Pass<'_> {
             "toolId": tool_id, "order": order, "at": self.now,
             "spec": serde_json::to_string(&spec).unwrap_or_default(),
         }));
+        let now = self.now.clone();
         let run = self.run(run_id);
         run.plan.steps.push(spec);
         run.steps.push(StepState {
@@ -569,6 +570,7 @@ impl Pass<'_> {
             attempts: 0,
             worker_id: None,
             started_at: None,
+            queued_at: Some(now),
             child_run_id: None,
         });
         let i = run.steps.len() - 1;

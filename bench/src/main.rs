@@ -327,6 +327,8 @@ async fn main() -> anyhow::Result<()> {
     for name in &args.scenarios {
         // As the peers do: the previous scenario's tail settles before the next one starts.
         tokio::time::sleep(Duration::from_secs(1)).await;
+        // scripts/bench-profile.sh starts sampling on this line.
+        eprintln!("bench: measuring {name}");
         let line = match name.as_str() {
             "chain3_history" => {
                 let runs = scaled(500);

@@ -5,6 +5,9 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use aiden_domain::execution::interpolate::render_tree;
+use aiden_domain::execution::machine::{
+    self, Call, Effect, Message, Outcome, RunEffect, RunMessage,
+};
 use aiden_domain::execution::schedule::{
     accept_output, advance, referenced_variables, Decision, StepStatus, Target,
 };
@@ -26,7 +29,8 @@ type Runs = HashMap<String, RunState>;
 struct ChildResult {
     parent_run_id: String,
     parent_step_run_id: String,
-    outcome: Result<Value, ErrorInfo>,
+    /// The child's output, or the error (JSON) its parent step fails with.
+    outcome: Result<Value, Value>,
 }
 
 pub struct Pass<'a> {
@@ -200,24 +204,6 @@ impl<'a> Pass<'a> {
             .extend(obj(props));
     }
 
-    /// GRAPH-4: a running attempt's worker lost it: it went silent (`by` None: the job is
-    /// dispatched again), or another worker took the redelivered job (`by`).
-    fn lost_on(&mut self, run_id: &str, step_run_id: &str, i: usize, by: Option<&str>) {
-        let step = &self.run(run_id).steps[i];
-        let Some(worker) = step.worker_id.clone() else {
-            return;
-        };
-        if step.status != StepStatus::Running || by.is_some_and(|b| b == worker) {
-            return;
-        }
-        let attempt = step.attempts;
-        let at = self.now.clone();
-        self.lost
-            .entry(step_run_id.to_owned())
-            .or_default()
-            .push(json!({"workerId": worker, "attempt": attempt, "at": at}));
-    }
-
     fn ran_on(&mut self, step_run_id: &str, worker_id: &str) {
         let list = self.workers.entry(step_run_id.to_owned()).or_default();
         if !worker_id.is_empty() && !list.iter().any(|w| w == worker_id) {
@@ -296,7 +282,7 @@ impl<'a> Pass<'a> {
                     worker_id,
                     started_at,
                     finished_at,
-                    telemetry,
+                    telemetry: obj(telemetry),
                     input_hash,
                 };
                 self.step_finished(&run_id, &step_run_id, call, outcome);
@@ -364,41 +350,14 @@ impl<'a> Pass<'a> {
         if run.status.is_settled() || run.steps[i].status.is_settled() {
             return Ok(());
         }
-        if let Some(mut job) = self.job_for(&run, i) {
-            job.redispatch = true;
-            self.lost_on(run_id, step_run_id, i, None);
-            self.set_step(step_run_id, json!({"status": "queued"}));
-            self.run(run_id).steps[i].status = StepStatus::Queued;
-            self.event(
-                run_id,
-                "step.queued",
-                Some(&run.plan.steps[i].id),
-                json!({"attempt": job.attempt, "reason": "worker lost"}),
-            );
-            self.jobs.push(job);
+        if self.job_for(&run, i).is_some() {
+            self.transition(run_id, i, Message::WorkerLost);
         }
         Ok(())
     }
 
     fn start(&mut self, run_id: &str) {
-        if self.run(run_id).status != RunStatus::Queued {
-            self.to_advance.push_back(run_id.to_owned());
-            return;
-        }
-        self.run(run_id).status = RunStatus::Running;
-        self.set_run(run_id, json!({"status": "running", "startedAt": self.now}));
-        self.links.push(run_id.to_owned());
-        let (pid, version, depth) = {
-            let r = self.run(run_id);
-            (r.plan.process_id.clone(), r.plan.version, r.depth)
-        };
-        self.event(
-            run_id,
-            "run.started",
-            None,
-            json!({"processId": pid, "processVersion": version, "depth": depth}),
-        );
-        self.to_advance.push_back(run_id.to_owned());
+        self.run_transition(run_id, RunMessage::Start);
     }
 
     fn cancel(&mut self, run_id: &str) {
@@ -418,29 +377,15 @@ impl<'a> Pass<'a> {
         let Some(i) = run.step_index(sr_id) else {
             return;
         };
-        let step = &run.steps[i];
-        if run.status.is_settled() || step.status.is_settled() || attempt < step.attempts {
-            return; // a late or duplicate notice
+        if run.status.is_settled() {
+            return; // a late notice
         }
-        self.lost_on(run_id, sr_id, i, Some(worker));
-        let run = self.run(run_id);
-        let step = &mut run.steps[i];
-        step.status = StepStatus::Running;
-        step.attempts = attempt;
-        step.worker_id = Some(worker.to_owned());
-        let first_start = step.started_at.is_none();
-        if first_start {
-            step.started_at = Some(at.to_owned());
-        }
-        // A tool step's StepRun is written when the step settles (or retries): its start is in
-        // the run's event log, and in memory until then.
-        let step_id = run.plan.steps[i].id.clone();
-        self.event(
-            run_id,
-            "step.started",
-            Some(&step_id),
-            json!({"attempt": attempt, "workerId": worker}),
-        );
+        let started = Message::Started {
+            attempt,
+            worker_id: worker,
+            at,
+        };
+        self.transition(run_id, i, started);
     }
 
     fn step_finished(&mut self, run_id: &str, sr_id: &str, call: Call, outcome: StepOutcome) {
@@ -453,21 +398,6 @@ impl<'a> Pass<'a> {
             tracing::debug!(sr_id, "result for a settled step ignored");
             return;
         }
-        let status = run.steps[i].status;
-        let unannounced = status == StepStatus::Queued
-            || (status == StepStatus::Running && run.steps[i].attempts < call.attempt);
-        if unannounced && call.attempt != u32::MAX {
-            // A fast step's worker reports its start only inside the result.
-            self.step_started(
-                run_id,
-                sr_id,
-                call.attempt,
-                &call.worker_id,
-                &call.started_at,
-            );
-        }
-        let run = self.run(run_id);
-        let step_id = run.plan.steps[i].id.clone();
         let tool_id = match &run.plan.steps[i].target {
             Target::Tool { id, .. } => id.clone(),
             Target::Process { id } => id.clone(),
@@ -497,163 +427,135 @@ impl<'a> Pass<'a> {
         self.rollup.step(&tool_id, audit_status, latency.as_f64());
         let tokens = call
             .telemetry
-            .pointer("/tokenUsage/totalTokens")
+            .get("tokenUsage")
+            .and_then(|u| u.get("totalTokens"))
             .and_then(Value::as_u64);
         self.rollup
             .tokens(&process_id, alternative_id.as_deref(), tokens.unwrap_or(0));
-        self.lost_on(run_id, sr_id, i, Some(&call.worker_id));
-        self.ran_on(sr_id, &call.worker_id);
-        let mut telemetry = obj(call.telemetry.clone());
-        telemetry.insert("retryCount".into(), json!(call.attempt.saturating_sub(1)));
-        {
-            let step = &mut self.run(run_id).steps[i];
-            step.attempts = step.attempts.max(call.attempt);
-            step.worker_id = Some(call.worker_id.clone());
-        }
-        let started = self.run(run_id).steps[i]
-            .started_at
-            .clone()
-            .unwrap_or(call.started_at.clone());
+        let mut call = call;
         if !matches!(outcome, StepOutcome::Retrying { .. }) {
             let completed = matches!(outcome, StepOutcome::Completed { .. });
-            self.settle_cost(run_id, i, &mut telemetry, completed);
+            self.settle_cost(run_id, i, &mut call.telemetry, completed);
         }
-        match outcome {
+        let run = self.run(run_id);
+        let outcome = match outcome {
             StepOutcome::Completed { output } => {
-                let run = self.run(run_id);
                 match accept_output(&run.plan, i, output, &run.variables) {
-                    Ok((value, cut)) => {
-                        telemetry.insert("finalState".into(), json!("completed"));
-                        telemetry.insert("truncated".into(), json!(cut));
-                        self.complete_step(run_id, i, value, telemetry, &call, &started);
-                    }
-                    Err(f) => {
-                        telemetry.insert("finalState".into(), json!("failed"));
-                        let error = ErrorInfo::new(f.code, f.message);
-                        self.fail_step(run_id, i, error, telemetry, &call, &started);
-                    }
+                    Ok((output, truncated)) => Outcome::Completed { output, truncated },
+                    Err(f) => Outcome::Failed {
+                        error: error_value(&ErrorInfo::new(f.code, f.message)),
+                    },
                 }
             }
             StepOutcome::Retrying {
                 error,
                 next_attempt,
                 delay_ms,
-            } => {
-                self.run(run_id).steps[i].status = StepStatus::Queued;
-                self.set_step(
-                    sr_id,
-                    json!({"status": "queued", "attempts": call.attempt,
-                           "lastError": serde_json::to_string(&error).unwrap_or_default(),
-                           "workerId": call.worker_id, "failedAt": call.finished_at}),
-                );
-                let log = json!({"attempt": call.attempt, "workerId": call.worker_id,
-                                 "inputHash": call.input_hash, "durationMs": latency,
-                                 "error": error, "at": call.finished_at});
-                self.retries.entry(sr_id.to_owned()).or_default().push(
-                    json!({"at": call.finished_at, "durationMs": latency, "log": log.to_string()}),
-                );
-                self.event(
-                    run_id,
-                    "step.retrying",
-                    Some(&step_id),
-                    json!({"attempt": call.attempt, "nextAttempt": next_attempt,
-                           "delayMs": delay_ms, "error": error}),
-                );
-            }
-            StepOutcome::Failed { error } => {
-                telemetry.insert("finalState".into(), json!("failed"));
-                self.fail_step(run_id, i, error, telemetry, &call, &started);
+            } => Outcome::Retrying {
+                error: error_value(&error),
+                next_attempt,
+                delay_ms,
+            },
+            StepOutcome::Failed { error } => Outcome::Failed {
+                error: error_value(&error),
+            },
+        };
+        self.finish(run_id, i, &call, outcome);
+    }
+
+    /// An attempt of step `i` ended (or the engine ended the step itself).
+    fn finish(&mut self, run_id: &str, i: usize, call: &Call, outcome: Outcome) {
+        self.transition(run_id, i, Message::Finished { call, outcome });
+    }
+
+    /// Runs step `i` of `run_id` through the state machine (`aiden_domain::execution::
+    /// machine`) and executes what it decided, in order.
+    fn transition(&mut self, run_id: &str, i: usize, message: Message<'_>) {
+        let (sr_id, step_id, before) = {
+            let run = self.run(run_id);
+            let step = &run.steps[i];
+            (
+                step.id.clone(),
+                run.plan.steps[i].id.clone(),
+                step.machine(),
+            )
+        };
+        let (after, effects) = machine::step(before, message, &self.now);
+        self.run(run_id).steps[i].set_machine(after);
+        let mut telemetry = Map::new();
+        for effect in effects {
+            match effect {
+                Effect::Write(patch) => {
+                    if let Some(t) = &patch.telemetry {
+                        telemetry = t.clone();
+                    }
+                    self.set_step(&sr_id, Value::Object(patch.to_set()));
+                }
+                Effect::Retried(r) => self.retries.entry(sr_id.clone()).or_default().push(
+                    json!({"at": r.at, "durationMs": r.duration_ms, "log": r.record.to_string()}),
+                ),
+                Effect::Event(kind, data) => {
+                    self.event(run_id, kind.as_str(), Some(&step_id), data)
+                }
+                Effect::RanOn(worker) => self.ran_on(&sr_id, &worker),
+                Effect::LostOn { worker_id, attempt } => {
+                    let at = self.now.clone();
+                    self.lost
+                        .entry(sr_id.clone())
+                        .or_default()
+                        .push(json!({"workerId": worker_id, "attempt": attempt, "at": at}));
+                }
+                Effect::Publish { redispatch } => {
+                    let run = self.run(run_id).clone();
+                    if let Some(mut job) = self.job_for(&run, i) {
+                        job.redispatch = redispatch;
+                        self.jobs.push(job);
+                    }
+                }
+                Effect::Settled(result) => {
+                    let usage = match &result {
+                        Ok(value) => {
+                            let run = self.run(run_id);
+                            if let Some(var) = run.plan.steps[i].output.variable.clone() {
+                                run.variables.insert(var, value.clone());
+                            }
+                            agent::Usage::of(&telemetry)
+                        }
+                        Err(_) => agent::Usage::default(),
+                    };
+                    self.to_advance.push_back(run_id.to_owned());
+                    self.call_settled(run_id, i, result, usage);
+                }
             }
         }
     }
 
+    /// Completes step `i` with a result no worker reported (an agent's answer).
     fn complete_step(
         &mut self,
         run_id: &str,
         i: usize,
         value: Value,
         telemetry: Map<String, Value>,
-        call: &Call,
-        started: &str,
     ) {
-        let run = self.run(run_id);
-        run.steps[i].status = StepStatus::Completed;
-        if let Some(var) = run.plan.steps[i].output.variable.clone() {
-            run.variables.insert(var, value.clone());
-        }
-        let sr_id = run.steps[i].id.clone();
-        let step_id = run.plan.steps[i].id.clone();
-        let mut set = json!({"status": "completed", "output": value.to_string(),
-               "attempts": call.attempt, "startedAt": started, "finishedAt": call.finished_at,
-               "telemetry": Value::Object(telemetry.clone()).to_string()});
-        self.audit_facts(&mut set, run_id, i, call);
-        self.set_step(&sr_id, set);
-        self.event(
-            run_id,
-            "step.completed",
-            Some(&step_id),
-            json!({"attempt": call.attempt, "output": value.clone(), "telemetry": telemetry}),
-        );
-        self.to_advance.push_back(run_id.to_owned());
-        self.call_settled(run_id, i, Ok(value), agent::Usage::of(&telemetry));
-    }
-
-    fn fail_step(
-        &mut self,
-        run_id: &str,
-        i: usize,
-        error: ErrorInfo,
-        telemetry: Map<String, Value>,
-        call: &Call,
-        started: &str,
-    ) {
-        let run = self.run(run_id);
-        run.steps[i].status = StepStatus::Failed;
-        let sr_id = run.steps[i].id.clone();
-        let step_id = run.plan.steps[i].id.clone();
-        let mut set = json!({"status": "failed",
-               "error": serde_json::to_string(&error).unwrap_or_default(),
-               "attempts": call.attempt, "startedAt": started, "finishedAt": call.finished_at,
-               "telemetry": Value::Object(telemetry).to_string()});
-        self.audit_facts(&mut set, run_id, i, call);
-        if !call.worker_id.is_empty() {
-            // A failed tool call: indexed, so "failures since" reads only failed step runs.
-            set["failedAt"] = json!(call.finished_at);
-        }
-        self.set_step(&sr_id, set);
-        self.event(
-            run_id,
-            "step.failed",
-            Some(&step_id),
-            json!({"attempt": call.attempt, "error": error}),
-        );
-        self.to_advance.push_back(run_id.to_owned());
-        let error = serde_json::to_value(&error).unwrap_or_default();
-        self.call_settled(run_id, i, Err(error), agent::Usage::default());
-    }
-
-    /// A settled attempt's audit facts on its StepRun: when it was queued, the worker that ran
-    /// it, the hash of its input and how long the call took (none for the engine's own
-    /// failures and child runs, which no worker ran).
-    fn audit_facts(&mut self, set: &mut Value, run_id: &str, i: usize, call: &Call) {
-        if let Some(at) = &self.run(run_id).steps[i].queued_at {
-            set["queuedAt"] = json!(at);
-        }
-        if !call.worker_id.is_empty() {
-            set["workerId"] = json!(call.worker_id);
-        }
-        if let Some(hash) = &call.input_hash {
-            set["inputHash"] = json!(hash);
-        }
-        if let Some(ms) = call.telemetry.get("latencyMs").filter(|v| v.is_number()) {
-            set["durationMs"] = ms.clone();
-        }
+        let call = Call {
+            telemetry,
+            ..Call::internal(&self.now)
+        };
+        let outcome = Outcome::Completed {
+            output: value,
+            truncated: false,
+        };
+        self.finish(run_id, i, &call, outcome);
     }
 
     /// Fails step `i` for a reason the engine found itself (no worker attempt behind it).
     fn fail_step_now(&mut self, run_id: &str, i: usize, error: ErrorInfo) {
-        let now = self.now.clone();
-        self.fail_step(run_id, i, error, Map::new(), &Call::internal(&now), &now);
+        let call = Call::internal(&self.now);
+        let outcome = Outcome::Failed {
+            error: error_value(&error),
+        };
+        self.finish(run_id, i, &call, outcome);
     }
 
     /// Applies queued advances and child results until nothing more can happen now.
@@ -682,38 +584,17 @@ impl<'a> Pass<'a> {
         if run.steps[i].status.is_settled() || run.status.is_settled() {
             return Ok(());
         }
-        let started = run.steps[i].started_at.clone();
-        let started = started.unwrap_or_else(|| self.now.clone());
-        let call = Call {
-            attempt: 1,
-            worker_id: String::new(),
-            started_at: started.clone(),
-            finished_at: self.now.clone(),
-            telemetry: json!({}),
-            input_hash: None,
+        let outcome = match child.outcome {
+            Ok(output) => match accept_output(&run.plan, i, output, &run.variables) {
+                Ok((output, truncated)) => Outcome::Completed { output, truncated },
+                Err(f) => Outcome::Failed {
+                    error: error_value(&ErrorInfo::new(f.code, f.message)),
+                },
+            },
+            Err(error) => Outcome::Failed { error },
         };
-        let mut telemetry = Map::new();
-        match child.outcome {
-            Ok(output) => {
-                let run = self.run(&run_id);
-                match accept_output(&run.plan, i, output, &run.variables) {
-                    Ok((value, cut)) => {
-                        telemetry.insert("finalState".into(), json!("completed"));
-                        telemetry.insert("truncated".into(), json!(cut));
-                        self.complete_step(&run_id, i, value, telemetry, &call, &started)
-                    }
-                    Err(f) => {
-                        telemetry.insert("finalState".into(), json!("failed"));
-                        let e = ErrorInfo::new(f.code, f.message);
-                        self.fail_step(&run_id, i, e, telemetry, &call, &started)
-                    }
-                }
-            }
-            Err(error) => {
-                telemetry.insert("finalState".into(), json!("failed"));
-                self.fail_step(&run_id, i, error, telemetry, &call, &started)
-            }
-        }
+        let call = Call::internal(&self.now);
+        self.finish(&run_id, i, &call, outcome);
         Ok(())
     }
 
@@ -732,29 +613,10 @@ impl<'a> Pass<'a> {
         for decision in decisions {
             match decision {
                 Decision::Dispatch(i) => self.dispatch(run_id, i).await?,
-                Decision::Skip(i) => {
-                    let run = self.run(run_id);
-                    run.steps[i].status = StepStatus::Skipped;
-                    let (sr, sid) = (run.steps[i].id.clone(), run.plan.steps[i].id.clone());
-                    self.set_step(&sr, json!({"status": "skipped", "finishedAt": self.now}));
-                    self.event(
-                        run_id,
-                        "step.skipped",
-                        Some(&sid),
-                        json!({"reason": "condition"}),
-                    );
-                }
+                Decision::Skip(i) => self.transition(run_id, i, Message::Skip),
                 Decision::FailStep(i, f) => {
-                    let run = self.run(run_id);
-                    run.steps[i].status = StepStatus::Failed;
-                    let (sr, sid) = (run.steps[i].id.clone(), run.plan.steps[i].id.clone());
-                    let error = ErrorInfo::new(f.code, f.message);
-                    self.set_step(
-                        &sr,
-                        json!({"status": "failed", "finishedAt": self.now,
-                               "error": serde_json::to_string(&error).unwrap_or_default()}),
-                    );
-                    self.event(run_id, "step.failed", Some(&sid), json!({"error": error}));
+                    let error = error_value(&ErrorInfo::new(f.code, f.message));
+                    self.transition(run_id, i, Message::Fail { error });
                 }
                 Decision::Complete(output) => {
                     self.stop_run(run_id, RunStatus::Completed, Some(output), None);
@@ -796,22 +658,12 @@ impl<'a> Pass<'a> {
                     self.fail_step_now(run_id, i, error);
                     return Ok(());
                 }
-                let Some(job) = self.job_for(&run, i) else {
-                    return Ok(());
-                };
-                // Written when it settles: a step recorded `pending` whose inputs are ready is
-                // dispatched again by a recovery, as a `queued` one was re-published.
-                let now = self.now.clone();
-                let step = &mut self.run(run_id).steps[i];
-                step.status = StepStatus::Queued;
-                step.queued_at = Some(now);
-                self.event(
-                    run_id,
-                    "step.queued",
-                    Some(&spec.id),
-                    json!({"attempt": job.attempt}),
-                );
-                self.jobs.push(job);
+                if self.job_for(&run, i).is_some() {
+                    // Written when it settles: a step recorded `pending` whose inputs are
+                    // ready is dispatched again by a recovery, as a `queued` one was
+                    // re-published.
+                    self.transition(run_id, i, Message::Dispatch);
+                }
             }
             Target::Process { id } => self.start_child(&run, i, id).await?,
             Target::Agent { tools, .. } => {
@@ -1005,59 +857,46 @@ impl<'a> Pass<'a> {
         output: Option<Value>,
         error: Option<ErrorInfo>,
     ) {
-        if self.run(run_id).status == RunStatus::Queued {
-            // Canceled before it started: linked now, as a start would have.
-            self.links.push(run_id.to_owned());
-        }
-        let run = self.run(run_id);
-        run.status = status;
-        let mut children = Vec::new();
-        let mut canceled_steps = Vec::new();
-        for step in run.steps.iter_mut() {
-            if !step.status.is_settled() {
-                step.status = StepStatus::Canceled;
-                canceled_steps.push(step.id.clone());
-                if let Some(c) = &step.child_run_id {
-                    children.push(c.clone());
-                }
-            }
-        }
-        let parent = run
-            .parent_run_id
-            .clone()
-            .zip(run.parent_step_run_id.clone());
-        let generates_alternative = run.alternative_id.is_some();
-        for sr in canceled_steps {
-            self.set_step(&sr, json!({"status": "canceled", "finishedAt": self.now}));
-        }
-        let mut set = json!({"status": status.as_str(), "finishedAt": self.now});
-        if let Some(o) = &output {
-            set["output"] = json!(o.to_string());
-            if generates_alternative {
-                // The Alternative's content: a string output as is, anything else as JSON text.
-                set["outputText"] = match o {
-                    Value::String(s) => json!(s),
-                    other => json!(other.to_string()),
-                };
-            }
-        }
-        if let Some(e) = &error {
-            set["error"] = json!(serde_json::to_string(e).unwrap_or_default());
-        }
-        self.set_run(run_id, set);
-        let kind = match status {
-            RunStatus::Completed => "run.completed",
-            RunStatus::Canceled => "run.canceled",
-            _ => "run.failed",
+        let error = error.as_ref().map(error_value);
+        let settle = RunMessage::Settle {
+            status,
+            output,
+            error,
         };
-        self.event(
-            run_id,
-            kind,
-            None,
-            json!({"output": output, "error": error}),
-        );
-        if status == RunStatus::Canceled {
-            self.cancels.push(run_id.to_owned());
+        self.run_transition(run_id, settle);
+    }
+
+    /// Runs `run_id` through the run state machine and executes what it decided, in order;
+    /// the child runs of canceled steps are canceled last, then the parent step hears.
+    fn run_transition(&mut self, run_id: &str, message: RunMessage) {
+        let (core, statuses) = {
+            let run = self.run(run_id);
+            (
+                run.core(),
+                run.steps.iter().map(|s| s.status).collect::<Vec<_>>(),
+            )
+        };
+        let (after, effects) = machine::run(core, &statuses, message, &self.now);
+        self.run(run_id).status = after.status;
+        let mut children = Vec::new();
+        let mut parent = None;
+        for effect in effects {
+            match effect {
+                RunEffect::Write(patch) => self.set_run(run_id, Value::Object(patch.to_set())),
+                RunEffect::Event(kind, data) => self.event(run_id, kind.as_str(), None, data),
+                RunEffect::Link => self.links.push(run_id.to_owned()),
+                RunEffect::CancelStep(i) => {
+                    let now = self.now.clone();
+                    let step = &mut self.run(run_id).steps[i];
+                    step.status = StepStatus::Canceled;
+                    let sr = step.id.clone();
+                    children.extend(step.child_run_id.clone());
+                    self.set_step(&sr, json!({"status": "canceled", "finishedAt": now}));
+                }
+                RunEffect::Canceled => self.cancels.push(run_id.to_owned()),
+                RunEffect::TellParent(outcome) => parent = Some(outcome),
+                RunEffect::Advance => self.to_advance.push_back(run_id.to_owned()),
+            }
         }
         for child in children {
             if self
@@ -1073,19 +912,12 @@ impl<'a> Pass<'a> {
                 );
             }
         }
-        if let Some((parent_run_id, parent_step_run_id)) = parent {
-            let outcome = match (status, output) {
-                (RunStatus::Completed, Some(o)) => Ok(o),
-                _ => Err(error.map_or_else(
-                    || {
-                        ErrorInfo::new(
-                            "CHILD_RUN_FAILED",
-                            format!("child run {run_id} did not complete"),
-                        )
-                    },
-                    |e| ErrorInfo::new(&e.code, format!("child run {run_id}: {}", e.message)),
-                )),
-            };
+        let run = self.run(run_id);
+        let caller = run
+            .parent_run_id
+            .clone()
+            .zip(run.parent_step_run_id.clone());
+        if let (Some((parent_run_id, parent_step_run_id)), Some(outcome)) = (caller, parent) {
             self.child_results.push_back(ChildResult {
                 parent_run_id,
                 parent_step_run_id,
@@ -1256,25 +1088,7 @@ fn unmade(batch: &Batch, made: Vec<String>) -> Vec<String> {
         .collect()
 }
 
-/// One attempt's facts as a worker reported them.
-struct Call {
-    attempt: u32,
-    worker_id: String,
-    started_at: String,
-    finished_at: String,
-    telemetry: Value,
-    input_hash: Option<String>,
-}
-
-impl Call {
-    fn internal(now: &str) -> Self {
-        Self {
-            attempt: 1,
-            worker_id: String::new(),
-            started_at: now.to_owned(),
-            finished_at: now.to_owned(),
-            telemetry: json!({}),
-            input_hash: None,
-        }
-    }
+/// An error as the state machine carries it (and the graph stores it, as JSON text).
+fn error_value(error: &ErrorInfo) -> Value {
+    serde_json::to_value(error).unwrap_or_default()
 }

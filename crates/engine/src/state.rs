@@ -6,49 +6,7 @@ use aiden_domain::execution::schedule::{Plan, PlanStep, StepStatus};
 use aiden_graph::runs::RunRow;
 use serde_json::{Map, Value};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunStatus {
-    Queued,
-    Running,
-    Completed,
-    Failed,
-    Canceled,
-    /// An agent step of the run waits for the owner's approval (AGT-9).
-    WaitingForApproval,
-}
-
-impl RunStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Queued => "queued",
-            Self::Running => "running",
-            Self::Completed => "completed",
-            Self::Failed => "failed",
-            Self::Canceled => "canceled",
-            Self::WaitingForApproval => "waiting_for_approval",
-        }
-    }
-
-    fn parse(s: &str) -> Self {
-        match s {
-            "running" => Self::Running,
-            "completed" => Self::Completed,
-            "failed" => Self::Failed,
-            "canceled" => Self::Canceled,
-            "waiting_for_approval" => Self::WaitingForApproval,
-            _ => Self::Queued,
-        }
-    }
-
-    pub fn is_settled(self) -> bool {
-        matches!(self, Self::Completed | Self::Failed | Self::Canceled)
-    }
-
-    /// Started and not settled: its steps may move.
-    pub fn is_active(self) -> bool {
-        matches!(self, Self::Running | Self::WaitingForApproval)
-    }
-}
+pub use aiden_domain::execution::machine::RunStatus;
 
 #[derive(Debug, Clone)]
 pub struct StepState {
@@ -63,6 +21,28 @@ pub struct StepState {
     pub child_run_id: Option<String>,
     /// AGT-14: the estimate charged when a priced step was queued, until it settles.
     pub reserved_micros: u64,
+}
+
+impl StepState {
+    /// What the step's state machine (`aiden_domain::execution::machine`) works on.
+    pub fn machine(&self) -> aiden_domain::execution::machine::Step {
+        aiden_domain::execution::machine::Step {
+            status: self.status,
+            attempts: self.attempts,
+            worker_id: self.worker_id.clone(),
+            started_at: self.started_at.clone(),
+            queued_at: self.queued_at.clone(),
+        }
+    }
+
+    /// Takes the state the machine returned.
+    pub fn set_machine(&mut self, s: aiden_domain::execution::machine::Step) {
+        self.status = s.status;
+        self.attempts = s.attempts;
+        self.worker_id = s.worker_id;
+        self.started_at = s.started_at;
+        self.queued_at = s.queued_at;
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -91,6 +71,19 @@ pub struct RunState {
 impl RunState {
     pub fn statuses(&self) -> Vec<StepStatus> {
         self.steps.iter().map(|s| s.status).collect()
+    }
+
+    /// What the run's state machine (`aiden_domain::execution::machine::run`) reads.
+    pub fn core(&self) -> aiden_domain::execution::machine::RunCore {
+        aiden_domain::execution::machine::RunCore {
+            id: self.id.clone(),
+            status: self.status,
+            process_id: self.plan.process_id.clone(),
+            process_version: self.plan.version,
+            depth: self.depth,
+            has_parent: self.parent_run_id.is_some() && self.parent_step_run_id.is_some(),
+            generates_alternative: self.alternative_id.is_some(),
+        }
     }
 
     pub fn step_index(&self, step_run_id: &str) -> Option<usize> {

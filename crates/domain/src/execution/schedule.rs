@@ -13,9 +13,12 @@ use super::budget::{estimate_tokens, fit_to_budget};
 use super::interpolate::{condition_holds, render_value};
 use crate::process::{Definition, Mode, StepOutput};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum StepStatus {
+    #[default]
     Pending,
     Queued,
     Running,

@@ -16,7 +16,7 @@ use aiden_domain::process::{Mode, StepOutput};
 use aiden_jobs::ErrorInfo;
 use serde_json::{json, Map, Value};
 
-use super::{Call, Pass};
+use super::Pass;
 use crate::state::{step_run_id, RunStatus, StepState};
 
 /// The agent step's own inputs, rendered over the run's variables.
@@ -495,12 +495,7 @@ impl Pass<'_> {
             self.run(run_id).steps[j].status = StepStatus::Canceled;
             self.set_step(&sr, json!({"status": "canceled", "finishedAt": self.now}));
         }
-        let started = self.run(run_id).steps[agent]
-            .started_at
-            .clone()
-            .unwrap_or_else(|| self.now.clone());
         let mut telemetry = Map::new();
-        telemetry.insert("finalState".into(), json!("completed"));
         telemetry.insert("finishReason".into(), output["finishReason"].clone());
         // AGT-13, the post-hook: what the answer proposed to remember becomes proposed
         // Entities of the run's owner, in this pass's transaction; none is memory until
@@ -515,8 +510,7 @@ impl Pass<'_> {
             }));
         }
         self.audit_pipeline(run_id, agent, "completed", &output);
-        let call = Call::internal(&self.now);
-        self.complete_step(run_id, agent, output, telemetry, &call, &started);
+        self.complete_step(run_id, agent, output, telemetry);
     }
 
     /// A new call step run of agent step `agent`, recorded `queued` and dispatched.

@@ -1,0 +1,388 @@
+//! A step's lifecycle: the engine owns no step rule of its own: it turns what it hears (a dispatch it decided, a
+//! worker's start or result, a lost worker, a skip or failure the scheduler decided) into a
+//! [`Message`], calls [`step`], keeps the new [`Step`] and executes the [`Effect`]s in order:
+//! write the StepRun (a typed [`StepPatch`]), append a retried attempt, record an event, add a
+//! `RAN_ON`/`LOST_ON` edge, publish the step's job, tell the run the step settled.
+//!
+//! The lean journal (issue #36) is a rule of this table: dispatching and starting write
+//! nothing to the StepRun (their facts travel in the run's event log and the returned state);
+//! a retried attempt and a settled step each write it once, with the attempt's audit facts.
+
+use serde_json::{json, Map, Value};
+
+use super::{props, string, text};
+use crate::execution::schedule::StepStatus;
+
+/// What the machine knows of one step between messages.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Step {
+    pub status: StepStatus,
+    /// The highest attempt started or reported.
+    pub attempts: u32,
+    /// The worker that holds (or last held) the step.
+    pub worker_id: Option<String>,
+    /// The first attempt's start.
+    pub started_at: Option<String>,
+    /// When its job was last published.
+    pub queued_at: Option<String>,
+}
+
+/// One attempt's facts as a worker reported them (or the engine, for its own failures and
+/// child runs: then `worker_id` is empty).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Call {
+    pub attempt: u32,
+    pub worker_id: String,
+    pub started_at: String,
+    pub finished_at: String,
+    /// The worker's telemetry plus what the engine settled (cost); the machine adds
+    /// `retryCount`, `finalState` and `truncated`.
+    pub telemetry: Map<String, Value>,
+    pub input_hash: Option<String>,
+}
+
+impl Call {
+    /// An outcome no worker reported: the engine's own decision at `now`.
+    pub fn internal(now: &str) -> Self {
+        Self {
+            attempt: 1,
+            started_at: now.to_owned(),
+            finished_at: now.to_owned(),
+            ..Self::default()
+        }
+    }
+
+    fn duration_ms(&self) -> Option<&Value> {
+        self.telemetry.get("latencyMs").filter(|v| v.is_number())
+    }
+}
+
+/// How an attempt ended, once the engine has checked a completed output against the step's
+/// output rules (a rejected output arrives as `Failed`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Completed {
+        output: Value,
+        truncated: bool,
+    },
+    Retrying {
+        error: Value,
+        next_attempt: u32,
+        delay_ms: u64,
+    },
+    Failed {
+        error: Value,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message<'a> {
+    /// The scheduler made the step ready and the engine publishes its job (attempt + 1).
+    Dispatch,
+    /// A worker began an attempt.
+    Started {
+        attempt: u32,
+        worker_id: &'a str,
+        at: &'a str,
+    },
+    /// An attempt ended. `attempt == u32::MAX` marks an outcome with no worker start behind it.
+    Finished { call: &'a Call, outcome: Outcome },
+    /// The worker holding the step went silent: its job is published again.
+    WorkerLost,
+    /// The step's condition did not hold.
+    Skip,
+    /// The engine failed the step itself (a budget, a scheduling rule): no attempt behind it.
+    Fail { error: Value },
+}
+
+/// The properties of a StepRun to set: only what changed, typed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StepPatch {
+    pub status: Option<StepStatus>,
+    pub attempts: Option<u32>,
+    pub worker_id: Option<String>,
+    pub queued_at: Option<String>,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub failed_at: Option<String>,
+    pub input_hash: Option<String>,
+    pub duration_ms: Option<Value>,
+    pub output: Option<Value>,
+    pub error: Option<Value>,
+    pub last_error: Option<Value>,
+    pub telemetry: Option<Map<String, Value>>,
+}
+
+impl StepPatch {
+    /// The StepRun properties it sets (JSON values as JSON text, as the graph stores them).
+    pub fn to_set(&self) -> Map<String, Value> {
+        let telemetry = self.telemetry.clone().map(Value::Object);
+        props([
+            ("status", self.status.map(|s| json!(s.as_str()))),
+            ("attempts", self.attempts.map(|a| json!(a))),
+            ("workerId", string(&self.worker_id)),
+            ("queuedAt", string(&self.queued_at)),
+            ("startedAt", string(&self.started_at)),
+            ("finishedAt", string(&self.finished_at)),
+            ("failedAt", string(&self.failed_at)),
+            ("inputHash", string(&self.input_hash)),
+            ("durationMs", self.duration_ms.clone()),
+            ("output", text(&self.output)),
+            ("error", text(&self.error)),
+            ("lastError", text(&self.last_error)),
+            ("telemetry", text(&telemetry)),
+        ])
+    }
+}
+
+/// A retried attempt's facts, appended to its StepRun.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Retried {
+    pub at: String,
+    pub duration_ms: Option<Value>,
+    /// `{attempt, workerId, inputHash, durationMs, error, at}`.
+    pub record: Value,
+}
+
+/// The run event kinds a step transition records: the one table from transition to event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    Queued,
+    Started,
+    Retrying,
+    Completed,
+    Failed,
+    Skipped,
+}
+
+impl EventKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "step.queued",
+            Self::Started => "step.started",
+            Self::Retrying => "step.retrying",
+            Self::Completed => "step.completed",
+            Self::Failed => "step.failed",
+            Self::Skipped => "step.skipped",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Set these properties on the StepRun.
+    Write(Box<StepPatch>),
+    /// Append a retried attempt to the StepRun.
+    Retried(Retried),
+    /// Record an event in the run's log.
+    Event(EventKind, Value),
+    /// A worker finished an attempt: `RAN_ON`.
+    RanOn(String),
+    /// A worker lost the attempt it held: `LOST_ON`.
+    LostOn { worker_id: String, attempt: u32 },
+    /// Publish the step's job (attempt = the state's attempts + 1).
+    Publish { redispatch: bool },
+    /// The step settled: the run advances, an agent loop hears the result.
+    Settled(Result<Value, Value>),
+}
+
+/// The transition function.
+pub fn step(state: Step, message: Message<'_>, now: &str) -> (Step, Vec<Effect>) {
+    let mut s = state;
+    let mut effects = Vec::new();
+    match message {
+        Message::Dispatch => {
+            s.status = StepStatus::Queued;
+            s.queued_at = Some(now.to_owned());
+            let attempt = s.attempts + 1;
+            effects.push(Effect::Event(
+                EventKind::Queued,
+                json!({"attempt": attempt}),
+            ));
+            effects.push(Effect::Publish { redispatch: false });
+        }
+        Message::Started {
+            attempt,
+            worker_id,
+            at,
+        } => start(&mut s, &mut effects, attempt, worker_id, at),
+        Message::Finished { call, outcome } => finish(&mut s, &mut effects, call, outcome),
+        Message::WorkerLost => {
+            if s.status.is_settled() {
+                return (s, effects);
+            }
+            if let (StepStatus::Running, Some(w)) = (s.status, &s.worker_id) {
+                effects.push(Effect::LostOn {
+                    worker_id: w.clone(),
+                    attempt: s.attempts,
+                });
+            }
+            s.status = StepStatus::Queued;
+            effects.push(Effect::Write(Box::new(StepPatch {
+                status: Some(StepStatus::Queued),
+                ..StepPatch::default()
+            })));
+            effects.push(Effect::Event(
+                EventKind::Queued,
+                json!({"attempt": s.attempts + 1, "reason": "worker lost"}),
+            ));
+            effects.push(Effect::Publish { redispatch: true });
+        }
+        Message::Skip => {
+            s.status = StepStatus::Skipped;
+            effects.push(Effect::Write(Box::new(StepPatch {
+                status: Some(StepStatus::Skipped),
+                finished_at: Some(now.to_owned()),
+                ..StepPatch::default()
+            })));
+            effects.push(Effect::Event(
+                EventKind::Skipped,
+                json!({"reason": "condition"}),
+            ));
+        }
+        Message::Fail { error } => {
+            s.status = StepStatus::Failed;
+            effects.push(Effect::Write(Box::new(StepPatch {
+                status: Some(StepStatus::Failed),
+                finished_at: Some(now.to_owned()),
+                error: Some(error.clone()),
+                ..StepPatch::default()
+            })));
+            effects.push(Effect::Event(EventKind::Failed, json!({"error": error})));
+        }
+    }
+    (s, effects)
+}
+
+/// A worker began `attempt`: a late or duplicate notice changes nothing; a running attempt
+/// another worker held is lost to it.
+fn start(s: &mut Step, effects: &mut Vec<Effect>, attempt: u32, worker: &str, at: &str) {
+    if s.status.is_settled() || attempt < s.attempts {
+        return;
+    }
+    lost_to(s, effects, worker);
+    s.status = StepStatus::Running;
+    s.attempts = attempt;
+    s.worker_id = Some(worker.to_owned());
+    if s.started_at.is_none() {
+        s.started_at = Some(at.to_owned());
+    }
+    effects.push(Effect::Event(
+        EventKind::Started,
+        json!({"attempt": attempt, "workerId": worker}),
+    ));
+}
+
+/// GRAPH-4: the running attempt's worker is not `by`: it lost the attempt.
+fn lost_to(s: &Step, effects: &mut Vec<Effect>, by: &str) {
+    if let (StepStatus::Running, Some(w)) = (s.status, &s.worker_id) {
+        if w != by {
+            effects.push(Effect::LostOn {
+                worker_id: w.clone(),
+                attempt: s.attempts,
+            });
+        }
+    }
+}
+
+fn finish(s: &mut Step, effects: &mut Vec<Effect>, call: &Call, outcome: Outcome) {
+    if s.status.is_settled() {
+        return; // EXEC-2: a duplicate or late result never records a second result.
+    }
+    let unannounced = s.status == StepStatus::Queued
+        || (s.status == StepStatus::Running && s.attempts < call.attempt);
+    if unannounced && call.attempt != u32::MAX && !call.worker_id.is_empty() {
+        // A fast step's worker reports its start only inside the result.
+        start(s, effects, call.attempt, &call.worker_id, &call.started_at);
+    }
+    if !call.worker_id.is_empty() {
+        lost_to(s, effects, &call.worker_id);
+        effects.push(Effect::RanOn(call.worker_id.clone()));
+        s.worker_id = Some(call.worker_id.clone());
+    }
+    s.attempts = s.attempts.max(call.attempt);
+    let started = s.started_at.clone().unwrap_or(call.started_at.clone());
+    let mut telemetry = call.telemetry.clone();
+    telemetry.insert("retryCount".into(), json!(call.attempt.saturating_sub(1)));
+    let worker = (!call.worker_id.is_empty()).then(|| call.worker_id.clone());
+    // The attempt's audit facts: the StepRun is the audit record of its tool calls.
+    let audited = StepPatch {
+        attempts: Some(call.attempt),
+        worker_id: worker.clone(),
+        input_hash: call.input_hash.clone(),
+        duration_ms: call.duration_ms().cloned(),
+        ..StepPatch::default()
+    };
+    match outcome {
+        Outcome::Retrying {
+            error,
+            next_attempt,
+            delay_ms,
+        } => {
+            s.status = StepStatus::Queued;
+            effects.push(Effect::Write(Box::new(StepPatch {
+                status: Some(StepStatus::Queued),
+                last_error: Some(error.clone()),
+                failed_at: Some(call.finished_at.clone()),
+                input_hash: None,
+                duration_ms: None,
+                ..audited
+            })));
+            effects.push(Effect::Retried(Retried {
+                at: call.finished_at.clone(),
+                duration_ms: call.duration_ms().cloned(),
+                record: json!({"attempt": call.attempt, "workerId": call.worker_id,
+                               "inputHash": call.input_hash, "durationMs": call.duration_ms(),
+                               "error": error, "at": call.finished_at}),
+            }));
+            effects.push(Effect::Event(
+                EventKind::Retrying,
+                json!({"attempt": call.attempt, "nextAttempt": next_attempt,
+                       "delayMs": delay_ms, "error": error}),
+            ));
+        }
+        Outcome::Completed { output, truncated } => {
+            s.status = StepStatus::Completed;
+            telemetry.insert("finalState".into(), json!("completed"));
+            telemetry.insert("truncated".into(), json!(truncated));
+            effects.push(Effect::Write(Box::new(StepPatch {
+                status: Some(StepStatus::Completed),
+                output: Some(output.clone()),
+                started_at: Some(started),
+                finished_at: Some(call.finished_at.clone()),
+                queued_at: s.queued_at.clone(),
+                telemetry: Some(telemetry.clone()),
+                ..audited
+            })));
+            effects.push(Effect::Event(
+                EventKind::Completed,
+                json!({"attempt": call.attempt, "output": output, "telemetry": telemetry}),
+            ));
+            effects.push(Effect::Settled(Ok(output)));
+        }
+        Outcome::Failed { error } => {
+            s.status = StepStatus::Failed;
+            telemetry.insert("finalState".into(), json!("failed"));
+            effects.push(Effect::Write(Box::new(StepPatch {
+                status: Some(StepStatus::Failed),
+                error: Some(error.clone()),
+                started_at: Some(started),
+                finished_at: Some(call.finished_at.clone()),
+                // A failed tool call: indexed, so "failures since" reads only failed runs.
+                failed_at: worker.map(|_| call.finished_at.clone()),
+                queued_at: s.queued_at.clone(),
+                telemetry: Some(telemetry),
+                ..audited
+            })));
+            effects.push(Effect::Event(
+                EventKind::Failed,
+                json!({"attempt": call.attempt, "error": error}),
+            ));
+            effects.push(Effect::Settled(Err(error)));
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "step_tests.rs"]
+mod tests;

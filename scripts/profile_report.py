@@ -23,11 +23,11 @@ def jfr_report(path, top=20):
         if not frames:
             continue
         m = frames[0]["method"]
-        cls = m["type"]["name"]
+        cls = m["type"]["name"].replace("/", ".")
         methods[f"{cls}.{m['name']}"] += 1
         # The component: the first Neo4j frame from the top (its package, 3 levels deep).
-        comp = next((f["method"]["type"]["name"] for f in frames
-                     if f["method"]["type"]["name"].startswith("org.neo4j")), cls)
+        names = [f["method"]["type"]["name"].replace("/", ".") for f in frames]
+        comp = next((n for n in names if n.startswith("org.neo4j")), cls)
         packages[".".join(comp.split(".")[:4])] += 1
     total = sum(methods.values()) or 1
     print(f"== Neo4j (JFR execution samples of Java threads: {total}) ==")
@@ -42,12 +42,12 @@ def jfr_report(path, top=20):
 def perf_report(path, pid, label, top=25):
     out = subprocess.run(
         ["perf", "report", "-i", path, "--no-children", "--sort", "symbol", "-g", "none",
-         "--stdio", "--pid", pid, "--percent-limit", "0.8"],
+         "--stdio", "--pid", pid, "--percent-limit", "0.7"],
         capture_output=True, text=True).stdout
     lines = [l for l in out.splitlines() if l.strip() and not l.startswith("#")]
     print(f"== {label} (perf, self time, pid {pid}) ==")
     for l in lines[:top]:
-        print(l.strip())
+        print(" ".join(l.split()[:2] + [l.split("]", 1)[-1].strip()[:110]]))
 
 
 def main():

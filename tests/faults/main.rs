@@ -73,16 +73,56 @@ async fn faults_graph_4_agt_4_runs_and_agent_loops_survive_killed_workers_a_brok
     assert_completed_once(&api, &run, &up, &tag).await;
     assert_check_clean(None);
 
-    // 3. SIGKILL `aiden serve` (API + engine) while step b runs; a new one finishes the run.
+    // 3. SIGKILL `aiden serve` (API + engine) while step b runs; a new one finishes the run,
+    //    and a client's event stream resumes across the restart with `Last-Event-ID` (EXEC-5,
+    //    the lean journal keeps the log durable every pass: issue #36).
     let tag = format!("serve-{}", &suffix[20..]);
     let run = start_at_slow_step(&api, &upstream, &up, &tag).await;
     let b = format!("{tag}-b");
+    let seen = api
+        .events_until(&run, None, |e| {
+            e["kind"] == "step.started" && e["stepId"] == "b"
+        })
+        .await;
+    let last = seen
+        .last()
+        .and_then(|e| e["seq"].as_i64())
+        .expect("b started");
     sigkill(&mut serve);
     tokio::time::sleep(Duration::from_millis(300)).await;
     serve = spawn(&["serve"], port);
     api.wait_ready().await;
+    let tail = api.events_until(&run, Some(last), |_| false).await;
     assert_completed_once(&api, &run, &up, &tag).await;
     assert_eq!(up.calls_for(&b), 1, "step b was not re-run");
+    let seqs: Vec<i64> = tail.iter().filter_map(|e| e["seq"].as_i64()).collect();
+    assert_eq!(
+        seqs,
+        ((last + 1)..=(last + tail.len() as i64)).collect::<Vec<_>>(),
+        "the resumed stream continues the log without a gap: {tail:?}"
+    );
+    let kinds: Vec<String> = tail
+        .iter()
+        .map(|e| {
+            format!(
+                "{} {}",
+                e["kind"].as_str().unwrap(),
+                e["stepId"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    assert!(kinds.contains(&"step.completed b".to_owned()), "{kinds:?}");
+    assert_eq!(
+        kinds.last().map(String::as_str),
+        Some("run.completed "),
+        "{kinds:?}"
+    );
+    let replay = api.events(&run).await;
+    let resumed: Vec<Value> = seen.into_iter().chain(tail).collect();
+    assert_eq!(
+        replay, resumed,
+        "what the client saw before and after is the log"
+    );
     assert_check_clean(None);
 
     // 4. SIGKILL `aiden serve` while an agent Alternative is generating: the new engine finishes

@@ -192,6 +192,47 @@ impl Api {
         }
     }
 
+    /// The run's event stream after `last_event_id` (`Last-Event-ID`), read until an event
+    /// satisfies `until` (then the stream is dropped) or the stream ends.
+    pub async fn events_until(
+        &self,
+        id: &str,
+        last_event_id: Option<i64>,
+        until: impl Fn(&Value) -> bool,
+    ) -> Vec<Value> {
+        let mut req = self
+            .http
+            .get(format!("{}/v1/runs/{id}/events", self.base))
+            .bearer_auth(&self.token);
+        if let Some(last) = last_event_id {
+            req = req.header("Last-Event-ID", last.to_string());
+        }
+        let mut resp = req.send().await.unwrap();
+        let (mut text, mut events) = (String::new(), Vec::new());
+        let deadline = Duration::from_secs(30);
+        while let Some(chunk) = tokio::time::timeout(deadline, resp.chunk())
+            .await
+            .expect("event stream went quiet")
+            .unwrap()
+        {
+            text.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = text.find("\n\n") {
+                let block: String = text.drain(..end + 2).collect();
+                crate::scan::record("sse", &block);
+                let data = block.lines().find_map(|l| l.strip_prefix("data: "));
+                let Some(event) = data.and_then(|d| serde_json::from_str::<Value>(d).ok()) else {
+                    continue;
+                };
+                let done = until(&event);
+                events.push(event);
+                if done {
+                    return events;
+                }
+            }
+        }
+        events
+    }
+
     pub async fn events(&self, id: &str) -> Vec<Value> {
         let resp = self
             .http

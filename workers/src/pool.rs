@@ -375,6 +375,15 @@ async fn run_job(shared: &Shared, broker: &Broker, slot: usize, delivery: Delive
     // from memory. (The engine drops any second result regardless.)
     let may_repeat = delivery.redelivered || job.redispatch || job.attempt > 1;
     let first_take = shared.seen.lock().await.insert(job.message_id());
+    // A step this pool is running now will report itself: a restarted engine re-dispatches
+    // the steps it finds unsettled (a tool step's start is not written: issue #36).
+    let held_here = shared.in_flight.lock().await.contains_key(&job.step_run_id);
+    if may_repeat && held_here {
+        tracing::info!(step = %job.step_run_id, "re-dispatched job for a step running here skipped");
+        tracing::Span::current().record("outcome", "skipped");
+        let _ = delivery.acker.ack(BasicAckOptions::default()).await;
+        return;
+    }
     if may_repeat {
         if already_settled(shared, &job).await {
             tracing::info!(step = %job.step_run_id, "redelivered job for a settled step skipped");

@@ -66,7 +66,7 @@ phase() { # with|without, then the benchmark's arguments
     pids+=($!)
     AIDEN_GRAPHITI_ADDR=127.0.0.1:$GRAPHITI_PORT \
       AIDEN_GRAPHITI_LLM_BASE_URL=http://127.0.0.1:$LLM_PORT/v1 AIDEN_GRAPHITI_LLM_MODEL=fake \
-      AIDEN_GRAPHITI_EMBEDDER_MODEL=fake-embedding AIDEN_GRAPHITI_EMBEDDING_DIM=384 \
+      AIDEN_GRAPHITI_EMBEDDER=openai AIDEN_GRAPHITI_EMBEDDER_MODEL=fake-embedding AIDEN_GRAPHITI_EMBEDDING_DIM=384 \
       $NICE .stack/graphiti-venv/bin/python workers/graphiti/aiden_graphiti_service.py >.stack/bench-ingestion-graphiti.log 2>&1 &
     pids+=($!)
     $NICE "$BIN/aiden" worker --type episode >.stack/bench-ingestion-worker.log 2>&1 &

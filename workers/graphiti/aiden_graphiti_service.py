@@ -19,8 +19,10 @@ Settings (environment):
   ("none"), AIDEN_GRAPHITI_LLM_TEMPERATURE (0), AIDEN_GRAPHITI_LLM_TIMEOUT_SECS (120),
   AIDEN_GRAPHITI_LLM_MAX_RETRIES (2, the openai SDK's own retries),
   AIDEN_GRAPHITI_LLM_STRUCTURED_OUTPUT (json_schema | json_object),
-  AIDEN_GRAPHITI_EMBEDDER_BASE_URL (= LLM base URL), AIDEN_GRAPHITI_EMBEDDER_MODEL (all-minilm),
-  AIDEN_GRAPHITI_EMBEDDING_DIM (384), AIDEN_GRAPHITI_LOG_LEVEL (INFO)
+  AIDEN_GRAPHITI_EMBEDDER (local: all-MiniLM-L6-v2 on this machine, aiden_embedder.py, 384
+  dimensions | openai: an OpenAI-compatible embeddings endpoint, then
+  AIDEN_GRAPHITI_EMBEDDER_BASE_URL (= LLM base URL) and AIDEN_GRAPHITI_EMBEDDER_MODEL
+  (all-minilm)), AIDEN_GRAPHITI_EMBEDDING_DIM (384), AIDEN_GRAPHITI_LOG_LEVEL (INFO)
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ class Config:
     llm_timeout: float
     llm_max_retries: int
     structured_output: str
+    embedder: str
     embedder_base_url: str
     embedder_model: str
     embedding_dim: int
@@ -125,6 +128,12 @@ class Config:
         dim = integer('AIDEN_GRAPHITI_EMBEDDING_DIM', '384')
         if dim <= 0:
             raise ConfigError('AIDEN_GRAPHITI_EMBEDDING_DIM must be positive')
+        embedder = get('AIDEN_GRAPHITI_EMBEDDER', 'local')
+        if embedder not in ('local', 'openai'):
+            raise ConfigError('AIDEN_GRAPHITI_EMBEDDER must be local or openai')
+        if embedder == 'local' and dim != 384:
+            raise ConfigError('the local embedder (all-MiniLM-L6-v2) has 384 dimensions: set '
+                              'AIDEN_GRAPHITI_EMBEDDING_DIM=384 or AIDEN_GRAPHITI_EMBEDDER=openai')
         return Config(
             host=host,
             port=int(port),
@@ -140,21 +149,47 @@ class Config:
             llm_timeout=number('AIDEN_GRAPHITI_LLM_TIMEOUT_SECS', '120'),
             llm_max_retries=integer('AIDEN_GRAPHITI_LLM_MAX_RETRIES', '2'),
             structured_output=structured,
+            embedder=embedder,
             embedder_base_url=get('AIDEN_GRAPHITI_EMBEDDER_BASE_URL', llm_base_url).rstrip('/'),
             embedder_model=get('AIDEN_GRAPHITI_EMBEDDER_MODEL', 'all-minilm'),
             embedding_dim=dim,
         )
+
+    def embedder_label(self) -> str:
+        if self.embedder == 'local':
+            return 'all-MiniLM-L6-v2 (local)'
+        return f'{self.embedder_model}@{self.embedder_base_url}'
 
     def describe(self) -> str:
         """For the start-up log line. Never includes the API key or passwords."""
         graph = f'neo4j {self.neo4j_uri} db={self.neo4j_database}'
         llm = (
             f'llm {self.llm_base_url} model={self.llm_model} small={self.llm_small_model} '
-            f'embedder={self.embedder_model}@{self.embedder_base_url} dim={self.embedding_dim}'
+            f'embedder={self.embedder_label()} dim={self.embedding_dim}'
             if self.extraction_enabled
             else 'extraction disabled (AIDEN_GRAPHITI_LLM_BASE_URL unset)'
         )
         return f'{graph}; {llm}'
+
+
+def local_embedder() -> Any:
+    """graphiti's embedder interface over aiden_embedder.MiniLM, off the event loop (numpy)."""
+    from graphiti_core.embedder.client import EmbedderClient
+
+    from aiden_embedder import MiniLM
+
+    class LocalEmbedder(EmbedderClient):
+        def __init__(self) -> None:
+            self.model = MiniLM()
+
+        async def create(self, input_data: Any) -> list[float]:
+            text = input_data if isinstance(input_data, str) else ' '.join(map(str, input_data))
+            return (await asyncio.to_thread(self.model.embed, [text]))[0]
+
+        async def create_batch(self, input_data_list: list[str]) -> list[list[float]]:
+            return await asyncio.to_thread(self.model.embed, input_data_list)
+
+    return LocalEmbedder()
 
 
 class ApiError(Exception):
@@ -307,21 +342,24 @@ class Service:
         self.llm_client = OpenAIGenericClient(
             config=llm_config, client=chat, structured_output_mode=cfg.structured_output
         )
-        embed_client = AsyncOpenAI(
-            api_key=cfg.llm_api_key,
-            base_url=cfg.embedder_base_url,
-            timeout=cfg.llm_timeout,
-            max_retries=cfg.llm_max_retries,
-        )
-        self.embedder = OpenAIEmbedder(
-            config=OpenAIEmbedderConfig(
-                embedding_model=cfg.embedder_model,
+        if cfg.embedder == 'local':
+            self.embedder = local_embedder()
+        else:
+            embed_client = AsyncOpenAI(
                 api_key=cfg.llm_api_key,
                 base_url=cfg.embedder_base_url,
-                embedding_dim=cfg.embedding_dim,
-            ),
-            client=embed_client,
-        )
+                timeout=cfg.llm_timeout,
+                max_retries=cfg.llm_max_retries,
+            )
+            self.embedder = OpenAIEmbedder(
+                config=OpenAIEmbedderConfig(
+                    embedding_model=cfg.embedder_model,
+                    api_key=cfg.llm_api_key,
+                    base_url=cfg.embedder_base_url,
+                    embedding_dim=cfg.embedding_dim,
+                ),
+                client=embed_client,
+            )
         # add_episode never reranks (its searches use RRF), but Graphiti() would otherwise build
         # an OpenAIRerankerClient against api.openai.com that needs OPENAI_API_KEY.
         self.cross_encoder = OpenAIRerankerClient(config=llm_config, client=chat)

@@ -65,6 +65,9 @@ struct Shared {
     canceled: Mutex<HashSet<String>>,
     /// Per step run in progress: its run and the flag a cancel of that run raises.
     in_flight: Mutex<HashMap<String, (String, Arc<CancelFlag>)>>,
+    /// Per step run in progress here: whether its result reached the broker (`Some(true)`),
+    /// could not (`Some(false)`), or is not reported yet (`None`).
+    reports: Mutex<HashMap<String, tokio::sync::watch::Receiver<Option<bool>>>>,
     seen: Mutex<SeenJobs>,
 }
 
@@ -148,6 +151,7 @@ pub async fn run(config: PoolConfig) -> anyhow::Result<()> {
         slots: Mutex::new(vec![Slot::default(); config.concurrency.max(1)]),
         canceled: Mutex::new(HashSet::new()),
         in_flight: Mutex::new(HashMap::new()),
+        reports: Mutex::new(HashMap::new()),
         seen: Mutex::new(SeenJobs::default()),
     });
     metrics::gauge!("aiden_worker_slots", "type" => shared.ty.clone())
@@ -375,11 +379,12 @@ async fn run_job(shared: &Shared, broker: &Broker, slot: usize, delivery: Delive
     // from memory. (The engine drops any second result regardless.)
     let may_repeat = delivery.redelivered || job.redispatch || job.attempt > 1;
     let first_take = shared.seen.lock().await.insert(job.message_id());
-    // A step this pool is running now will report itself: a restarted engine re-dispatches
-    // the steps it finds unsettled (a tool step's start is not written: issue #36).
-    let held_here = shared.in_flight.lock().await.contains_key(&job.step_run_id);
-    if may_repeat && held_here {
-        tracing::info!(step = %job.step_run_id, "re-dispatched job for a step running here skipped");
+    // A restarted engine re-dispatches the steps it finds unsettled (a tool step's start is not
+    // written: issue #36). When this pool is running that step now, the copy waits for it: a
+    // result that reached the broker will be recorded, so the copy is skipped; one that could
+    // not be published leaves the step to the copy.
+    if may_repeat && reported_here(shared, &job).await {
+        tracing::info!(step = %job.step_run_id, "re-dispatched job for a step run here skipped");
         tracing::Span::current().record("outcome", "skipped");
         let _ = delivery.acker.ack(BasicAckOptions::default()).await;
         return;
@@ -407,6 +412,13 @@ async fn run_job(shared: &Shared, broker: &Broker, slot: usize, delivery: Delive
         .lock()
         .await
         .insert(job.step_run_id.clone(), (job.run_id.clone(), flag.clone()));
+    let (report, reported) = tokio::sync::watch::channel(None);
+    shared
+        .reports
+        .lock()
+        .await
+        .insert(job.step_run_id.clone(), reported);
+    let report = Reported(shared, job.step_run_id.clone(), report);
     // A cancel that arrived before the job was registered.
     if shared.canceled.lock().await.contains(&job.run_id) {
         flag.raise();
@@ -466,6 +478,7 @@ async fn run_job(shared: &Shared, broker: &Broker, slot: usize, delivery: Delive
     let Some((result, hash)) = result else {
         // Canceled mid-call: the engine already settled the step.
         let _ = delivery.acker.ack(BasicAckOptions::default()).await;
+        report.done(true).await;
         set_job(shared, slot, None, Some(true)).await;
         return;
     };
@@ -510,13 +523,41 @@ async fn run_job(shared: &Shared, broker: &Broker, slot: usize, delivery: Delive
     match broker.publish_engine(&finished).await {
         Ok(()) => {
             let _ = delivery.acker.ack(BasicAckOptions::default()).await;
+            report.done(true).await;
         }
         Err(e) => {
             // Not acked: the broker redelivers and the step runs again (it is not recorded).
             tracing::warn!(error = %e, "could not report step result");
+            report.done(false).await;
         }
     }
     set_job(shared, slot, None, Some(failed)).await;
+}
+
+/// Tells the copies of a job waiting on it whether its result reached the broker; a job that
+/// ends without saying (a panic) closes the channel, which its waiters read as `false`.
+struct Reported<'a>(&'a Shared, String, tokio::sync::watch::Sender<Option<bool>>);
+
+impl Reported<'_> {
+    async fn done(self, published: bool) {
+        let _ = self.2.send(Some(published));
+        self.0.reports.lock().await.remove(&self.1);
+    }
+}
+
+/// `true` when this pool runs the job's step now and that attempt's result reached the broker
+/// (waiting for it at most the job's timeout and 30 s more).
+async fn reported_here(shared: &Shared, job: &Job) -> bool {
+    let held = shared.reports.lock().await.get(&job.step_run_id).cloned();
+    let Some(mut reported) = held else {
+        return false;
+    };
+    let within = Duration::from_millis(job.timeout_ms) + Duration::from_secs(30);
+    let published = match tokio::time::timeout(within, reported.wait_for(Option::is_some)).await {
+        Ok(Ok(value)) => *value == Some(true),
+        _ => false,
+    };
+    published
 }
 
 fn decode(ty: &str, body: &[u8]) -> Result<Job, String> {

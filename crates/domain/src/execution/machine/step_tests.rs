@@ -317,3 +317,38 @@ fn a_patch_sets_only_what_changed_as_the_graph_stores_it() {
     assert_eq!(set["error"], json!("{\"code\":\"X\"}"));
     assert_eq!(set["attempts"], 2);
 }
+
+#[test]
+fn a_timed_out_attempt_retries_and_the_last_one_fails_the_step() {
+    // The worker decides retry or failure (its attempts and the step's policy); the machine
+    // records each the same way, whatever the error.
+    let timeout = json!({"code": "TIMEOUT", "message": "no answer within 30000 ms"});
+    let c1 = call(1, "w1");
+    let retry = Message::Finished {
+        call: &c1,
+        outcome: Outcome::Retrying {
+            error: timeout.clone(),
+            next_attempt: 2,
+            delay_ms: 1000,
+        },
+    };
+    // The worker publishes the retry itself (a delay queue): the engine dispatches nothing.
+    let (s, effects) = step(running("w1"), retry, NOW);
+    assert_eq!((s.status, s.attempts), (StepStatus::Queued, 1));
+    assert!(!effects.iter().any(|e| matches!(e, Effect::Publish { .. })));
+    let c2 = call(2, "w1");
+    let last = Message::Finished {
+        call: &c2,
+        outcome: Outcome::Failed {
+            error: timeout.clone(),
+        },
+    };
+    let (s, effects) = step(s, last, NOW);
+    assert_eq!((s.status, s.attempts), (StepStatus::Failed, 2));
+    assert_eq!(write_of(&effects).error, Some(timeout));
+    assert_eq!(
+        write_of(&effects).telemetry.as_ref().unwrap()["retryCount"],
+        1
+    );
+    assert!(matches!(effects.last(), Some(Effect::Settled(Err(_)))));
+}

@@ -233,23 +233,9 @@ impl Api {
         events
     }
 
+    /// The run's whole event stream, until it ends.
     pub async fn events(&self, id: &str) -> Vec<Value> {
-        let resp = self
-            .http
-            .get(format!("{}/v1/runs/{id}/events", self.base))
-            .bearer_auth(&self.token)
-            .send()
-            .await
-            .unwrap();
-        let text = tokio::time::timeout(Duration::from_secs(10), resp.text())
-            .await
-            .expect("event stream ended")
-            .unwrap();
-        crate::scan::record("sse", &text);
-        text.lines()
-            .filter_map(|l| l.strip_prefix("data: "))
-            .map(|d| serde_json::from_str(d).unwrap())
-            .collect()
+        self.events_until(id, None, |_| false).await
     }
 }
 

@@ -343,14 +343,15 @@ impl<'a> Pass<'a> {
         if !self.ensure(run_id).await? {
             return Ok(());
         }
-        let run = self.run(run_id).clone();
+        let run = self.run(run_id);
         let Some(i) = run.step_index(step_run_id) else {
             return Ok(());
         };
         if run.status.is_settled() || run.steps[i].status.is_settled() {
             return Ok(());
         }
-        if self.job_for(&run, i).is_some() {
+        // Only a worker's step (a Tool's) has a job to publish again.
+        if matches!(run.plan.steps[i].target, Target::Tool { .. }) {
             self.transition(run_id, i, Message::WorkerLost);
         }
         Ok(())
@@ -506,8 +507,8 @@ impl<'a> Pass<'a> {
                         .push(json!({"workerId": worker_id, "attempt": attempt, "at": at}));
                 }
                 Effect::Publish { redispatch } => {
-                    let run = self.run(run_id).clone();
-                    if let Some(mut job) = self.job_for(&run, i) {
+                    let job = self.runs.get(run_id).and_then(|run| self.job_for(run, i));
+                    if let Some(mut job) = job {
                         job.redispatch = redispatch;
                         self.jobs.push(job);
                     }
@@ -658,12 +659,9 @@ impl<'a> Pass<'a> {
                     self.fail_step_now(run_id, i, error);
                     return Ok(());
                 }
-                if self.job_for(&run, i).is_some() {
-                    // Written when it settles: a step recorded `pending` whose inputs are
-                    // ready is dispatched again by a recovery, as a `queued` one was
-                    // re-published.
-                    self.transition(run_id, i, Message::Dispatch);
-                }
+                // Written when it settles: a step recorded `pending` whose inputs are ready is
+                // dispatched again by a recovery, as a `queued` one was re-published.
+                self.transition(run_id, i, Message::Dispatch);
             }
             Target::Process { id } => self.start_child(&run, i, id).await?,
             Target::Agent { tools, .. } => {

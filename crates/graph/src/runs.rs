@@ -299,6 +299,12 @@ struct LogRow {
     parts: Vec<String>,
 }
 
+/// One part of a run's event log (one engine pass's events: a JSON array of [`EventRow`]s),
+/// as the Run's `events` list and older runs' chunks hold it.
+pub fn log_part(text: &str) -> Result<Vec<EventRow>, Error> {
+    serde_json::from_str(text).map_err(|e| Error::Decode(e.to_string()))
+}
+
 /// Decodes the log's parts (the Run's `events`, older runs' chunks) and adds the pre-chunk
 /// single events: the `limit` first events after `after`, in order.
 fn merge_events(
@@ -309,8 +315,7 @@ fn merge_events(
 ) -> Result<Vec<EventRow>, Error> {
     let mut events = single;
     for part in log.into_iter().flat_map(|l| l.parts) {
-        let rows: Vec<EventRow> =
-            serde_json::from_str(&part).map_err(|e| Error::Decode(e.to_string()))?;
+        let rows = log_part(&part)?;
         events.extend(rows.into_iter().filter(|e| e.seq > after));
     }
     events.sort_by_key(|e| e.seq);

@@ -580,9 +580,7 @@ fn in_flight(run: &Value) -> std::collections::HashMap<String, Value> {
     let mut live = std::collections::HashMap::new();
     let parts = run.get("events").and_then(Value::as_array);
     let events = parts.into_iter().flatten().filter_map(Value::as_str);
-    for event in
-        events.flat_map(|t| serde_json::from_str::<Vec<runs::EventRow>>(t).unwrap_or_default())
-    {
+    for event in events.flat_map(|t| runs::log_part(t).unwrap_or_default()) {
         let Some(step_id) = event.step_id else {
             continue;
         };

@@ -595,3 +595,66 @@ async fn int_1_sum_1_check_reports_bad_carousel_notes_and_summary_levels() {
     .await;
     assert_eq!(findings_for(&summary_id).await, Vec::<&str>::new());
 }
+
+/// EXEC-2 (audit; the lean journal, issue #36): a StepRun that a worker's result settled is the
+/// audit record of its tool call. `aiden check` reports one that lost its finish time, or whose
+/// retried attempts' facts are out of step (as many times, durations and records, `failedAt`),
+/// and stops once each is repaired.
+#[tokio::test]
+async fn exec_2_check_reports_a_step_run_without_its_audit_facts() {
+    let u = user().await;
+    let service = fixtures::rest_service(&u, false).await;
+    let tool = fixtures::rest_tool(&u, &service).await;
+    let process = fixtures::create(
+        &u,
+        "processes",
+        json!({"id": unique("audited"), "name": "a", "shared": false,
+               "steps": [{"id": "ask", "tool": tool, "inputs": {"query": "q"}}]}),
+    )
+    .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let run = u.start_run(&process, json!({})).await;
+    u.settled_run(&run).await;
+    let rows: Vec<serde_json::Value> = aiden_tests::graph_rows(
+        aiden_graph_query(
+            "MATCH (:Run {id: $run})-[:HAS_STEP_RUN]->(sr:StepRun)
+             WHERE sr.workerId IS NOT NULL AND sr.status IN ['completed', 'failed']
+             RETURN sr.id AS id",
+        )
+        .param("run", run.as_str()),
+    )
+    .await;
+    let sr = rows[0]["id"]
+        .as_str()
+        .expect("a step run a worker settled")
+        .to_owned();
+    assert!(
+        findings_for(&sr).await.is_empty(),
+        "{sr} should start clean"
+    );
+    let q = |text: &str| aiden_graph_query(text).param("sr", sr.as_str());
+    write(q(
+        "MATCH (sr:StepRun {id: $sr}) SET sr.keptAt = sr.finishedAt REMOVE sr.finishedAt",
+    ))
+    .await;
+    assert_eq!(findings_for(&sr).await, vec!["EXEC-2"]);
+    write(q(
+        "MATCH (sr:StepRun {id: $sr}) SET sr.finishedAt = sr.keptAt REMOVE sr.keptAt",
+    ))
+    .await;
+    assert!(findings_for(&sr).await.is_empty());
+    // A retried attempt whose duration and record were not appended with its time.
+    write(q(
+        "MATCH (sr:StepRun {id: $sr}) SET sr.keptRetries = coalesce(sr.retriedAt, []),
+         sr.retriedAt = coalesce(sr.retriedAt, []) + sr.finishedAt",
+    ))
+    .await;
+    assert_eq!(findings_for(&sr).await, vec!["EXEC-2"]);
+    write(q("MATCH (sr:StepRun {id: $sr})
+         SET sr.retriedAt = CASE WHEN size(sr.keptRetries) = 0 THEN null ELSE sr.keptRetries END
+         REMOVE sr.keptRetries"))
+    .await;
+    assert!(findings_for(&sr).await.is_empty(), "repaired");
+}

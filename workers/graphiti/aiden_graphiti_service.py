@@ -7,6 +7,8 @@ Routes (JSON in and out; see README.md next to this file):
   GET  /healthz                  200 once the graph's indices are built, 503 before
   PUT  /episodes/{uuid}          save an Episodic node under exactly that uuid, if absent
   POST /episodes/{uuid}/extract  run graphiti's add_episode on the saved episode, once
+  POST /embed                    {"texts": [...]} -> {"model", "dimension", "vectors"}: the
+                                 embedder search uses (queries, and content at binding)
   GET  /debug/extractions        in-memory log of every extract call
 
 Settings (environment):
@@ -164,12 +166,11 @@ class Config:
         """For the start-up log line. Never includes the API key or passwords."""
         graph = f'neo4j {self.neo4j_uri} db={self.neo4j_database}'
         llm = (
-            f'llm {self.llm_base_url} model={self.llm_model} small={self.llm_small_model} '
-            f'embedder={self.embedder_label()} dim={self.embedding_dim}'
+            f'llm {self.llm_base_url} model={self.llm_model} small={self.llm_small_model}'
             if self.extraction_enabled
             else 'extraction disabled (AIDEN_GRAPHITI_LLM_BASE_URL unset)'
         )
-        return f'{graph}; {llm}'
+        return f'{graph}; {llm}; embedder={self.embedder_label()} dim={self.embedding_dim}'
 
 
 def local_embedder() -> Any:
@@ -320,7 +321,6 @@ class Service:
 
     def _make_llm_clients(self) -> None:
         from graphiti_core.cross_encoder.openai_reranker_client import OpenAIRerankerClient
-        from graphiti_core.embedder.openai import OpenAIEmbedder, OpenAIEmbedderConfig
         from graphiti_core.llm_client.config import LLMConfig
         from graphiti_core.llm_client.openai_generic_client import OpenAIGenericClient
         from openai import AsyncOpenAI
@@ -342,30 +342,47 @@ class Service:
         self.llm_client = OpenAIGenericClient(
             config=llm_config, client=chat, structured_output_mode=cfg.structured_output
         )
-        if cfg.embedder == 'local':
-            self.embedder = local_embedder()
-        else:
-            embed_client = AsyncOpenAI(
-                api_key=cfg.llm_api_key,
-                base_url=cfg.embedder_base_url,
-                timeout=cfg.llm_timeout,
-                max_retries=cfg.llm_max_retries,
-            )
-            self.embedder = OpenAIEmbedder(
-                config=OpenAIEmbedderConfig(
-                    embedding_model=cfg.embedder_model,
-                    api_key=cfg.llm_api_key,
-                    base_url=cfg.embedder_base_url,
-                    embedding_dim=cfg.embedding_dim,
-                ),
-                client=embed_client,
-            )
         # add_episode never reranks (its searches use RRF), but Graphiti() would otherwise build
         # an OpenAIRerankerClient against api.openai.com that needs OPENAI_API_KEY.
         self.cross_encoder = OpenAIRerankerClient(config=llm_config, client=chat)
 
+    def _make_embedder(self) -> None:
+        """Built whether or not extraction is enabled: search embeds queries and content with it."""
+        from graphiti_core.embedder.openai import OpenAIEmbedder, OpenAIEmbedderConfig
+        from openai import AsyncOpenAI
+
+        cfg = self.cfg
+        if cfg.embedder == 'local':
+            self.embedder = local_embedder()
+            return
+        if not cfg.embedder_base_url:
+            return  # no endpoint: /embed answers 503
+        embed_client = AsyncOpenAI(
+            api_key=cfg.llm_api_key,
+            base_url=cfg.embedder_base_url,
+            timeout=cfg.llm_timeout,
+            max_retries=cfg.llm_max_retries,
+        )
+        self.embedder = OpenAIEmbedder(
+            config=OpenAIEmbedderConfig(
+                embedding_model=cfg.embedder_model,
+                api_key=cfg.llm_api_key,
+                base_url=cfg.embedder_base_url,
+                embedding_dim=cfg.embedding_dim,
+            ),
+            client=embed_client,
+        )
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        if self.embedder is None:
+            raise ApiError(503, 'no embedder: set AIDEN_GRAPHITI_EMBEDDER_BASE_URL', retryable=True)
+        if not texts:
+            return []
+        return [list(map(float, v)) for v in await self.embedder.create_batch(texts)]
+
     async def start(self) -> None:
         self.driver = self._make_driver()
+        self._make_embedder()
         if self.cfg.extraction_enabled:
             self._make_llm_clients()
         self._init_task = asyncio.create_task(self._initialise())
@@ -710,6 +727,7 @@ async def healthz(request: web.Request) -> web.Response:
     body = {
         'ok': service.ready,
         'extraction': 'enabled' if service.cfg.extraction_enabled else 'disabled',
+        'embedder': service.cfg.embedder_label() if service.embedder is not None else None,
         'database': service.cfg.neo4j_database,
     }
     if not service.ready:
@@ -766,6 +784,31 @@ async def extract(request: web.Request) -> web.Response:
         )
 
 
+MAX_EMBED_TEXTS = 256
+
+
+async def embed(request: web.Request) -> web.Response:
+    """The vectors search compares: one per text, in order, from the configured embedder."""
+    service = request.app[SERVICE]
+    body = await read_json(request)
+    texts = body.get('texts')
+    if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+        raise ApiError(400, '`texts` must be a list of strings')
+    if len(texts) > MAX_EMBED_TEXTS:
+        raise ApiError(400, f'at most {MAX_EMBED_TEXTS} texts per call')
+    started = time.monotonic()
+    vectors = await service.embed(texts)
+    return json_response(
+        200,
+        {
+            'model': service.cfg.embedder_label(),
+            'dimension': len(vectors[0]) if vectors else service.cfg.embedding_dim,
+            'vectors': vectors,
+            'ms': round((time.monotonic() - started) * 1000, 2),
+        },
+    )
+
+
 async def debug_extractions(request: web.Request) -> web.Response:
     return json_response(200, {'items': list(request.app[SERVICE].extractions)})
 
@@ -806,6 +849,7 @@ def make_app(cfg: Config) -> web.Application:
     app.router.add_get('/healthz', healthz)
     app.router.add_put('/episodes/{uuid}', put_episode)
     app.router.add_post('/episodes/{uuid}/extract', extract)
+    app.router.add_post('/embed', embed)
     app.router.add_get('/debug/extractions', debug_extractions)
     return app
 

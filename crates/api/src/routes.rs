@@ -951,6 +951,20 @@ fn knowledge_routes(t: Table) -> Table {
     let t = route!(
         t,
         GET,
+        "/v1/search",
+        k::search,
+        Op::new(
+            "Search what the caller owns by meaning, words and the graph (?q=, ?conversationId=, \
+             ?kinds=episode,entity,fact,summary,introspection, ?limit=); each hit with its score \
+             and provenance"
+        )
+        .query::<k::SearchQuery>()
+        .ok::<aiden_service::recall::SearchAnswer>()
+        .errors(&[404, 422])
+    );
+    let t = route!(
+        t,
+        GET,
         "/v1/conversations/{id}/entities",
         k::conversation_entities,
         Op::new("The Conversation's active entities (HAS_ACTIVE_ENTITY)")

@@ -77,6 +77,40 @@ pub struct ServeArgs {
     pub engine_lease_ms: u64,
     #[command(flatten)]
     pub auth: AuthArgs,
+    #[command(flatten)]
+    pub recall: RecallArgs,
+}
+
+/// Search and retrieved context (issue #37).
+#[derive(Args, Clone)]
+pub struct RecallArgs {
+    /// The Graphiti service, whose embedder turns a query into the vector content is compared
+    /// with; empty: search by words and the graph only.
+    #[arg(
+        long = "recall-embedder-url",
+        env = "AIDEN_GRAPHITI_URL",
+        default_value = "http://127.0.0.1:8091"
+    )]
+    pub embedder_url: String,
+    /// The most tokens working memory's retrievedContext carries (0: none).
+    #[arg(long, env = "AIDEN_RECALL_CONTEXT_TOKENS", default_value_t = 400)]
+    pub context_tokens: u64,
+    /// The least cosine similarity to the message for a memory to be retrieved.
+    #[arg(long, env = "AIDEN_RECALL_MIN_SIMILARITY", default_value_t = 0.3)]
+    pub min_similarity: f64,
+}
+
+impl RecallArgs {
+    pub fn settings(&self) -> aiden_service::recall::RecallSettings {
+        aiden_service::recall::RecallSettings {
+            embedder: (!self.embedder_url.trim().is_empty())
+                .then(|| aiden_service::recall::Embedder::new(&self.embedder_url)),
+            context: aiden_domain::knowledge::recall::ContextPolicy {
+                max_tokens: self.context_tokens,
+                min_similarity: self.min_similarity,
+            },
+        }
+    }
 }
 
 impl ServeArgs {

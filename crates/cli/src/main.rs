@@ -100,7 +100,8 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
         .with_broker(&args.amqp_uri)
         .with_auth_policy(&args.auth.policy())
         .with_engine_door(engine.door())
-        .with_admission(admission.clone());
+        .with_admission(admission.clone())
+        .with_recall_settings(args.recall.settings());
     tokio::spawn(watch_queues(args.amqp_uri.clone(), admission));
     // The outbox relay: content to ingest reaches RabbitMQ (issue #9).
     tokio::spawn(

@@ -124,6 +124,8 @@ pub struct Bind<'a> {
     pub kind: TargetKind,
     pub id: &'a str,
     pub uuid: &'a str,
+    /// The content's embedding and the model that made it (recall, issue #37).
+    pub embedding: Option<(&'a [f32], &'a str)>,
 }
 
 /// EPI-2 / TURN-7: binds once. `Ok(false)` when the target already carries another episodeId
@@ -141,6 +143,12 @@ pub async fn bind(graph: &Graph, b: &Bind<'_>, now: &str) -> Result<bool, Error>
         .param("id", b.id)
         .param("uuid", b.uuid)
         .param("edgeSource", b.kind.as_str())
+        .param(
+            "embedding",
+            b.embedding
+                .map(|(v, _)| v.iter().map(|x| f64::from(*x)).collect::<Vec<f64>>()),
+        )
+        .param("embeddedWith", b.embedding.map(|(_, m)| m.to_owned()))
         .param("now", now);
     let row = tx.one::<Row>(q).await?;
     if row.as_ref().is_some_and(|r| !r.found) {

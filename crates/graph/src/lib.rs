@@ -11,6 +11,7 @@ pub mod limits;
 pub mod measurements;
 pub mod migrate;
 pub mod processes;
+pub mod recall;
 pub mod references;
 pub mod resources;
 pub mod runs;

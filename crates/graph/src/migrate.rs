@@ -133,6 +133,13 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
             "/../../cypher/schema/0018_lean_journal.cypher"
         )),
     ),
+    (
+        "0019_recall",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../cypher/schema/0019_recall.cypher"
+        )),
+    ),
 ];
 
 /// Statements of one file: comment lines dropped (they may contain `;`), then split on `;`.

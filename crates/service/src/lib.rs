@@ -17,6 +17,7 @@ pub mod outbox;
 mod plans;
 mod probe;
 mod processes;
+pub mod recall;
 mod runs;
 mod secrets;
 mod services;
@@ -93,6 +94,8 @@ pub struct App {
     door: Option<aiden_engine::Door>,
     /// Refuses new runs while the run queues are past their bound (issue #38).
     admission: Admission,
+    /// Where search embeds queries; how retrieved context is chosen (issue #37).
+    recall: recall::RecallSettings,
 }
 
 impl App {
@@ -116,7 +119,15 @@ impl App {
             outbox_wake: std::sync::Arc::default(),
             door: None,
             admission: Admission::default(),
+            recall: recall::RecallSettings::default(),
         }
+    }
+
+    /// Search and retrieved context embed with this (issue #37); without it they use words and
+    /// the graph only.
+    pub fn with_recall_settings(mut self, settings: recall::RecallSettings) -> Self {
+        self.recall = settings;
+        self
     }
 
     /// Refuses new runs (503, `Retry-After`) while the run queues are past the bound that

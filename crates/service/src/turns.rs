@@ -3,6 +3,8 @@
 //! the active one, the tree and working memory. Every write decides from facts read in the same
 //! transaction and writes the Turn first, so concurrent requests on one Turn serialize (TURN-2).
 
+use std::collections::HashSet;
+
 use aiden_domain::conversation::{
     memory::{self, WorkingMemory},
     rules::{self, AlternativeKind, Attachment},
@@ -99,6 +101,7 @@ impl App {
     async fn memory_in(
         &self,
         tx: &mut Tx,
+        owner_id: &str,
         conversation_id: &str,
         alternative_id: &str,
     ) -> Result<(WorkingMemory, String)> {
@@ -109,13 +112,18 @@ impl App {
             .and_then(|p| p.content.clone())
             .unwrap_or_default();
         let summaries = conv::summaries(&self.graph, conversation_id).await?;
+        let on_path: HashSet<String> = path.iter().map(|p| p.alternative_id.clone()).collect();
         let wm = memory::assemble(
             conversation_id,
             path,
             summaries.iter().map(Into::into).collect(),
             now(),
         )?;
-        Ok((self.with_entities(wm).await?, content))
+        let wm = self.with_entities(wm).await?;
+        Ok((
+            self.with_retrieved_context(wm, owner_id, &on_path).await,
+            content,
+        ))
     }
 
     /// Checks the Process and prepares its run and the generating Alternative: the run's
@@ -153,7 +161,9 @@ impl App {
                 "an agent turn responds to a turn",
             )
         })?;
-        let (wm, user_message) = self.memory_in(tx, conversation_id, parent_alt).await?;
+        let (wm, user_message) = self
+            .memory_in(tx, caller.id.as_str(), conversation_id, parent_alt)
+            .await?;
         let alternative_id = uuid::Uuid::now_v7().to_string();
         let run_id = uuid::Uuid::now_v7().to_string();
         let mut inputs = Map::new();
@@ -459,13 +469,32 @@ impl App {
         })
     }
 
-    /// `GET /v1/conversations/{id}/working-memory`: computed now from the path (WM-1..3).
+    /// `GET /v1/conversations/{id}/working-memory`: computed now from the path (WM-1..3), with
+    /// the context retrieved for the message it ends with (issue #37).
     pub async fn working_memory(
         &self,
         caller: &Caller,
         id: &str,
         turn_id: Option<&str>,
         alternative_id: Option<&str>,
+    ) -> Result<WorkingMemory> {
+        self.memory_view(caller, id, turn_id, alternative_id, true)
+            .await
+    }
+
+    /// Working memory without retrieved context: what memory upkeep compresses (retrieved
+    /// context is chosen anew for every message, so a Summary could never shrink it).
+    pub(crate) async fn path_memory(&self, caller: &Caller, id: &str) -> Result<WorkingMemory> {
+        self.memory_view(caller, id, None, None, false).await
+    }
+
+    async fn memory_view(
+        &self,
+        caller: &Caller,
+        id: &str,
+        turn_id: Option<&str>,
+        alternative_id: Option<&str>,
+        retrieve: bool,
     ) -> Result<WorkingMemory> {
         let c = conv::get_autocommit(&self.graph, id)
             .await?
@@ -508,13 +537,18 @@ impl App {
             (Some(t), Some(asked)) if t != asked => return Err(foreign("alternativeId", &start)),
             _ => {}
         }
+        let on_path: HashSet<String> = path.iter().map(|p| p.alternative_id.clone()).collect();
         let wm = memory::assemble(
             id,
             path,
             summaries?.iter().map(Into::into).collect(),
             c.updated_at,
         )?;
-        self.with_entities(wm).await
+        let wm = self.with_entities(wm).await?;
+        if !retrieve {
+            return Ok(wm);
+        }
+        Ok(self.with_retrieved_context(wm, &c.owner_id, &on_path).await)
     }
 }
 

@@ -9,6 +9,8 @@ use aiden_domain::knowledge::episode::{self, Binding};
 use aiden_graph::knowledge::{self as kg, ContextItem, Target, TargetKind};
 use aiden_graph::Graph;
 
+use aiden_service::recall::{EmbedError, Embedder};
+
 use super::graphiti::{Graphiti, GraphitiError};
 
 /// Why a pass did not finish.
@@ -35,6 +37,8 @@ pub enum Outcome {
 pub struct Ingestor {
     pub graph: Graph,
     pub graphiti: Graphiti,
+    /// Embeds the content at binding, for recall (issue #37).
+    pub embedder: Embedder,
 }
 
 fn now() -> String {
@@ -149,10 +153,22 @@ impl Ingestor {
             return graphiti_error(e);
         }
         if t.episode_id.is_none() || t.binding.as_deref() == Some("pending") {
+            // Recall: the content is embedded without its speaker prefix; a model reads the
+            // first few hundred tokens only, so a long text is cut for the request's sake.
+            let head: String = text.chars().take(8_000).collect();
+            let embedded = match self.embedder.embed(&[head.as_str()]).await {
+                Ok(e) => e,
+                Err(EmbedError::Unavailable(m)) => return Err(Interrupted::Wait(m)),
+                Err(EmbedError::Failed(m)) => return Err(Interrupted::Retry(m)),
+            };
             let bind = kg::Bind {
                 kind,
                 id: &t.id,
                 uuid: &draft.uuid,
+                embedding: embedded
+                    .vectors
+                    .first()
+                    .map(|v| (v.as_slice(), embedded.model.as_str())),
             };
             if !kg::bind(&self.graph, &bind, &now())
                 .await

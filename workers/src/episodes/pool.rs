@@ -62,6 +62,7 @@ pub async fn run(config: EpisodePoolConfig) -> anyhow::Result<()> {
         ingestor: Ingestor {
             graph: config.graph.clone(),
             graphiti: super::graphiti::Graphiti::new(&config.graphiti_url, config.extract_timeout),
+            embedder: aiden_service::recall::Embedder::new(&config.graphiti_url),
         },
         permits: Semaphore::new(config.concurrency.max(1)),
         lanes: Mutex::new(HashMap::new()),

@@ -96,3 +96,34 @@ pub async fn conversation_entities(
 ) -> ApiResult<Response> {
     Ok(ok(st.app.conversation_entities(&c, &id).await?))
 }
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SearchQuery {
+    /// What to look for, in words (1 to 1000 characters).
+    q: Option<String>,
+    /// Only within this Conversation (one of the caller's).
+    conversation_id: Option<String>,
+    /// Comma-separated: episode, entity, fact, summary, introspection (default: all).
+    kinds: Option<String>,
+    /// 1 to 50 (default 10).
+    limit: Option<i64>,
+}
+
+/// `GET /v1/search` (issue #37): the caller's own content and knowledge by meaning, words and
+/// the graph, with provenance (SRCH-1, SRCH-2).
+pub async fn search(
+    S(st): S<State>,
+    Auth(c): Auth,
+    q: Result<Query<SearchQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Response> {
+    let Query(q) =
+        q.map_err(|e| ApiError::from(aiden_domain::Error::validation("query", e.body_text())))?;
+    let search = aiden_domain::knowledge::recall::check_search(
+        q.q.as_deref(),
+        q.conversation_id.as_deref(),
+        q.kinds.as_deref(),
+        q.limit,
+    )?;
+    Ok(ok(st.app.search(&c, search).await?))
+}

@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use crate::execution::budget::estimate_text_tokens;
+use crate::knowledge::recall::Retrieved;
 use crate::knowledge::EntityReference;
 use crate::Error;
 
@@ -84,6 +85,9 @@ pub struct WorkingMemory {
     pub active_entities: Vec<EntityReference>,
     /// The owner's introspection carousel (user-scoped, INT-1), by position.
     pub introspection_context: Vec<IntrospectionRef>,
+    /// Memories and knowledge most similar to the message the path ends with, from the owner's
+    /// other conversations (and this one's path only: SRCH-3), by similarity, token-limited.
+    pub retrieved_context: Vec<Retrieved>,
     pub total_tokens: u64,
     pub last_updated: String,
 }
@@ -171,7 +175,7 @@ pub fn assemble(
             token_count: s.token_count,
         })
         .collect();
-    // WM-2: path + summaries + entities + introspection (the last two are empty for now).
+    // WM-2: path + summaries (+ entities, introspection and retrieved context, added after).
     let total_tokens = immediate_path.iter().map(|p| p.tokens).sum::<u64>()
         + summaries
             .iter()
@@ -185,6 +189,7 @@ pub fn assemble(
         summaries,
         active_entities: Vec::new(),
         introspection_context: Vec::new(),
+        retrieved_context: Vec::new(),
         total_tokens,
         last_updated,
     })
@@ -219,6 +224,13 @@ impl WorkingMemory {
     pub fn with_introspections(mut self, notes: Vec<IntrospectionRef>) -> Self {
         self.total_tokens += notes.iter().map(|n| n.tokens).sum::<u64>();
         self.introspection_context = notes;
+        self
+    }
+
+    /// WM-2: retrieved context joins the view and its tokens the total.
+    pub fn with_retrieved(mut self, items: Vec<Retrieved>) -> Self {
+        self.total_tokens += items.iter().map(|r| r.tokens).sum::<u64>();
+        self.retrieved_context = items;
         self
     }
 

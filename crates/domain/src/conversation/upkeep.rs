@@ -441,6 +441,7 @@ mod tests {
                 .collect(),
             active_entities: Vec::new(),
             introspection_context: Vec::new(),
+            retrieved_context: Vec::new(),
             total_tokens: 0,
             last_updated: String::new(),
         }

@@ -346,8 +346,8 @@ pub fn assemble(layers: &Layers, offers_tools: bool) -> Vec<Message> {
     out
 }
 
-/// Layers 4 and 5 from a working memory value (contract: working-memory): summaries and
-/// active entities as retrieved context; the immediate path (without the message being
+/// Layers 4 and 5 from a working memory value (contract: working-memory): summaries, active
+/// entities and retrieved context (recall) as layer 4; the immediate path (without the message being
 /// answered, which is its last entry) as history.
 pub fn layers_from_memory(memory: &Value, message: &str) -> (Vec<String>, Vec<Message>) {
     let mut retrieved = Vec::new();
@@ -362,6 +362,13 @@ pub fn layers_from_memory(memory: &Value, message: &str) -> (Vec<String>, Vec<Me
             Some(s) if !s.is_empty() => retrieved.push(format!("{name}: {s}")),
             _ if !name.is_empty() => retrieved.push(name.to_owned()),
             _ => {}
+        }
+    }
+    // Recall (issue #37): the owner's memories and knowledge most like the message, by
+    // similarity, already within working memory's token budget for them.
+    for r in memory["retrievedContext"].as_array().into_iter().flatten() {
+        if let Some(text) = r["text"].as_str().filter(|t| !t.is_empty()) {
+            retrieved.push(format!("Memory: {text}"));
         }
     }
     let mut history: Vec<Message> = memory["immediatePath"]

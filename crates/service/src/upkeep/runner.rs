@@ -158,7 +158,7 @@ impl Runner {
             .compression_token_budget
             .unwrap_or(settings.compression_token_budget)
             .max(0) as u64;
-        let wm = app.working_memory(&owner, id, None, None).await?;
+        let wm = app.path_memory(&owner, id).await?;
         let keep = settings.compression_keep_recent.max(1) as usize;
         let Some(span) = plan_compression(&wm, budget, keep) else {
             return Ok(());

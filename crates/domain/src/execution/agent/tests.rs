@@ -159,12 +159,18 @@ fn the_prompt_keeps_the_five_layers_in_order_with_the_guardrail_last() {
 fn working_memory_gives_context_and_history_without_the_message_itself() {
     let wm = json!({"summaries": [{"content": "they met"}],
         "activeEntities": [{"name": "Ada", "summary": "mathematician"}, {"name": "London"}],
+        "retrievedContext": [{"text": "Ada's notes came out in 1843", "similarity": 0.6}],
         "immediatePath": [{"speaker": "user", "content": "hi"}, {"speaker": "agent", "content": "hello"},
                           {"speaker": "user", "content": "who is Ada?"}]});
     let (retrieved, history) = layers_from_memory(&wm, "who is Ada?");
     assert_eq!(
         retrieved,
-        ["Summary: they met", "Ada: mathematician", "London"]
+        [
+            "Summary: they met",
+            "Ada: mathematician",
+            "London",
+            "Memory: Ada's notes came out in 1843"
+        ]
     );
     assert_eq!(history.len(), 2);
     assert!(matches!(&history[1], Message::Assistant { content: Some(c), .. } if c == "hello"));

@@ -1,0 +1,390 @@
+//! Recall (issue #37): what a search asks, how its signals fuse into one ranking, and which hits
+//! become an agent's retrieved context. Pure: the graph queries give one row per hit and signal
+//! (`vector`, `text`, `graph`); this decides the order.
+//!
+//! Rules: SRCH-1 (a query is 1..=1000 characters, `limit` 1..=50, `kinds` from the closed list),
+//! SRCH-2 (only what the caller owns: the graph queries filter, the tests check), SRCH-3 (an
+//! agent's retrieved context takes from the current conversation only what lies on the path it
+//! answers, never a sibling branch's content).
+
+use std::collections::{HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::execution::budget::estimate_text_tokens;
+use crate::Error;
+
+/// What a hit is: an Alternative's content (its Episode), an Entity, a fact between Entities,
+/// a Summary, an introspection note.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum HitKind {
+    Episode,
+    Entity,
+    Fact,
+    Summary,
+    Introspection,
+}
+
+impl HitKind {
+    pub const ALL: [HitKind; 5] = [
+        HitKind::Episode,
+        HitKind::Entity,
+        HitKind::Fact,
+        HitKind::Summary,
+        HitKind::Introspection,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HitKind::Episode => "episode",
+            HitKind::Entity => "entity",
+            HitKind::Fact => "fact",
+            HitKind::Summary => "summary",
+            HitKind::Introspection => "introspection",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// Content the caller wrote or was answered with (the `content` query), as opposed to what
+    /// Graphiti extracted from it.
+    pub fn is_content(self) -> bool {
+        matches!(
+            self,
+            HitKind::Episode | HitKind::Summary | HitKind::Introspection
+        )
+    }
+}
+
+pub const MAX_QUERY_CHARS: usize = 1000;
+pub const MAX_LIMIT: usize = 50;
+pub const DEFAULT_LIMIT: usize = 10;
+
+/// A checked search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Search {
+    pub q: String,
+    pub conversation_id: Option<String>,
+    pub kinds: Vec<HitKind>,
+    pub limit: usize,
+}
+
+/// SRCH-1: checks `GET /v1/search`'s parameters.
+pub fn check_search(
+    q: Option<&str>,
+    conversation_id: Option<&str>,
+    kinds: Option<&str>,
+    limit: Option<i64>,
+) -> Result<Search, Error> {
+    let q = q.map(str::trim).unwrap_or_default();
+    if q.is_empty() || q.chars().count() > MAX_QUERY_CHARS {
+        return Err(Error::invariant(
+            "SRCH-1",
+            "/q",
+            format!("`q` is 1 to {MAX_QUERY_CHARS} characters of text to search for"),
+        ));
+    }
+    let kinds = match kinds.map(str::trim).filter(|k| !k.is_empty()) {
+        None => HitKind::ALL.to_vec(),
+        Some(list) => {
+            let mut out = Vec::new();
+            for k in list.split(',').map(str::trim) {
+                let kind = HitKind::parse(k).ok_or_else(|| {
+                    Error::invariant(
+                        "SRCH-1",
+                        "/kinds",
+                        format!(
+                            "unknown kind `{k}`: kinds are {}",
+                            HitKind::ALL.map(HitKind::as_str).join(", ")
+                        ),
+                    )
+                })?;
+                if !out.contains(&kind) {
+                    out.push(kind);
+                }
+            }
+            out
+        }
+    };
+    let limit = match limit {
+        None => DEFAULT_LIMIT,
+        Some(l) if (1..=MAX_LIMIT as i64).contains(&l) => l as usize,
+        Some(_) => {
+            return Err(Error::invariant(
+                "SRCH-1",
+                "/limit",
+                format!("`limit` is 1 to {MAX_LIMIT}"),
+            ))
+        }
+    };
+    Ok(Search {
+        q: q.to_owned(),
+        conversation_id: conversation_id.filter(|c| !c.is_empty()).map(str::to_owned),
+        kinds,
+        limit,
+    })
+}
+
+/// The words of a query as a Lucene query the full-text index can take: letters and digits
+/// only, lower-cased (no operator of the user's, `AND` included, reaches the parser), at most
+/// 32 terms, OR-ed.
+pub fn text_query(q: &str) -> String {
+    q.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(32)
+        .map(str::to_lowercase)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Where a hit came from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Source {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversation_title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alternative_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub introspection_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub episode_id: Option<String>,
+    /// Whether the Alternative is its Turn's active one (only for Alternatives).
+    #[serde(
+        rename = "activeBranch",
+        alias = "active",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub active: Option<bool>,
+}
+
+/// One row of a recall query: a hit as one signal saw it.
+#[derive(Debug, Clone)]
+pub struct SignalRow {
+    pub id: String,
+    pub kind: HitKind,
+    /// `vector`, `text` or `graph`.
+    pub signal: String,
+    /// The index's score: for `vector`, Neo4j's normalised cosine (1 + cos) / 2.
+    pub score: Option<f64>,
+    /// For `graph`: the Entity that led here.
+    pub via: Option<String>,
+    pub name: Option<String>,
+    pub content: String,
+    pub created_at: Option<String>,
+    pub sources: Vec<Source>,
+}
+
+/// A search hit: one per thing found, with the fused score and each signal's own.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Hit {
+    pub id: String,
+    pub kind: HitKind,
+    /// Reciprocal-rank fusion of the signals (higher is better), comparable within one answer.
+    pub score: f64,
+    /// The content; an Entity's summary; a fact's sentence.
+    pub text: String,
+    /// An Entity's name, a fact's relation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Cosine similarity of the query and the hit (-1..1), when the vector signal saw it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<f64>,
+    /// The full-text index's BM25 score, when the words matched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_score: Option<f64>,
+    /// The Entities found for the query that mention this content (the graph signal).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub via_entities: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+    /// Where it came from: content's own place; for an entity or fact, its latest mention.
+    #[serde(flatten)]
+    pub origin: Source,
+    /// Every place it came from (an entity or fact: up to five mentioning Alternatives).
+    pub sources: Vec<Source>,
+}
+
+/// The constant of reciprocal-rank fusion (as Graphiti's and most hybrid searches use).
+const RRF_K: f64 = 60.0;
+
+/// How much each signal counts in the fusion: meaning first; words and the graph confirm.
+fn weight(signal: &str) -> f64 {
+    match signal {
+        "vector" => 1.0,
+        _ => 0.5,
+    }
+}
+
+/// Fuses the rows of several signals into one ranking (weighted reciprocal-rank fusion: each
+/// signal ranks its rows by score; a `graph` row ranks as the Entity that led to it).
+pub fn fuse(rows: Vec<SignalRow>, entity_rank: &HashMap<String, usize>, limit: usize) -> Vec<Hit> {
+    let mut by_signal: HashMap<String, Vec<&SignalRow>> = HashMap::new();
+    for r in &rows {
+        by_signal.entry(r.signal.clone()).or_default().push(r);
+    }
+    let mut hits: HashMap<(HitKind, String), Hit> = HashMap::new();
+    for (signal, mut list) in by_signal {
+        if signal == "graph" {
+            list.sort_by_key(|r| {
+                r.via
+                    .as_ref()
+                    .and_then(|v| entity_rank.get(v))
+                    .copied()
+                    .unwrap_or(usize::MAX)
+            });
+        } else {
+            list.sort_by(|a, b| b.score.unwrap_or(0.0).total_cmp(&a.score.unwrap_or(0.0)));
+        }
+        let mut seen = HashSet::new();
+        let mut rank = 0usize;
+        for r in list {
+            let key = (r.kind, r.id.clone());
+            let first = seen.insert(key.clone());
+            let hit = hits.entry(key).or_insert_with(|| Hit {
+                id: r.id.clone(),
+                kind: r.kind,
+                score: 0.0,
+                text: r.content.clone(),
+                name: r.name.clone(),
+                similarity: None,
+                text_score: None,
+                via_entities: Vec::new(),
+                created_at: r.created_at.clone(),
+                origin: r.sources.first().cloned().unwrap_or_default(),
+                sources: r.sources.clone(),
+            });
+            if let Some(v) = r.via.as_ref().filter(|v| !hit.via_entities.contains(v)) {
+                hit.via_entities.push(v.clone());
+            }
+            if !first {
+                continue;
+            }
+            rank += 1;
+            hit.score += weight(&signal) / (RRF_K + rank as f64);
+            match signal.as_str() {
+                "vector" => hit.similarity = r.score.map(|s| 2.0 * s - 1.0),
+                "text" => hit.text_score = r.score,
+                _ => {}
+            }
+        }
+    }
+    let mut out: Vec<Hit> = hits.into_values().collect();
+    out.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(
+                b.similarity
+                    .unwrap_or(-1.0)
+                    .total_cmp(&a.similarity.unwrap_or(-1.0)),
+            )
+            .then(a.id.cmp(&b.id))
+    });
+    out.truncate(limit);
+    out
+}
+
+/// One item of an agent's retrieved context (working memory's `retrievedContext`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Retrieved {
+    pub kind: HitKind,
+    pub id: String,
+    /// Cosine similarity to the message being answered (-1..1).
+    pub score: f64,
+    /// The text the prompt carries (an entity as `name: summary`).
+    pub text: String,
+    pub tokens: u64,
+    /// Where it came from (for an entity or fact, its latest mention).
+    pub source: Source,
+}
+
+/// How retrieved context is chosen: a token budget and a similarity floor.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ContextPolicy {
+    pub max_tokens: u64,
+    pub min_similarity: f64,
+}
+
+impl Default for ContextPolicy {
+    fn default() -> Self {
+        Self {
+            max_tokens: 400,
+            min_similarity: 0.3,
+        }
+    }
+}
+
+/// SRCH-3 and the budget: from hits (any order), those similar enough, ordered by similarity,
+/// that fit the token budget. Of the current conversation only Alternatives are taken, and only
+/// those in `on_path` (the path answered, covered by a Summary or not) that working memory does
+/// not show already (`shown`): never a sibling branch's content, nor an Entity, fact or Summary
+/// of the conversation (working memory has its own, drawn from the path).
+pub fn retrieved_context(
+    hits: Vec<Hit>,
+    conversation_id: &str,
+    on_path: &HashSet<String>,
+    shown: &HashSet<String>,
+    policy: ContextPolicy,
+) -> Vec<Retrieved> {
+    let here = |s: &Source| s.conversation_id.as_deref() == Some(conversation_id);
+    let mut candidates: Vec<Hit> = hits
+        .into_iter()
+        .filter(|h| h.similarity.is_some_and(|s| s >= policy.min_similarity))
+        .filter(|h| h.kind != HitKind::Introspection)
+        .filter(|h| {
+            if !h.sources.iter().any(here) {
+                return true;
+            }
+            h.kind == HitKind::Episode
+                && h.sources.iter().all(|s| {
+                    here(s)
+                        && s.alternative_id
+                            .as_ref()
+                            .is_some_and(|a| on_path.contains(a) && !shown.contains(a))
+                })
+        })
+        .collect();
+    candidates.sort_by(|a, b| {
+        b.similarity
+            .unwrap_or(0.0)
+            .total_cmp(&a.similarity.unwrap_or(0.0))
+            .then(a.id.cmp(&b.id))
+    });
+    let mut used = 0u64;
+    let mut out = Vec::new();
+    for h in candidates {
+        let text = match (&h.name, h.kind) {
+            (Some(n), HitKind::Entity) if !h.text.is_empty() => format!("{n}: {}", h.text),
+            (Some(n), HitKind::Entity) => n.clone(),
+            _ => h.text.clone(),
+        };
+        let tokens = estimate_text_tokens(&text);
+        if used + tokens > policy.max_tokens {
+            continue;
+        }
+        used += tokens;
+        out.push(Retrieved {
+            kind: h.kind,
+            id: h.id,
+            score: h.similarity.unwrap_or(0.0),
+            text,
+            tokens,
+            source: h.origin,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

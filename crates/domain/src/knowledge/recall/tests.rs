@@ -1,0 +1,169 @@
+use super::*;
+
+fn row(id: &str, kind: HitKind, signal: &str, score: Option<f64>, conv: &str) -> SignalRow {
+    SignalRow {
+        id: id.into(),
+        kind,
+        signal: signal.into(),
+        score,
+        via: None,
+        name: None,
+        content: format!("content of {id}"),
+        created_at: None,
+        sources: vec![Source {
+            conversation_id: Some(conv.into()),
+            alternative_id: Some(id.into()),
+            ..Source::default()
+        }],
+    }
+}
+
+#[test]
+fn srch_1_a_search_needs_text_known_kinds_and_a_bounded_limit() {
+    let ok = check_search(Some(" dogs "), None, Some("episode,fact,episode"), Some(5)).unwrap();
+    assert_eq!(ok.q, "dogs");
+    assert_eq!(ok.kinds, [HitKind::Episode, HitKind::Fact]);
+    assert_eq!(ok.limit, 5);
+    assert_eq!(
+        check_search(Some("x"), None, None, None)
+            .unwrap()
+            .kinds
+            .len(),
+        5
+    );
+    for (q, kinds, limit, path) in [
+        (None, None, None, "/q"),
+        (Some("  "), None, None, "/q"),
+        (Some("x"), Some("episode,pets"), None, "/kinds"),
+        (Some("x"), None, Some(0), "/limit"),
+        (Some("x"), None, Some(51), "/limit"),
+    ] {
+        let e = check_search(q, None, kinds, limit).unwrap_err();
+        let text = format!("{e:?}");
+        assert!(
+            text.contains("SRCH-1") && text.contains(path),
+            "{q:?} {kinds:?} {limit:?}: {text}"
+        );
+    }
+    let long = "a".repeat(MAX_QUERY_CHARS + 1);
+    assert!(check_search(Some(&long), None, None, None).is_err());
+}
+
+#[test]
+fn srch_1_the_full_text_query_carries_words_only() {
+    assert_eq!(
+        text_query("what's \"my\" dog's (name)? AND *"),
+        "what s my dog s name and"
+    );
+    assert_eq!(text_query("!!!"), "");
+}
+
+#[test]
+fn fusion_ranks_meaning_first_and_words_confirm() {
+    let rows = vec![
+        row("a", HitKind::Episode, "vector", Some(0.9), "c1"),
+        row("b", HitKind::Episode, "vector", Some(0.8), "c1"),
+        row("c", HitKind::Episode, "vector", Some(0.7), "c1"),
+        row("c", HitKind::Episode, "text", Some(3.0), "c1"),
+        row("d", HitKind::Episode, "text", Some(5.0), "c1"),
+    ];
+    let hits = fuse(rows, &HashMap::new(), 10);
+    let order: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
+    // c: 1/63 + 0.5/62 beats a's 1/61; d (words only, ranked first) stays below b.
+    assert_eq!(order, ["c", "a", "b", "d"]);
+    let c = &hits[0];
+    assert!(
+        (c.similarity.unwrap() - 0.4).abs() < 1e-9,
+        "cosine = 2s - 1"
+    );
+    assert_eq!(c.text_score, Some(3.0));
+    assert!(hits[3].similarity.is_none());
+    assert_eq!(fuse(hits_rows(), &HashMap::new(), 1).len(), 1);
+}
+
+fn hits_rows() -> Vec<SignalRow> {
+    vec![
+        row("a", HitKind::Episode, "vector", Some(0.9), "c1"),
+        row("b", HitKind::Episode, "vector", Some(0.8), "c1"),
+    ]
+}
+
+#[test]
+fn fusion_ranks_graph_rows_by_the_entity_that_led_there() {
+    let mut g1 = row("x", HitKind::Episode, "graph", None, "c1");
+    g1.via = Some("e2".into());
+    let mut g2 = row("y", HitKind::Episode, "graph", None, "c1");
+    g2.via = Some("e1".into());
+    let rank = HashMap::from([("e1".to_string(), 1), ("e2".to_string(), 2)]);
+    let hits = fuse(vec![g1, g2], &rank, 10);
+    assert_eq!(hits[0].id, "y");
+    assert_eq!(hits[0].via_entities, ["e1"]);
+}
+
+fn hit(id: &str, kind: HitKind, similarity: f64, conv: &str, alt: Option<&str>) -> Hit {
+    let source = Source {
+        conversation_id: Some(conv.into()),
+        alternative_id: alt.map(str::to_owned),
+        ..Source::default()
+    };
+    Hit {
+        id: id.into(),
+        kind,
+        score: 0.0,
+        similarity: Some(similarity),
+        text_score: None,
+        via_entities: Vec::new(),
+        name: None,
+        text: "twelve words of content for the token estimate to count here".into(),
+        created_at: None,
+        origin: source.clone(),
+        sources: vec![source],
+    }
+}
+
+#[test]
+fn srch_3_retrieved_context_never_takes_a_sibling_branch_of_the_current_conversation() {
+    let on_path: HashSet<String> = ["old", "shown"].map(String::from).into();
+    let shown: HashSet<String> = ["shown"].map(String::from).into();
+    let hits = vec![
+        // The best match of all: an inactive sibling branch of this conversation.
+        hit("sibling", HitKind::Episode, 0.95, "here", Some("sibling")),
+        hit("shown", HitKind::Episode, 0.9, "here", Some("shown")),
+        hit("old", HitKind::Episode, 0.5, "here", Some("old")),
+        hit("fact-here", HitKind::Fact, 0.9, "here", Some("old")),
+        hit("other", HitKind::Episode, 0.7, "elsewhere", Some("o1")),
+        hit("fact", HitKind::Fact, 0.8, "elsewhere", Some("o2")),
+        hit("weak", HitKind::Episode, 0.1, "elsewhere", Some("o3")),
+    ];
+    let policy = ContextPolicy {
+        max_tokens: 1000,
+        min_similarity: 0.3,
+    };
+    let got = retrieved_context(hits, "here", &on_path, &shown, policy);
+    let ids: Vec<&str> = got.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, ["fact", "other", "old"], "ordered by similarity");
+}
+
+#[test]
+fn retrieved_context_stays_within_its_token_budget() {
+    let hits: Vec<Hit> = (0..10)
+        .map(|i| {
+            hit(
+                &format!("h{i}"),
+                HitKind::Episode,
+                0.9 - i as f64 / 100.0,
+                "elsewhere",
+                Some("a"),
+            )
+        })
+        .collect();
+    let each = estimate_text_tokens(&hits[0].text);
+    let policy = ContextPolicy {
+        max_tokens: each * 3,
+        min_similarity: 0.0,
+    };
+    let got = retrieved_context(hits, "here", &HashSet::new(), &HashSet::new(), policy);
+    assert_eq!(got.len(), 3);
+    assert_eq!(got.iter().map(|r| r.tokens).sum::<u64>(), each * 3);
+    assert_eq!(got[0].id, "h0");
+}

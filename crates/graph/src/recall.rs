@@ -1,0 +1,146 @@
+//! Recall's statements (issue #37): one row per hit and signal, already filtered to what the
+//! caller owns (SRCH-2). The fusion is the domain's (`knowledge::recall::fuse`).
+
+use aiden_domain::knowledge::recall::{HitKind, SignalRow, Source};
+use serde::Deserialize;
+
+use crate::{cypher, query_file, Error, Graph};
+
+/// What every recall statement takes.
+pub struct Ask<'a> {
+    pub caller_id: &'a str,
+    pub conversation_id: Option<&'a str>,
+    /// The query's embedding (`None`: no embedder reachable; words and the graph only).
+    pub vector: Option<&'a [f32]>,
+    /// The full-text query (`recall::text_query`), possibly empty.
+    pub text: &'a str,
+    /// How many rows each index is asked for, before the caller's own are kept.
+    pub k: i64,
+}
+
+fn query(text: &str, ask: &Ask<'_>) -> neo4rs::Query {
+    cypher(text, None)
+        .param("callerId", ask.caller_id)
+        .param("conversationId", ask.conversation_id)
+        .param(
+            "vector",
+            ask.vector
+                .map(|v| v.iter().map(|x| f64::from(*x)).collect::<Vec<f64>>()),
+        )
+        .param("text", ask.text)
+        .param("k", ask.k)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ContentRow {
+    id: String,
+    kind: String,
+    signal: String,
+    score: Option<f64>,
+    via: Option<String>,
+    content: String,
+    episode_id: Option<String>,
+    conversation_id: Option<String>,
+    conversation_title: Option<String>,
+    turn_id: Option<String>,
+    active: Option<bool>,
+    created_at: Option<String>,
+}
+
+impl ContentRow {
+    fn into_signal(self) -> Option<SignalRow> {
+        let kind = HitKind::parse(&self.kind)?;
+        let mut source = Source {
+            conversation_id: self.conversation_id,
+            conversation_title: self.conversation_title,
+            turn_id: self.turn_id,
+            episode_id: self.episode_id,
+            active: self.active,
+            ..Source::default()
+        };
+        match kind {
+            HitKind::Episode => source.alternative_id = Some(self.id.clone()),
+            HitKind::Summary => source.summary_id = Some(self.id.clone()),
+            _ => source.introspection_id = Some(self.id.clone()),
+        }
+        Some(SignalRow {
+            id: self.id,
+            kind,
+            signal: self.signal,
+            score: self.score,
+            via: self.via,
+            name: None,
+            content: self.content,
+            created_at: self.created_at,
+            sources: vec![source],
+        })
+    }
+}
+
+/// Content (Alternatives, Summaries, Introspections) by meaning, words and the Entities in
+/// `entity_uuids`. `exact`: the vector signal scans the caller's own content instead of asking
+/// the index (when the index's nearest held too few of the caller's).
+pub async fn content(
+    graph: &Graph,
+    ask: &Ask<'_>,
+    kinds: &[HitKind],
+    entity_uuids: &[String],
+    exact: bool,
+) -> Result<Vec<SignalRow>, Error> {
+    let q = query(query_file!("search/content.cypher"), ask)
+        .param(
+            "kinds",
+            kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>(),
+        )
+        .param("entityUuids", entity_uuids.to_vec())
+        .param("exact", exact);
+    let rows: Vec<ContentRow> = graph.read_rows(q).await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(ContentRow::into_signal)
+        .collect())
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct KnowledgeRow {
+    id: String,
+    kind: String,
+    signal: String,
+    score: Option<f64>,
+    name: Option<String>,
+    content: Option<String>,
+    #[serde(default)]
+    sources: Vec<Source>,
+}
+
+async fn knowledge(graph: &Graph, q: neo4rs::Query) -> Result<Vec<SignalRow>, Error> {
+    let rows: Vec<KnowledgeRow> = graph.read_rows(q).await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|r| {
+            Some(SignalRow {
+                kind: HitKind::parse(&r.kind)?,
+                id: r.id,
+                signal: r.signal,
+                score: r.score,
+                via: None,
+                name: r.name,
+                content: r.content.unwrap_or_default(),
+                created_at: None,
+                sources: r.sources,
+            })
+        })
+        .collect())
+}
+
+/// Entities the caller may see (ENT-2), by the meaning of their name and their words.
+pub async fn entities(graph: &Graph, ask: &Ask<'_>) -> Result<Vec<SignalRow>, Error> {
+    knowledge(graph, query(query_file!("search/entities.cypher"), ask)).await
+}
+
+/// Facts (graphiti's RELATES_TO) of the caller's conversations, still valid.
+pub async fn facts(graph: &Graph, ask: &Ask<'_>) -> Result<Vec<SignalRow>, Error> {
+    knowledge(graph, query(query_file!("search/facts.cypher"), ask)).await
+}

@@ -1,0 +1,68 @@
+// Recall over content (issue #37): Alternatives (kind `episode`), Summaries and Introspections,
+// found by meaning (the vector index, over-fetched; or, when $exact, a scan of the caller's own
+// embedded content), by words (full-text) and through the Entities found for the query (graph:
+// content whose Episode MENTIONS one of $entityUuids). One row per signal; the service fuses them.
+// Then only what the caller owns (SRCH-2, OWN-2: never another user's), with its provenance.
+CALL {
+  WITH $vector AS v
+  WHERE v IS NOT NULL AND NOT $exact
+  CALL db.index.vector.queryNodes('recall_embedding', $k, v) YIELD node, score
+  RETURN node AS x, 'vector' AS signal, score, null AS via
+  UNION ALL
+  WITH $vector AS v
+  WHERE v IS NOT NULL AND $exact
+  CALL {
+    MATCH (c:Conversation {ownerId: $callerId})
+    WHERE $conversationId IS NULL OR c.id = $conversationId
+    MATCH (x:Alternative {conversationId: c.id})
+    WHERE x:Embedded
+    RETURN x
+    UNION
+    MATCH (c:Conversation {ownerId: $callerId})
+    WHERE $conversationId IS NULL OR c.id = $conversationId
+    MATCH (x:Summary {conversationId: c.id})
+    WHERE x:Embedded
+    RETURN x
+    UNION
+    MATCH (x:Introspection {ownerId: $callerId})
+    WHERE x:Embedded AND $conversationId IS NULL
+    RETURN x
+  }
+  WITH x, v
+  WHERE size(x.embedding) = size(v)
+  WITH x, vector.similarity.cosine(x.embedding, v) AS score
+  ORDER BY score DESC
+  LIMIT $k
+  RETURN x, 'vector' AS signal, score, null AS via
+  UNION ALL
+  WITH $text AS t
+  WHERE t <> ''
+  CALL db.index.fulltext.queryNodes('recall_content', t, {limit: $k}) YIELD node, score
+  RETURN node AS x, 'text' AS signal, score, null AS via
+  UNION ALL
+  UNWIND $entityUuids AS u
+  CALL {
+    WITH u
+    MATCH (:Entity {uuid: u})<-[:MENTIONS]-(:Episodic)<-[:HAS_CONTENT]-(x)
+    RETURN x
+    LIMIT 20
+  }
+  RETURN x, 'graph' AS signal, null AS score, u AS via
+}
+WITH x, signal, score, via
+WHERE ((x:Alternative AND 'episode' IN $kinds) OR (x:Summary AND 'summary' IN $kinds)
+       OR (x:Introspection AND 'introspection' IN $kinds))
+  AND x.content IS NOT NULL
+OPTIONAL MATCH (c:Conversation {id: coalesce(x.conversationId, '')})
+WITH x, signal, score, via, c
+WHERE coalesce(c.ownerId, x.ownerId) = $callerId
+  AND ($conversationId IS NULL OR c.id = $conversationId)
+  AND coalesce(x.status, '') <> 'archived'
+OPTIONAL MATCH (:ConversationTurn {id: coalesce(x.turnId, '')})-[h:HAS_ALTERNATIVE]->(x)
+RETURN x.id AS id,
+       CASE WHEN x:Alternative THEN 'episode' WHEN x:Summary THEN 'summary'
+            ELSE 'introspection' END AS kind,
+       signal, score, via, x.content AS content, x.episodeId AS episodeId,
+       c.id AS conversationId, c.title AS conversationTitle, x.turnId AS turnId,
+       h.isActive AS active, x.speaker AS speaker,
+       coalesce(x.correctedAt, x.createdAt) AS createdAt

@@ -16,6 +16,12 @@ use axum::{extract::Query, routing::get, Json, Router};
 use reqwest::Method;
 use serde_json::{json, Value};
 
+mod recall;
+
+/// The tests of this binary share the database's outbox: each parks what is pending before it
+/// starts its own relay, so they run one at a time.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
@@ -400,6 +406,7 @@ fn episode_uuid(alternative_id: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_never_block_the_user(
 ) {
+    let _serial = SERIAL.lock().await;
     let db = database();
     let (vhost, amqp) = fresh_vhost();
     let llm_port = free_port();

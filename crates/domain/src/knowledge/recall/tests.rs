@@ -58,44 +58,66 @@ fn srch_1_the_full_text_query_carries_words_only() {
     assert_eq!(text_query("!!!"), "");
 }
 
+/// Neo4j's normalised score of a cosine similarity.
+fn norm(cos: f64) -> Option<f64> {
+    Some((1.0 + cos) / 2.0)
+}
+
 #[test]
-fn fusion_ranks_meaning_first_and_words_confirm() {
+fn fusion_ranks_by_meaning_and_words_break_near_ties() {
     let rows = vec![
-        row("a", HitKind::Episode, "vector", Some(0.9), "c1"),
-        row("b", HitKind::Episode, "vector", Some(0.8), "c1"),
-        row("c", HitKind::Episode, "vector", Some(0.7), "c1"),
-        row("c", HitKind::Episode, "text", Some(3.0), "c1"),
-        row("d", HitKind::Episode, "text", Some(5.0), "c1"),
+        row("strong", HitKind::Episode, "vector", norm(0.8), "c1"),
+        row("near-a", HitKind::Episode, "vector", norm(0.50), "c1"),
+        row("near-b", HitKind::Episode, "vector", norm(0.48), "c1"),
+        row("near-b", HitKind::Episode, "text", Some(2.0), "c1"),
+        row("weak", HitKind::Episode, "vector", norm(0.2), "c1"),
+        // Words only, the best of them: counted at the least similarity the vectors returned.
+        row("words", HitKind::Episode, "text", Some(4.0), "c1"),
     ];
     let hits = fuse(rows, &HashMap::new(), 10);
     let order: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
-    // c: 1/63 + 0.5/62 beats a's 1/61; d (words only, ranked first) stays below b.
-    assert_eq!(order, ["c", "a", "b", "d"]);
-    let c = &hits[0];
-    assert!(
-        (c.similarity.unwrap() - 0.4).abs() < 1e-9,
-        "cosine = 2s - 1"
-    );
-    assert_eq!(c.text_score, Some(3.0));
+    assert_eq!(order, ["strong", "near-b", "near-a", "words", "weak"]);
+    assert!((hits[0].similarity.unwrap() - 0.8).abs() < 1e-9, "cosine = 2s - 1");
+    assert!((hits[1].score - (0.48 + 0.1 * 0.5)).abs() < 1e-9);
+    assert_eq!(hits[1].text_score, Some(2.0));
     assert!(hits[3].similarity.is_none());
-    assert_eq!(fuse(hits_rows(), &HashMap::new(), 1).len(), 1);
-}
-
-fn hits_rows() -> Vec<SignalRow> {
-    vec![
-        row("a", HitKind::Episode, "vector", Some(0.9), "c1"),
-        row("b", HitKind::Episode, "vector", Some(0.8), "c1"),
-    ]
+    assert!((hits[3].score - (0.2 + 0.1)).abs() < 1e-9);
+    let two = vec![
+        row("a", HitKind::Episode, "vector", norm(0.9), "c1"),
+        row("b", HitKind::Episode, "vector", norm(0.8), "c1"),
+    ];
+    assert_eq!(fuse(two, &HashMap::new(), 1).len(), 1);
 }
 
 #[test]
-fn fusion_ranks_graph_rows_by_the_entity_that_led_there() {
+fn without_meaning_words_decide() {
+    let rows = vec![
+        row("a", HitKind::Episode, "text", Some(1.0), "c1"),
+        row("b", HitKind::Episode, "text", Some(3.0), "c1"),
+    ];
+    let hits = fuse(rows, &HashMap::new(), 10);
+    assert_eq!(hits[0].id, "b");
+    assert!(hits.iter().all(|h| h.similarity.is_none()));
+}
+
+#[test]
+fn fusion_adds_the_graph_by_the_rank_of_the_entity_that_led_there() {
     let mut g1 = row("x", HitKind::Episode, "graph", None, "c1");
     g1.via = Some("e2".into());
     let mut g2 = row("y", HitKind::Episode, "graph", None, "c1");
     g2.via = Some("e1".into());
     let rank = HashMap::from([("e1".to_string(), 1), ("e2".to_string(), 2)]);
-    let hits = fuse(vec![g1, g2], &rank, 10);
+    let hits = fuse(
+        vec![
+            g1,
+            g2,
+            row("x", HitKind::Episode, "vector", norm(0.5), "c1"),
+            row("y", HitKind::Episode, "vector", norm(0.47), "c1"),
+        ],
+        &rank,
+        10,
+    );
+    // y: 0.47 + 0.1 / 1 beats x: 0.5 + 0.1 / 2.
     assert_eq!(hits[0].id, "y");
     assert_eq!(hits[0].via_entities, ["e1"]);
 }

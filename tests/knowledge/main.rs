@@ -396,6 +396,76 @@ impl World {
     }
 }
 
+/// Recall over what Graphiti extracted (issue #37): an Entity by its name and a fact by its
+/// sentence, each with the Alternatives that stated it (in `c`), through `GET /v1/search`.
+async fn search_finds_entities_and_facts(w: &World, c: &str) {
+    let hits = |answer: &Value| answer["hits"].as_array().cloned().unwrap_or_default();
+    let found = w
+        .ok(
+            Method::GET,
+            "/v1/search?q=Ada%20Lovelace&kinds=entity",
+            None,
+            200,
+        )
+        .await;
+    let ada = hits(&found)
+        .into_iter()
+        .find(|h| h["name"] == "Ada Lovelace")
+        .unwrap_or_else(|| panic!("the entity is found by name: {found}"));
+    assert_eq!(ada["kind"], "entity");
+    assert!(
+        ada["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["conversationId"] == c),
+        "{ada}"
+    );
+    let facts = w
+        .rows(
+            "MATCH ()-[r:RELATES_TO {group_id: $c}]->() WHERE r.fact IS NOT NULL \
+             RETURN {uuid: r.uuid, fact: r.fact} AS row LIMIT 1",
+            &[("c", c)],
+        )
+        .await;
+    let fact = facts
+        .first()
+        .unwrap_or_else(|| panic!("no fact extracted in {c}"));
+    let text: String = fact["fact"]
+        .as_str()
+        .unwrap()
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    let found = w
+        .ok(
+            Method::GET,
+            &format!("/v1/search?q={text}&kinds=fact&limit=50"),
+            None,
+            200,
+        )
+        .await;
+    let hit = hits(&found)
+        .into_iter()
+        .find(|h| h["id"] == fact["uuid"])
+        .unwrap_or_else(|| panic!("the fact is found by its sentence: {found}"));
+    assert_eq!(hit["kind"], "fact");
+    assert!(
+        hit["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["conversationId"] == c),
+        "{hit}"
+    );
+}
+
 fn episode_uuid(alternative_id: &str) -> String {
     aiden_domain::knowledge::episode::episode_uuid(
         aiden_domain::knowledge::EpisodeSource::Message,
@@ -672,7 +742,8 @@ async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_
         path_tokens
             + entity_tokens
             + sum_of("introspectionContext", "tokens")
-            + sum_of("summaries", "tokenCount"),
+            + sum_of("summaries", "tokenCount")
+            + sum_of("retrievedContext", "tokens"),
         "WM-2: {wm}"
     );
     // The tree shows each Alternative's binding state.
@@ -705,6 +776,7 @@ async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_
             "Analytical Engine",
         ],
     );
+    search_finds_entities_and_facts(&w, &c).await;
     assert_check_clean(Some(&db));
 
     // 2. Idempotency: a duplicated message, a SIGKILLed worker, a restarted Graphiti service.

@@ -245,7 +245,10 @@ async fn srch_1_2_3_paraphrased_questions_find_their_fact_and_never_another_user
     for q in &corpus.questions {
         let answer = search(&a, &q.question, "&kinds=episode&limit=10").await;
         let ids = hit_ids(&answer);
-        assert!(!ids.contains(&b_alt), "SRCH-2: B's content in A's search: {answer}");
+        assert!(
+            !ids.contains(&b_alt),
+            "SRCH-2: B's content in A's search: {answer}"
+        );
         let want = &fact_alt[&q.fact];
         match ids.iter().position(|id| id == want) {
             Some(i) => {
@@ -257,8 +260,17 @@ async fn srch_1_2_3_paraphrased_questions_find_their_fact_and_never_another_user
                 }
             }
             None => {
-                let top: Vec<String> = answer["hits"].as_array().unwrap().iter().take(2)
-                    .map(|h| format!("{} sim {} text {}", h["text"], h["similarity"], h["textScore"]))
+                let top: Vec<String> = answer["hits"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .take(2)
+                    .map(|h| {
+                        format!(
+                            "{} sim {} text {}",
+                            h["text"], h["similarity"], h["textScore"]
+                        )
+                    })
                     .collect();
                 misses.push(format!("{} (not in the top 10; top: {top:?})", q.question))
             }
@@ -291,17 +303,33 @@ async fn srch_1_2_3_paraphrased_questions_find_their_fact_and_never_another_user
     assert_eq!(hit_ids(&theirs).first(), Some(&b_alt), "{theirs}");
     // Another user's conversation is not found (OWN-2: 404), bad input is SRCH-1 (422).
     let (s, body) = a
-        .call(Method::GET, &format!("/v1/search?q=x&conversationId={bc}"), None)
+        .call(
+            Method::GET,
+            &format!("/v1/search?q=x&conversationId={bc}"),
+            None,
+        )
         .await;
-    assert_eq!((s, body["error"]["code"].as_str()), (404, Some("NOT_FOUND")));
-    for bad in ["/v1/search?q=", "/v1/search?q=x&kinds=pets", "/v1/search?q=x&limit=99"] {
+    assert_eq!(
+        (s, body["error"]["code"].as_str()),
+        (404, Some("NOT_FOUND"))
+    );
+    for bad in [
+        "/v1/search?q=",
+        "/v1/search?q=x&kinds=pets",
+        "/v1/search?q=x&limit=99",
+    ] {
         let (s, body) = a.call(Method::GET, bad, None).await;
         assert_eq!(s, 422, "{bad}: {body}");
         assert!(body.to_string().contains("SRCH-1"), "{bad}: {body}");
     }
 
     // SRCH-3: the sibling ranks first in a search of x (shown as not on the active branch)...
-    let in_x = search(&a, &second.question, &format!("&conversationId={x}&limit=5")).await;
+    let in_x = search(
+        &a,
+        &second.question,
+        &format!("&conversationId={x}&limit=5"),
+    )
+    .await;
     let sib = in_x["hits"]
         .as_array()
         .unwrap()
@@ -330,15 +358,24 @@ async fn srch_1_2_3_paraphrased_questions_find_their_fact_and_never_another_user
         sources.contains(fact_alt[&second.fact].as_str()),
         "the fact is retrieved: {wm}"
     );
-    let scores: Vec<f64> = retrieved.iter().map(|r| r["score"].as_f64().unwrap()).collect();
-    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "by similarity: {scores:?}");
+    let scores: Vec<f64> = retrieved
+        .iter()
+        .map(|r| r["score"].as_f64().unwrap())
+        .collect();
+    assert!(
+        scores.windows(2).all(|w| w[0] >= w[1]),
+        "by similarity: {scores:?}"
+    );
     let path_tokens: u64 = wm["immediatePath"]
         .as_array()
         .unwrap()
         .iter()
         .map(|p| p["tokens"].as_u64().unwrap())
         .sum();
-    let retrieved_tokens: u64 = retrieved.iter().map(|r| r["tokens"].as_u64().unwrap()).sum();
+    let retrieved_tokens: u64 = retrieved
+        .iter()
+        .map(|r| r["tokens"].as_u64().unwrap())
+        .sum();
     assert!(retrieved_tokens > 0 && retrieved_tokens <= 400);
     assert_eq!(
         wm["totalTokens"].as_u64().unwrap(),

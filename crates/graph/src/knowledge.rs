@@ -95,6 +95,9 @@ pub struct Target {
     /// An introspection note's content revision: a correction is a new Episode.
     #[serde(default)]
     pub revision: Option<i64>,
+    /// Whether its content's embedding is written (recall, issue #37).
+    #[serde(default)]
+    pub embedded: bool,
 }
 
 impl Target {
@@ -124,8 +127,6 @@ pub struct Bind<'a> {
     pub kind: TargetKind,
     pub id: &'a str,
     pub uuid: &'a str,
-    /// The content's embedding and the model that made it (recall, issue #37).
-    pub embedding: Option<(&'a [f32], &'a str)>,
 }
 
 /// EPI-2 / TURN-7: binds once. `Ok(false)` when the target already carries another episodeId
@@ -143,12 +144,6 @@ pub async fn bind(graph: &Graph, b: &Bind<'_>, now: &str) -> Result<bool, Error>
         .param("id", b.id)
         .param("uuid", b.uuid)
         .param("edgeSource", b.kind.as_str())
-        .param(
-            "embedding",
-            b.embedding
-                .map(|(v, _)| v.iter().map(|x| f64::from(*x)).collect::<Vec<f64>>()),
-        )
-        .param("embeddedWith", b.embedding.map(|(_, m)| m.to_owned()))
         .param("now", now);
     let row = tx.one::<Row>(q).await?;
     if row.as_ref().is_some_and(|r| !r.found) {
@@ -161,6 +156,27 @@ pub async fn bind(graph: &Graph, b: &Bind<'_>, now: &str) -> Result<bool, Error>
     }
     tx.commit().await?;
     Ok(row.is_some())
+}
+
+/// Recall (issue #37): writes the content's embedding and the model that made it; the node
+/// becomes `Embedded` (the `recall_embedding` vector index).
+pub async fn embed(
+    graph: &Graph,
+    kind: TargetKind,
+    id: &str,
+    vector: &[f32],
+    model: &str,
+) -> Result<(), Error> {
+    let mut tx = graph.begin().await?;
+    let q = cypher(query_file!("knowledge/embed.cypher"), Some(label(kind)))
+        .param("id", id)
+        .param(
+            "embedding",
+            vector.iter().map(|x| f64::from(*x)).collect::<Vec<f64>>(),
+        )
+        .param("model", model);
+    tx.run(q).await?;
+    tx.commit().await
 }
 
 /// An Entity Graphiti extracted (graphiti-core's own `Entity` node in this graph).

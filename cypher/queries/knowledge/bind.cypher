@@ -2,8 +2,6 @@
 // under the derived uuid (PUT /episodes) before this runs, in this same database, and it is only
 // matched here, never made (`found` false: the service writes to another graph). HAS_CONTENT is
 // created once and episodeId set once: a row comes back only if it was unset or already this uuid.
-// The content's embedding (issue #37), when given, is written with it and the node becomes
-// `Embedded` (the recall_embedding vector index).
 MATCH (x:__LABEL__ {id: $id})
 WHERE x.episodeId IS NULL OR x.episodeId = $uuid
 OPTIONAL MATCH (e:Episodic {uuid: $uuid})
@@ -15,6 +13,4 @@ FOREACH (_ IN CASE WHEN e IS NULL THEN [] ELSE [1] END |
   SET x.episodeId = $uuid, x.boundAt = coalesce(x.boundAt, $now),
       x.binding = CASE WHEN x.binding IS NULL OR x.binding = 'pending' THEN 'bound'
                        ELSE x.binding END)
-FOREACH (_ IN CASE WHEN e IS NULL OR $embedding IS NULL THEN [] ELSE [1] END |
-  SET x:Embedded, x.embedding = $embedding, x.embeddedWith = $embeddedWith)
 RETURN x.id AS id, e IS NOT NULL AS found

@@ -10,4 +10,5 @@ WITH a, collect(CASE WHEN p IS NULL THEN null
                            binding: p.binding} END) AS context
 RETURN a.id AS id, a.conversationId AS conversationId, a.speaker AS speaker,
        a.content AS content, a.createdAt AS createdAt, a.binding AS binding,
-       a.episodeId AS episodeId, context
+       a.episodeId AS episodeId, context,
+       (a:Embedded AND coalesce(a.embeddedRevision, 1) = coalesce(a.revision, 1)) AS embedded

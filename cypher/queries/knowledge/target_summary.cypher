@@ -15,4 +15,5 @@ WITH s, collect(CASE WHEN src IS NULL THEN null
                                          ELSE src.binding END} END) AS context
 RETURN s.id AS id, s.conversationId AS conversationId, null AS speaker, s.content AS content,
        coalesce(s.correctedAt, s.createdAt) AS createdAt, s.binding AS binding,
-       s.episodeId AS episodeId, context, s.revision AS revision
+       s.episodeId AS episodeId, context, s.revision AS revision,
+       (s:Embedded AND coalesce(s.embeddedRevision, 1) = coalesce(s.revision, 1)) AS embedded

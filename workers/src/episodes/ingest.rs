@@ -153,22 +153,10 @@ impl Ingestor {
             return graphiti_error(e);
         }
         if t.episode_id.is_none() || t.binding.as_deref() == Some("pending") {
-            // Recall: the content is embedded without its speaker prefix; a model reads the
-            // first few hundred tokens only, so a long text is cut for the request's sake.
-            let head: String = text.chars().take(8_000).collect();
-            let embedded = match self.embedder.embed(&[head.as_str()]).await {
-                Ok(e) => e,
-                Err(EmbedError::Unavailable(m)) => return Err(Interrupted::Wait(m)),
-                Err(EmbedError::Failed(m)) => return Err(Interrupted::Retry(m)),
-            };
             let bind = kg::Bind {
                 kind,
                 id: &t.id,
                 uuid: &draft.uuid,
-                embedding: embedded
-                    .vectors
-                    .first()
-                    .map(|v| (v.as_slice(), embedded.model.as_str())),
             };
             if !kg::bind(&self.graph, &bind, &now())
                 .await
@@ -181,6 +169,9 @@ impl Ingestor {
             if draft.truncated_chars > 0 {
                 tracing::info!(id = %t.id, cut = draft.truncated_chars, "episode content cut (EPI-6)");
             }
+        }
+        if !t.embedded {
+            self.embed(kind, t, text).await?;
         }
         let previous = extraction_context(&t.context);
         let extraction = match self
@@ -209,6 +200,25 @@ impl Ingestor {
         .await
         .map_err(graph_error)?;
         Ok(Outcome::Final(binding))
+    }
+
+    /// Recall (issue #37): embeds the bound content (without the speaker prefix its Episode
+    /// has; a model reads the first few hundred tokens only, so a long text is cut for the
+    /// request's sake) and writes the vector. After binding, so that an unreachable embedder
+    /// holds back search, never the binding.
+    async fn embed(&self, kind: TargetKind, t: &Target, text: &str) -> Result<(), Interrupted> {
+        let head: String = text.chars().take(8_000).collect();
+        let embedded = match self.embedder.embed(&[head.as_str()]).await {
+            Ok(e) => e,
+            Err(EmbedError::Unavailable(m)) => return Err(Interrupted::Wait(m)),
+            Err(EmbedError::Failed(m)) => return Err(Interrupted::Retry(m)),
+        };
+        let Some(vector) = embedded.vectors.first() else {
+            return Err(Interrupted::Retry("the embedder answered no vector".into()));
+        };
+        kg::embed(&self.graph, kind, &t.id, vector, &embedded.model)
+            .await
+            .map_err(graph_error)
     }
 
     /// Records a binding that gave up (EPI-3); its outbox item goes in the same statement.

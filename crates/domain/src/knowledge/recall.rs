@@ -292,7 +292,11 @@ pub fn fuse(rows: Vec<SignalRow>, entity_rank: &HashMap<String, usize>, limit: u
     out.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
-            .then(b.similarity.unwrap_or(-1.0).total_cmp(&a.similarity.unwrap_or(-1.0)))
+            .then(
+                b.similarity
+                    .unwrap_or(-1.0)
+                    .total_cmp(&a.similarity.unwrap_or(-1.0)),
+            )
             .then(a.id.cmp(&b.id))
     });
     out.truncate(limit);

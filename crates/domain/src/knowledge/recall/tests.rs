@@ -77,7 +77,10 @@ fn fusion_ranks_by_meaning_and_words_break_near_ties() {
     let hits = fuse(rows, &HashMap::new(), 10);
     let order: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
     assert_eq!(order, ["strong", "near-b", "near-a", "words", "weak"]);
-    assert!((hits[0].similarity.unwrap() - 0.8).abs() < 1e-9, "cosine = 2s - 1");
+    assert!(
+        (hits[0].similarity.unwrap() - 0.8).abs() < 1e-9,
+        "cosine = 2s - 1"
+    );
     assert!((hits[1].score - (0.48 + 0.1 * 0.5)).abs() < 1e-9);
     assert_eq!(hits[1].text_score, Some(2.0));
     assert!(hits[3].similarity.is_none());

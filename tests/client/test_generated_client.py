@@ -16,6 +16,7 @@ import uuid
 from aiden_client import AuthenticatedClient
 from aiden_client.api.processes import post_v1_processes, post_v1_processes_id_runs
 from aiden_client.api.runs import get_v1_runs_id, get_v1_runs_id_events
+from aiden_client.api.search import get_v1_search
 from aiden_client.api.secrets import post_v1_secrets
 from aiden_client.api.services import post_v1_services
 from aiden_client.api.tools import get_v1_tools_id, post_v1_tools
@@ -31,6 +32,7 @@ from aiden_client.models import (
     RunStarted,
     RunStatus,
     RunView,
+    SearchAnswer,
     Secret,
     SecretType,
     Service,
@@ -198,6 +200,13 @@ def main():
     check(run.output == f"hello {suffix}!", f"run output {run.output!r}")
     check([s.step_id for s in run.steps] == ["first", "second"], f"steps {run.steps}")
     check(all(s.attempts == 1 and s.worker_id for s in run.steps), f"steps {run.steps}")
+
+    # Search (issue #37) through the client: no embedder runs beside this server, so words
+    # answer and the answer says why meaning did not.
+    found = get_v1_search.sync(client=client, q=f"hello {suffix}", kinds="episode,entity", limit=5)
+    check(isinstance(found, SearchAnswer), f"search answered {found!r}")
+    check("text" in found.signals and "vector" not in found.signals, f"signals {found.signals}")
+    check(isinstance(found.hits, list) and found.warning, f"search answer {found!r}")
     print(f"client test: ok (Tool {tool.id}, Process {process.id}, run {run.id}: {names})")
 
 

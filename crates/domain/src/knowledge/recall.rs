@@ -204,7 +204,6 @@ pub struct Hit {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text_score: Option<f64>,
     /// The Entities found for the query that mention this content (the graph signal).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub via_entities: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub created_at: Option<String>,

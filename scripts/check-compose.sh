@@ -156,7 +156,7 @@ def fail(msg):
 
 WORKERS = {"worker-graph-query": "graph_query", "worker-llm-call": "llm_call",
            "worker-rest-api": "rest_api", "worker-mcp-call": "mcp_call",
-           "worker-episode": "episode"}
+           "worker-recall": "recall", "worker-episode": "episode"}
 AIDEN = ["migrate", "api", *WORKERS]
 LONG_RUNNING = ["neo4j", "rabbitmq", "api", "graphiti", *WORKERS]
 SHARED_ENV = {

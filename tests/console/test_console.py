@@ -328,6 +328,22 @@ def run(c, token, agent):
     assert "Loading" not in c.one("main").text
     c.shot("16-not-found")
 
+    # Search (issue #37): the nav's Search finds the answer by its words (no embedder runs beside
+    # this server, so the page says meaning is unavailable) and links to its conversation.
+    c.go("#/search")
+    c.one("#search-q").send_keys("Lisbon Porto train", Keys.ENTER)
+    hit = c.wait("a search hit", lambda: next((x for x in c.css("#hits li.hit") if "Lisbon" in x.text), None))
+    assert c.one("span.origin a", hit).get_attribute("href").endswith(f"#/c/{conversation}")
+    assert "meaning is not available" in c.one("main").text
+    c.shot("18-search")
+    # An Entity's page: its summary, and empty mentions and facts said in words.
+    entity = call("POST", "/v1/entities", token,
+                  {"name": f"Porto {TAG}", "summary": "A city in the north of Portugal"})
+    c.go(f"#/entities/{entity['uuid']}")
+    c.wait("the entity page", lambda: c.css("#entity-name") and f"Porto {TAG}" in c.one("#entity-name").text)
+    assert "north of Portugal" in c.one("#entity-summary").text
+    c.shot("19-entity")
+
     # A failed answer says so in a sentence, with details behind a toggle, and Retry answers.
     c.go(f"#/c/{conversation}")
     c.wait("the conversation", lambda: len(c.turns()) == 2)

@@ -15,6 +15,7 @@ mod processes;
 mod providers;
 mod queries;
 mod queues;
+mod recall;
 mod runs;
 mod secrets;
 mod tools;

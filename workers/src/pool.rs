@@ -135,7 +135,7 @@ fn now() -> String {
 
 /// Runs the pool until SIGTERM/ctrl-c, reconnecting to the broker when it goes away.
 pub async fn run(config: PoolConfig) -> anyhow::Result<()> {
-    let executor = crate::executors::for_type(&config.operation_type)
+    let executor = crate::executors::for_type(&config.operation_type, &config.graph)
         .ok_or_else(|| anyhow::anyhow!("unknown operation type `{}`", config.operation_type))?;
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_owned())
@@ -689,6 +689,7 @@ async fn execute(
     let timeout = Duration::from_millis(job.timeout_ms.max(1));
     let inv = Invocation {
         tool_id: &job.tool_id,
+        owner_id: &job.owner_id,
         idempotency_key: Some(&job.step_run_id),
         operation: &tool.structure.operation,
         connection: &tool.connection_params,

@@ -12,6 +12,8 @@ use zeroize::Zeroizing;
 /// Everything one call needs; built by the pool from the graph (Tool, Service, Secret).
 pub struct Invocation<'a> {
     pub tool_id: &'a str,
+    /// The run's owner: whose rights a `recall` search has (SRCH-2).
+    pub owner_id: &'a str,
     /// The step run's idempotency key (its id: the same for every re-delivery and retry),
     /// sent by `rest_api` in the Tool's `idempotencyHeader`.
     pub idempotency_key: Option<&'a str>,

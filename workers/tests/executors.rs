@@ -84,6 +84,7 @@ impl Call {
     async fn run(&self, tool: &dyn Tool) -> Result<ToolOutput, ToolFailure> {
         let inv = Invocation {
             tool_id: "tool-under-test",
+            owner_id: "owner-under-test",
             idempotency_key: Some("steprun-under-test"),
             operation: &self.operation,
             connection: &self.connection,

@@ -144,6 +144,7 @@ impl<'a> Call<'a> {
         let secret = self.secret.map(|s| Zeroizing::new(s.to_owned()));
         let inv = Invocation {
             tool_id: "mcp-test",
+            owner_id: "owner-under-test",
             idempotency_key: self.idempotency_key,
             operation: &operation,
             connection: &self.connection,

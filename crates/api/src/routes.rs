@@ -932,6 +932,14 @@ fn knowledge_routes(t: Table) -> Table {
     );
     let t = route!(
         t,
+        GET,
+        "/v1/entities/{id}/context",
+        k::entity_page,
+        Op::new("An Entity's page: the Entity, the caller's Alternatives that mention it, its facts and neighbours")
+            .ok::<aiden_service::recall::EntityPage>()
+    );
+    let t = route!(
+        t,
         POST,
         "/v1/entities/{id}/confirm",
         k::confirm_entity,

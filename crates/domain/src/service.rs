@@ -12,6 +12,9 @@ pub enum ServiceType {
     RestApi,
     LlmProvider,
     McpServer,
+    /// Aiden's own knowledge (issue #37): the Graphiti service, whose embedder the `recall`
+    /// operation type uses to search what the caller owns.
+    Knowledge,
 }
 
 impl ServiceType {
@@ -21,6 +24,7 @@ impl ServiceType {
             Self::RestApi => "rest_api",
             Self::LlmProvider => "llm_provider",
             Self::McpServer => "mcp_server",
+            Self::Knowledge => "knowledge",
         }
     }
 
@@ -29,7 +33,9 @@ impl ServiceType {
         use Protocol::*;
         match self {
             Self::Neo4jGraph => matches!(protocol, Bolt | BoltS),
-            Self::RestApi | Self::LlmProvider => matches!(protocol, Http | Https),
+            Self::RestApi | Self::LlmProvider | Self::Knowledge => {
+                matches!(protocol, Http | Https)
+            }
             Self::McpServer => matches!(protocol, Stdio | Sse | Http | Https),
         }
     }

@@ -99,6 +99,16 @@ pub enum Operation {
         #[serde(default = "empty_object")]
         arguments: Value,
     },
+    /// Search what the run's owner owns (issue #37): the input's `q` (and optional
+    /// `conversationId`), as `GET /v1/search` answers it.
+    Recall {
+        /// Comma-separated kinds (SRCH-1); all when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kinds: Option<String>,
+        /// 1..=50 (default 10).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<i64>,
+    },
 }
 
 /// An HTTP field name (RFC 9110 `token`), at most 64 characters.
@@ -133,6 +143,7 @@ impl Operation {
             Self::LlmCall { .. } => "llm_call",
             Self::RestApi { .. } => "rest_api",
             Self::McpCall { .. } => "mcp_call",
+            Self::Recall { .. } => "recall",
         }
     }
 
@@ -143,6 +154,7 @@ impl Operation {
             Self::LlmCall { .. } => ServiceType::LlmProvider,
             Self::RestApi { .. } => ServiceType::RestApi,
             Self::McpCall { .. } => ServiceType::McpServer,
+            Self::Recall { .. } => ServiceType::Knowledge,
         }
     }
 
@@ -181,6 +193,7 @@ impl Operation {
                 collect_string_variables(arguments, &mut v);
                 v
             }
+            Self::Recall { .. } => BTreeSet::from(["q".to_owned()]),
         }
     }
 }
@@ -212,6 +225,13 @@ impl ToolStructure {
             "/outputSchema",
             &self.output_schema,
         ));
+        if let Operation::Recall { kinds, limit } = &self.operation {
+            let checked =
+                crate::knowledge::recall::check_search(Some("q"), None, kinds.as_deref(), *limit);
+            if let Err(e) = checked {
+                v.push(crate::Violation::field("/operation", e.to_string()));
+            }
+        }
         if let Operation::McpCall { arguments, .. } = &self.operation {
             if !arguments.is_object() {
                 v.push(crate::Violation::field(

@@ -144,3 +144,50 @@ pub async fn entities(graph: &Graph, ask: &Ask<'_>) -> Result<Vec<SignalRow>, Er
 pub async fn facts(graph: &Graph, ask: &Ask<'_>) -> Result<Vec<SignalRow>, Error> {
     knowledge(graph, query(query_file!("search/facts.cypher"), ask)).await
 }
+
+/// An Alternative that mentions an Entity, as its page lists it.
+#[derive(Debug, Clone, Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Mention {
+    #[serde(flatten)]
+    pub source: Source,
+    /// The Alternative's content.
+    pub text: Option<String>,
+}
+
+/// The Entity at the other end of a fact.
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
+pub struct Neighbour {
+    pub uuid: String,
+    pub name: Option<String>,
+}
+
+/// A fact (graphiti's RELATES_TO) of an Entity.
+#[derive(Debug, Clone, Deserialize, serde::Serialize, schemars::JsonSchema)]
+pub struct EntityFact {
+    pub uuid: String,
+    pub name: Option<String>,
+    pub fact: Option<String>,
+    pub other: Neighbour,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct EntityContext {
+    pub mentions: Vec<Mention>,
+    pub facts: Vec<EntityFact>,
+}
+
+/// An Entity's mentions and facts in the caller's conversations (its visibility is the
+/// caller's to check first, ENT-2).
+pub async fn entity_context(
+    graph: &Graph,
+    caller_id: &str,
+    uuid: &str,
+) -> Result<Option<EntityContext>, Error> {
+    let q = cypher(query_file!("search/entity_context.cypher"), None)
+        .param("callerId", caller_id)
+        .param("uuid", uuid);
+    Ok(graph.read_rows(q).await?.into_iter().next())
+}

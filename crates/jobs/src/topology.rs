@@ -26,7 +26,8 @@ use crate::episodes::{
 };
 use crate::{EngineMessage, Job, StepDelta};
 
-pub const OPERATION_TYPES: [&str; 4] = ["graph_query", "llm_call", "rest_api", "mcp_call"];
+pub const OPERATION_TYPES: [&str; 5] =
+    ["graph_query", "llm_call", "rest_api", "mcp_call", "recall"];
 pub const JOBS_EXCHANGE: &str = "aiden.jobs";
 pub const DEAD_LETTER_EXCHANGE: &str = "aiden.dlx";
 pub const RETRY_EXCHANGE: &str = "aiden.retry";

@@ -119,6 +119,19 @@ pub struct SearchAnswer {
     pub warning: Option<String>,
 }
 
+/// `GET /v1/entities/{uuid}/context`: an Entity with what its page shows.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EntityPage {
+    pub entity: crate::views::EntityView,
+    /// The caller's Alternatives that mention it, latest first (at most 20).
+    pub mentions: Vec<graph_recall::Mention>,
+    /// Its facts still valid in the caller's conversations (at most 50).
+    pub facts: Vec<graph_recall::EntityFact>,
+    /// The Entities those facts link it to.
+    pub neighbours: Vec<graph_recall::Neighbour>,
+}
+
 /// How many Entities found for the query lead to the content that mentions them.
 const GRAPH_SEEDS: usize = 5;
 
@@ -134,81 +147,28 @@ impl App {
         self.recall(caller.id.as_str(), &s).await
     }
 
+    /// `GET /v1/entities/{uuid}/context` (ENT-2: 404 unless the caller may see it).
+    pub async fn entity_page(&self, caller: &Caller, uuid: &str) -> Result<EntityPage> {
+        let entity = self.get_entity(caller, uuid).await?;
+        let ctx = graph_recall::entity_context(&self.graph, caller.id.as_str(), uuid).await?;
+        let (mentions, facts) = ctx.map(|c| (c.mentions, c.facts)).unwrap_or_default();
+        let mut neighbours: Vec<graph_recall::Neighbour> = Vec::new();
+        for f in &facts {
+            if f.other.uuid != uuid && !neighbours.contains(&f.other) {
+                neighbours.push(f.other.clone());
+            }
+        }
+        Ok(EntityPage {
+            entity,
+            mentions,
+            facts,
+            neighbours,
+        })
+    }
+
     /// The search itself, for `caller_id` (the API's caller, or a conversation's owner).
     async fn recall(&self, caller_id: &str, s: &Search) -> Result<SearchAnswer> {
-        let (vector, embedder, warning) = match &self.recall.embedder {
-            None => (None, None, Some("no embedder configured".to_owned())),
-            Some(e) => match e.embed(&[s.q.as_str()]).await {
-                Ok(mut x) => (x.vectors.pop(), Some(x.model), None),
-                Err(err) => {
-                    tracing::warn!(error = %err, "search without meaning: the query was not embedded");
-                    (None, None, Some(err.to_string()))
-                }
-            },
-        };
-        let text = recall::text_query(&s.q);
-        let ask = Ask {
-            caller_id,
-            conversation_id: s.conversation_id.as_deref(),
-            vector: vector.as_deref(),
-            text: &text,
-            k: (s.limit as i64 * 10).clamp(50, (MAX_LIMIT * 10) as i64),
-        };
-        let wants = |k: HitKind| s.kinds.contains(&k);
-        let content_kinds: Vec<HitKind> =
-            s.kinds.iter().copied().filter(|k| k.is_content()).collect();
-        let mut rows: Vec<SignalRow> = Vec::new();
-        let mut seeds: Vec<String> = Vec::new();
-        if wants(HitKind::Entity) || wants(HitKind::Episode) {
-            let entities = graph_recall::entities(&self.graph, &ask).await?;
-            let ranked = recall::fuse(entities.clone(), &HashMap::new(), GRAPH_SEEDS);
-            seeds = ranked.into_iter().map(|h| h.id).collect();
-            if wants(HitKind::Entity) {
-                rows.extend(entities);
-            }
-        }
-        if wants(HitKind::Fact) {
-            rows.extend(graph_recall::facts(&self.graph, &ask).await?);
-        }
-        if !content_kinds.is_empty() {
-            let graph_seeds = if wants(HitKind::Episode) {
-                &seeds[..]
-            } else {
-                &[]
-            };
-            let mut content =
-                graph_recall::content(&self.graph, &ask, &content_kinds, graph_seeds, false)
-                    .await?;
-            // The index's nearest may be mostly other users' content: then scan the caller's own.
-            let by_meaning = content.iter().filter(|r| r.signal == "vector").count();
-            if vector.is_some() && by_meaning < s.limit {
-                content =
-                    graph_recall::content(&self.graph, &ask, &content_kinds, graph_seeds, true)
-                        .await?;
-            }
-            rows.extend(content);
-        }
-        let entity_rank: HashMap<String, usize> = seeds
-            .iter()
-            .enumerate()
-            .map(|(i, id)| (id.clone(), i + 1))
-            .collect();
-        let mut signals: Vec<String> = Vec::new();
-        if vector.is_some() {
-            signals.push("vector".into());
-        }
-        if !text.is_empty() {
-            signals.push("text".into());
-        }
-        if !seeds.is_empty() && wants(HitKind::Episode) {
-            signals.push("graph".into());
-        }
-        Ok(SearchAnswer {
-            hits: recall::fuse(rows, &entity_rank, s.limit),
-            signals,
-            embedder,
-            warning,
-        })
+        search(&self.graph, self.recall.embedder.as_ref(), caller_id, s).await
     }
 
     /// AGT-5 layer 4 (SRCH-3): working memory's `retrievedContext` for the message it ends
@@ -265,4 +225,96 @@ impl App {
             }
         }
     }
+}
+
+/// The search (SRCH-2: over what `caller_id` owns): the API's, working memory's, and the
+/// `recall` operation type's in the worker pools.
+pub async fn search(
+    graph: &aiden_graph::Graph,
+    embedder: Option<&Embedder>,
+    caller_id: &str,
+    s: &Search,
+) -> Result<SearchAnswer> {
+    let started = std::time::Instant::now();
+    let (vector, embedder, warning) = match embedder {
+        None => (None, None, Some("no embedder configured".to_owned())),
+        Some(e) => match e.embed(&[s.q.as_str()]).await {
+            Ok(mut x) => (x.vectors.pop(), Some(x.model), None),
+            Err(err) => {
+                tracing::warn!(error = %err, "search without meaning: the query was not embedded");
+                (None, None, Some(err.to_string()))
+            }
+        },
+    };
+    let embedded_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let text = recall::text_query(&s.q);
+    let ask = Ask {
+        caller_id,
+        conversation_id: s.conversation_id.as_deref(),
+        vector: vector.as_deref(),
+        text: &text,
+        k: (s.limit as i64 * 10).clamp(50, (MAX_LIMIT * 10) as i64),
+    };
+    let wants = |k: HitKind| s.kinds.contains(&k);
+    let content_kinds: Vec<HitKind> = s.kinds.iter().copied().filter(|k| k.is_content()).collect();
+    let mut rows: Vec<SignalRow> = Vec::new();
+    let mut seeds: Vec<String> = Vec::new();
+    if wants(HitKind::Entity) || wants(HitKind::Episode) {
+        let entities = graph_recall::entities(graph, &ask).await?;
+        let ranked = recall::fuse(entities.clone(), &HashMap::new(), GRAPH_SEEDS);
+        seeds = ranked.into_iter().map(|h| h.id).collect();
+        if wants(HitKind::Entity) {
+            rows.extend(entities);
+        }
+    }
+    if wants(HitKind::Fact) {
+        rows.extend(graph_recall::facts(graph, &ask).await?);
+    }
+    let knowledge_ms = started.elapsed().as_secs_f64() * 1000.0 - embedded_ms;
+    let mut exact = false;
+    if !content_kinds.is_empty() {
+        let graph_seeds = if wants(HitKind::Episode) {
+            &seeds[..]
+        } else {
+            &[]
+        };
+        let mut content =
+            graph_recall::content(graph, &ask, &content_kinds, graph_seeds, false).await?;
+        // The index's nearest may be mostly other users' content: then scan the caller's own.
+        let by_meaning = content.iter().filter(|r| r.signal == "vector").count();
+        if vector.is_some() && by_meaning < s.limit {
+            exact = true;
+            content = graph_recall::content(graph, &ask, &content_kinds, graph_seeds, true).await?;
+        }
+        rows.extend(content);
+    }
+    tracing::debug!(
+        embed_ms = embedded_ms,
+        knowledge_ms,
+        total_ms = started.elapsed().as_secs_f64() * 1000.0,
+        exact,
+        rows = rows.len(),
+        "recall"
+    );
+    let entity_rank: HashMap<String, usize> = seeds
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (id.clone(), i + 1))
+        .collect();
+    let mut signals: Vec<String> = Vec::new();
+    if vector.is_some() {
+        signals.push("vector".into());
+    }
+    if !text.is_empty() {
+        signals.push("text".into());
+    }
+    if !seeds.is_empty() && wants(HitKind::Episode) {
+        signals.push("graph".into());
+    }
+    Ok(SearchAnswer {
+        hits: recall::fuse(rows, &entity_rank, s.limit),
+        signals,
+        embedder,
+        warning,
+    })
 }

@@ -7,6 +7,7 @@ import { conversationList, conversationPage } from './conversations.js';
 import { runList, runPage } from './runs.js';
 import { processList, processPage, serviceList, toolList, workerList } from './catalog.js';
 import { connectPage } from './connect.js';
+import { entityPage, searchPage } from './knowledge.js';
 import { explain } from './words.js';
 
 // The page's view element; each route swaps in a fresh one, so a page left behind (its SSE
@@ -31,6 +32,8 @@ const routes = [
   [/^#\/services/, (v) => serviceList(v, { showError })],
   [/^#\/workers/, (v) => workerList(v)],
   [/^#\/connect/, (v) => connectPage(v, { showError })],
+  [/^#\/search/, (v) => searchPage(v)],
+  [/^#\/entities\/([^/?]+)/, (v, id) => entityPage(v, id)],
 ];
 
 function notFound(view, what) {
@@ -79,6 +82,7 @@ function renderNav() {
       onclick: (e) => { const open = nav.classList.toggle('open'); e.currentTarget.setAttribute('aria-expanded', String(open)); },
     }, 'Menu'),
     link('#/', 'Conversations', (x) => x === '#/' || x.startsWith('#/c/') || x.startsWith('#/?')),
+    link('#/search', 'Search', (x) => x.startsWith('#/search') || x.startsWith('#/entities')),
     link('#/runs', 'Runs', (x) => x.startsWith('#/runs')),
     link('#/processes', 'Processes', (x) => x.startsWith('#/processes')),
     link('#/tools', 'Tools', (x) => x.startsWith('#/tools')),

@@ -276,6 +276,14 @@ export async function conversationPage(view, id, { showError }) {
       h('h3', 'Entities'),
       m.activeEntities.length ? h('ul', m.activeEntities.map((e) => h('li', e.name || e.entityUuid)))
         : h('p.muted', 'None'),
+      h('h3', 'Recalled'),
+      (m.retrievedContext || []).length
+        ? h('ul.recalled', m.retrievedContext.map((r) => h('li', r.text.slice(0, 200),
+          h('span.muted', ` (${r.kind}, similarity ${r.score.toFixed(2)}, ${r.tokens} tokens`,
+            r.source?.conversationId && r.source.conversationId !== id
+              ? [', from ', h('a', { href: `#/c/${encodeURIComponent(r.source.conversationId)}` }, r.source.conversationTitle || 'another conversation')]
+              : null, ')'))))
+        : h('p.muted', 'Nothing similar from your other conversations'),
       h('h3', 'Notes to self'),
       (m.introspectionContext || []).length
         ? h('ol.notes', m.introspectionContext.map((n) => h('li', n.content.slice(0, 200),

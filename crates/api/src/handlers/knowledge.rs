@@ -127,3 +127,12 @@ pub async fn search(
     )?;
     Ok(ok(st.app.search(&c, search).await?))
 }
+
+/// `GET /v1/entities/{uuid}/context` (issue #37): the Entity, its mentions, facts and neighbours.
+pub async fn entity_page(
+    S(st): S<State>,
+    Auth(c): Auth,
+    Path(uuid): Path<String>,
+) -> ApiResult<Response> {
+    Ok(ok(st.app.entity_page(&c, &uuid).await?))
+}

@@ -1,0 +1,98 @@
+// Recall in the console (issue #37): a search over everything the signed-in user said, was
+// answered or had extracted (GET /v1/search), and an Entity's page (GET /v1/entities/{uuid}/context):
+// its summary and facets, the messages that mention it, its facts and neighbours.
+
+import { get } from './api.js';
+import { badge, h, mount, when } from './dom.js';
+
+const KINDS = ['episode', 'entity', 'fact', 'summary', 'introspection'];
+const KIND_NAME = {
+  episode: 'Message', entity: 'Entity', fact: 'Fact', summary: 'Summary', introspection: 'Note to self',
+};
+
+function params() {
+  return new URLSearchParams(location.hash.split('?')[1] || '');
+}
+
+/** Where a hit came from, as links: the conversation (and whether the message is on its
+ * Turn's active branch), or the Entity's page. */
+function origin(s) {
+  if (!s || !s.conversationId) return null;
+  return h('span.origin',
+    h('a', { href: `#/c/${encodeURIComponent(s.conversationId)}` }, s.conversationTitle || 'a conversation'),
+    s.activeBranch === false ? [' ', badge('inactive', 'Not the active version of its Turn')] : null);
+}
+
+function hitItem(hit) {
+  const title = hit.kind === 'entity'
+    ? h('a', { href: `#/entities/${encodeURIComponent(hit.id)}` }, hit.name || hit.id)
+    : null;
+  const others = hit.kind === 'entity' || hit.kind === 'fact' ? hit.sources.slice(1) : [];
+  return h('li.hit', { dataset: { kind: hit.kind, id: hit.id } },
+    h('div', badge(KIND_NAME[hit.kind] || hit.kind), ' ', title,
+      h('span.muted', ` score ${hit.score.toFixed(3)}`,
+        hit.similarity !== undefined ? ` · meaning ${hit.similarity.toFixed(2)}` : '',
+        hit.textScore !== undefined ? ' · words' : '',
+        hit.viaEntities.length ? ' · through an entity' : '')),
+    hit.text ? h('p.hit-text', hit.text.slice(0, 400)) : null,
+    h('p.muted', origin(hit), hit.createdAt ? [' · ', when(hit.createdAt)] : null,
+      others.length ? [' · also in ', others.map((s, i) => [i ? ', ' : '', origin(s)])] : null));
+}
+
+export async function searchPage(view) {
+  const p = params();
+  const q = p.get('q') || '';
+  const kind = p.get('kind') || '';
+  const input = h('input#search-q', { type: 'search', value: q, placeholder: 'What are you looking for?', required: true });
+  const select = h('select#search-kind', ['', ...KINDS]
+    .map((k) => h('option', { value: k, selected: k === kind }, k ? KIND_NAME[k] : 'Everything')));
+  const form = h('form#search', {
+    role: 'search',
+    onsubmit: (e) => {
+      e.preventDefault();
+      const next = new URLSearchParams({ q: input.value.trim() });
+      if (select.value) next.set('kind', select.value);
+      location.hash = `#/search?${next}`;
+    },
+  }, h('label', { for: 'search-q' }, 'Search '), input, ' ', select, ' ', h('button', { type: 'submit' }, 'Search'));
+  if (!q) {
+    mount(view, h('h1', 'Search'), form,
+      h('p.muted', 'Finds what you said, what you were answered and what was learnt from it, by meaning as well as by words. Only your own conversations are searched.'));
+    input.focus();
+    return;
+  }
+  const query = new URLSearchParams({ q, limit: '20' });
+  if (kind) query.set('kinds', kind);
+  const answer = await get(`/v1/search?${query}`);
+  mount(view, h('h1', 'Search'), form,
+    answer.warning ? h('p.muted', { role: 'status' }, 'Searched by words only: meaning is not available right now.') : null,
+    answer.hits.length
+      ? h('ol#hits.hits', answer.hits.map(hitItem))
+      : h('p#no-hits', 'Nothing found. Try other words: the search understands meaning, so a question works too.'));
+}
+
+export async function entityPage(view, uuid) {
+  const page = await get(`/v1/entities/${encodeURIComponent(uuid)}/context`);
+  const e = page.entity;
+  const facets = Object.entries(e.facets || {});
+  mount(view,
+    h('p', h('a', { href: '#/search' }, 'Search')),
+    h('h1#entity-name', e.name, e.category ? h('span.muted', ` ${e.category}`) : null),
+    e.summary ? h('p#entity-summary', e.summary) : h('p.muted', 'No summary yet.'),
+    facets.length ? [h('h2', 'Facets'), h('dl.facets', facets.map(([k, vs]) => [h('dt', k), h('dd', (vs || []).join(', '))]))] : null,
+    h('h2', 'Mentioned in'),
+    page.mentions.length
+      ? h('ul#mentions', page.mentions.map((m) => h('li', (m.text || '').slice(0, 200), ' ',
+        h('span.muted', '— ', origin(m)))))
+      : h('p.muted', 'No message of yours mentions it.'),
+    h('h2', 'Facts'),
+    page.facts.length
+      ? h('ul#facts', page.facts.map((f) => h('li', f.fact || f.name, ' ',
+        h('a.muted', { href: `#/entities/${encodeURIComponent(f.other.uuid)}` }, `(${f.other.name || f.other.uuid})`))))
+      : h('p.muted', 'None known.'),
+    h('h2', 'Related'),
+    page.neighbours.length
+      ? h('ul#neighbours', page.neighbours.map((n) => h('li', h('a', { href: `#/entities/${encodeURIComponent(n.uuid)}` }, n.name || n.uuid))))
+      : h('p.muted', 'None known.'),
+    h('p.muted', `Known since ${when(e.createdAt)} · ${e.sources.length} source${e.sources.length === 1 ? '' : 's'}`));
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The recall benchmark (issue #37): search latency at 10,000 Episodes and the embedder's
+# throughput, on the stack's main Neo4j. A release `aiden serve` (own RabbitMQ virtual host),
+# the episode pool and the Graphiti service with its default embedder (all-MiniLM-L6-v2 on this
+# machine; no LLM, so extraction is off and the Episodes carry content only) ingest N messages
+# of one new user written through the API; then scripts/bench_recall.py times GET /v1/search
+# (p50/p99, Episodes only and all kinds) and POST /embed. Prints one JSON line last.
+#   scripts/bench-recall.sh [--episodes 10000] [--conversations 200] [--queries 300]
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+
+scripts/stack.sh up >/dev/null
+scripts/graphiti.sh install >/dev/null
+# shellcheck disable=SC1091
+. .stack/env
+SERVE_PORT=${AIDEN_BENCH_PORT:-18395}
+GRAPHITI_PORT=${AIDEN_BENCH_GRAPHITI_PORT:-18396}
+for p in "$SERVE_PORT" "$GRAPHITI_PORT"; do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+    echo "bench: port $p is busy (AIDEN_BENCH_PORT, AIDEN_BENCH_GRAPHITI_PORT)" >&2
+    exit 1
+  fi
+done
+echo "bench: building (release)" >&2
+cargo build --release -p aiden --quiet
+BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release"
+VHOST=aiden-bench-recall
+rabbitmqctl -q add_vhost "$VHOST" >/dev/null 2>&1 || true
+rabbitmqctl -q set_permissions -p "$VHOST" guest '.*' '.*' '.*' >/dev/null
+export AIDEN_AMQP_URI="amqp://guest:guest@127.0.0.1:5672/$VHOST"
+export AIDEN_HTTP_ADDR=127.0.0.1:$SERVE_PORT AIDEN_GRAPHITI_URL=http://127.0.0.1:$GRAPHITI_PORT
+export RUST_LOG=${RUST_LOG:-warn} AIDEN_UPKEEP_INTERVAL_MS=0
+
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  sleep 0.5
+  rabbitmqctl -q delete_vhost "$VHOST" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+wait_for() { # url
+  for _ in $(seq 1 120); do curl -fsS "$1" >/dev/null 2>&1 && return 0; sleep 0.5; done
+  echo "bench: $1 did not answer" >&2; exit 1
+}
+
+AIDEN_GRAPHITI_ADDR=127.0.0.1:$GRAPHITI_PORT AIDEN_GRAPHITI_LLM_BASE_URL= \
+  .stack/graphiti-venv/bin/python workers/graphiti/aiden_graphiti_service.py >.stack/bench-recall-graphiti.log 2>&1 &
+pids+=($!)
+"$BIN/aiden" serve >.stack/bench-recall-serve.log 2>&1 &
+pids+=($!)
+"$BIN/aiden" worker --type episode --concurrency 4 >.stack/bench-recall-worker.log 2>&1 &
+pids+=($!)
+wait_for "http://127.0.0.1:$GRAPHITI_PORT/healthz"
+wait_for "http://$AIDEN_HTTP_ADDR/readyz"
+python3 scripts/bench_recall.py --server "http://$AIDEN_HTTP_ADDR" --token "$AIDEN_ADMIN_TOKEN" \
+  --graphiti "http://127.0.0.1:$GRAPHITI_PORT" --neo4j-http "http://127.0.0.1:${AIDEN_STACK_NEO4J_HTTP_PORT:-7474}" \
+  --neo4j-password "$AIDEN_NEO4J_PASSWORD" "$@"

@@ -280,9 +280,9 @@ def run(c, token, agent):
     detail = c.one("section.step-detail")
     assert "Step answer" in detail.text and "completed" in detail.text, detail.text
     # The timeline: the agent step's model turn as its own node, with its duration and input.
-    call = c.one('section.timeline li.call[data-step="answer#m1"]')
-    assert "Model turn 1" in call.text and " ms" in call.text, call.text
-    assert call.get_attribute("data-status") == "completed"
+    turn_node = c.one('section.timeline li.call[data-step="answer#m1"]')
+    assert "Model turn 1" in turn_node.text and " ms" in turn_node.text, turn_node.text
+    assert turn_node.get_attribute("data-status") == "completed"
     assert "Asked for by" in c.one("p.asked").text
     c.shot("08-run")
     run_id = d.current_url.split("#/runs/")[1]

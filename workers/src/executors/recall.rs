@@ -1,6 +1,7 @@
 //! `recall` executor (issue #37): the search `GET /v1/search` answers, over what the run's owner
 //! owns (SRCH-2), so that agent loops and Processes (enrichment, introspection) can search.
-//! Input `{q, conversationId?}`; the operation fixes `kinds` and `limit`. The query is embedded
+//! Input `{q}` (a `conversationId` beside it narrows the search); the operation fixes `kinds`
+//! and `limit`. The query is embedded
 //! by the Tool's Service — the Graphiti service, whose `POST /embed` is the embedder content was
 //! embedded with; unreachable, the search runs on words and the graph and says so.
 //! Output: `{hits, signals, embedder?, warning?}`.

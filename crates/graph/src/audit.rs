@@ -58,8 +58,8 @@ pub async fn unencrypted_secrets(tx: &mut Tx) -> Result<Vec<IdRow>, Error> {
 }
 
 /// WRK-1: Worker nodes of an unknown type or status, or whose `currentJobId` disagrees with it.
-pub async fn bad_workers(tx: &mut Tx) -> Result<Vec<IdRow>, Error> {
-    tx.rows(cypher(query_file!("audit/bad_workers.cypher"), None))
+pub async fn bad_workers(tx: &mut Tx, types: &[&str]) -> Result<Vec<IdRow>, Error> {
+    tx.rows(cypher(query_file!("audit/bad_workers.cypher"), None).param("types", types.to_vec()))
         .await
 }
 

@@ -1,5 +1,6 @@
 MATCH (w:Worker)
-WHERE NOT w.type IN ['graph_query', 'llm_call', 'rest_api', 'mcp_call']
+// WRK-1: $types are the operation types (aiden_jobs::OPERATION_TYPES).
+WHERE NOT w.type IN $types
    OR NOT w.status IN ['idle', 'busy', 'offline']
    OR (w.status = 'idle' AND w.currentJobId IS NOT NULL)
    OR (w.status = 'busy' AND w.currentJobId IS NULL)

@@ -403,7 +403,7 @@ async fn search_finds_entities_and_facts(w: &World, c: &str) {
     let found = w
         .ok(
             Method::GET,
-            "/v1/search?q=Ada%20Lovelace&kinds=entity",
+            &format!("/v1/search?q=Ada%20Lovelace&kinds=entity&conversationId={c}"),
             None,
             200,
         )
@@ -446,7 +446,7 @@ async fn search_finds_entities_and_facts(w: &World, c: &str) {
     let found = w
         .ok(
             Method::GET,
-            &format!("/v1/search?q={text}&kinds=fact&limit=50"),
+            &format!("/v1/search?q={text}&kinds=fact&limit=50&conversationId={c}"),
             None,
             200,
         )

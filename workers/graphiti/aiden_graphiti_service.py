@@ -157,6 +157,10 @@ class Config:
             embedding_dim=dim,
         )
 
+    def embedder_model_name(self) -> str:
+        """The model alone (no address): what /embed answers and search shows."""
+        return 'all-MiniLM-L6-v2' if self.embedder == 'local' else self.embedder_model
+
     def embedder_label(self) -> str:
         if self.embedder == 'local':
             return 'all-MiniLM-L6-v2 (local)'
@@ -801,7 +805,7 @@ async def embed(request: web.Request) -> web.Response:
     return json_response(
         200,
         {
-            'model': service.cfg.embedder_label(),
+            'model': service.cfg.embedder_model_name(),
             'dimension': len(vectors[0]) if vectors else service.cfg.embedding_dim,
             'vectors': vectors,
             'ms': round((time.monotonic() - started) * 1000, 2),

@@ -104,7 +104,7 @@ impl RecallArgs {
     pub fn settings(&self) -> aiden_service::recall::RecallSettings {
         aiden_service::recall::RecallSettings {
             embedder: (!self.embedder_url.trim().is_empty())
-                .then(|| aiden_service::recall::Embedder::new(&self.embedder_url)),
+                .then(|| aiden_service::recall::Embedder::for_queries(&self.embedder_url)),
             context: aiden_domain::knowledge::recall::ContextPolicy {
                 max_tokens: self.context_tokens,
                 min_similarity: self.min_similarity,

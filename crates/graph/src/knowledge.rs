@@ -163,13 +163,14 @@ pub async fn bind(graph: &Graph, b: &Bind<'_>, now: &str) -> Result<bool, Error>
 pub async fn embed(
     graph: &Graph,
     kind: TargetKind,
-    id: &str,
+    target: &Target,
     vector: &[f32],
     model: &str,
 ) -> Result<(), Error> {
     let mut tx = graph.begin().await?;
     let q = cypher(query_file!("knowledge/embed.cypher"), Some(label(kind)))
-        .param("id", id)
+        .param("id", target.id.as_str())
+        .param("revision", target.revision.unwrap_or(1))
         .param(
             "embedding",
             vector.iter().map(|x| f64::from(*x)).collect::<Vec<f64>>(),

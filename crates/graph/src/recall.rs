@@ -74,6 +74,7 @@ impl ContentRow {
             content: self.content,
             created_at: self.created_at,
             sources: vec![source],
+            group: None,
         })
     }
 }
@@ -111,6 +112,8 @@ struct KnowledgeRow {
     score: Option<f64>,
     name: Option<String>,
     content: Option<String>,
+    /// The conversation it was extracted in (graphiti's group_id).
+    conversation_id: Option<String>,
     #[serde(default)]
     sources: Vec<Source>,
 }
@@ -130,6 +133,7 @@ async fn knowledge(graph: &Graph, q: neo4rs::Query) -> Result<Vec<SignalRow>, Er
                 content: r.content.unwrap_or_default(),
                 created_at: None,
                 sources: r.sources,
+                group: r.conversation_id,
             })
         })
         .collect())

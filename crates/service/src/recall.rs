@@ -34,20 +34,34 @@ pub struct Embedded {
 
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedError {
-    /// Not reachable, or no embedder there (503): nothing is wrong with the text.
+    /// Not reachable, or not ready (503): nothing is wrong with the text.
     #[error("embedder unavailable: {0}")]
     Unavailable(String),
+    /// The service has no embedder configured (an OpenAI-compatible one without a URL).
+    #[error("no embedder configured")]
+    NotConfigured,
     #[error("embedder failed: {0}")]
     Failed(String),
 }
 
 impl Embedder {
+    /// For content at binding: a long text may take a while.
     pub fn new(base: &str) -> Self {
+        Self::with_timeout(base, Duration::from_secs(30))
+    }
+
+    /// For a query: a search (or an agent turn's working memory, computed in its transaction)
+    /// goes on without meaning rather than wait long for it.
+    pub fn for_queries(base: &str) -> Self {
+        Self::with_timeout(base, Duration::from_secs(2))
+    }
+
+    fn with_timeout(base: &str, timeout: Duration) -> Self {
         Self {
             base: base.trim_end_matches('/').to_owned(),
             http: reqwest::Client::builder()
                 .connect_timeout(Duration::from_secs(2))
-                .timeout(Duration::from_secs(30))
+                .timeout(timeout)
                 .build()
                 .unwrap_or_default(),
         }
@@ -68,7 +82,11 @@ impl Embedder {
             .map_err(|e| EmbedError::Unavailable(e.to_string()))?;
         let status = r.status();
         if status.as_u16() == 503 {
-            return Err(EmbedError::Unavailable(r.text().await.unwrap_or_default()));
+            let body = r.text().await.unwrap_or_default();
+            if body.contains("no embedder") {
+                return Err(EmbedError::NotConfigured);
+            }
+            return Err(EmbedError::Unavailable(body.chars().take(300).collect()));
         }
         if !status.is_success() {
             let body = r.text().await.unwrap_or_default();
@@ -235,23 +253,54 @@ pub async fn search(
     caller_id: &str,
     s: &Search,
 ) -> Result<SearchAnswer> {
-    let started = std::time::Instant::now();
-    let (vector, embedder, warning) = match embedder {
-        None => (None, None, Some("no embedder configured".to_owned())),
+    let (vector, model) = match embedder {
+        None => (None, None),
         Some(e) => match e.embed(&[s.q.as_str()]).await {
-            Ok(mut x) => (x.vectors.pop(), Some(x.model), None),
+            Ok(mut x) => (x.vectors.pop(), Some(x.model)),
             Err(err) => {
+                // The detail (an address, an upstream's words) is for the log, not the caller.
                 tracing::warn!(error = %err, "search without meaning: the query was not embedded");
-                (None, None, Some(err.to_string()))
+                (None, None)
             }
         },
     };
-    let embedded_ms = started.elapsed().as_secs_f64() * 1000.0;
+    match ranked(graph, caller_id, s, vector.as_deref()).await {
+        Ok(mut answer) => {
+            if vector.is_some() {
+                answer.embedder = model;
+            } else {
+                answer.warning = Some(NO_MEANING.into());
+            }
+            Ok(answer)
+        }
+        // The query's vector does not fit the stored ones (the embedder changed): words and
+        // the graph still answer.
+        Err(crate::Error::Graph(aiden_graph::Error::Query(e))) if vector.is_some() => {
+            tracing::warn!(error = %e, "search without meaning: the vector query failed");
+            let mut answer = ranked(graph, caller_id, s, None).await?;
+            answer.warning = Some(NO_MEANING.into());
+            Ok(answer)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// What a search without its vector signal says.
+const NO_MEANING: &str = "searched by words and the graph only: the query could not be embedded";
+
+/// The signals, fused.
+async fn ranked(
+    graph: &aiden_graph::Graph,
+    caller_id: &str,
+    s: &Search,
+    vector: Option<&[f32]>,
+) -> Result<SearchAnswer> {
+    let started = std::time::Instant::now();
     let text = recall::text_query(&s.q);
     let ask = Ask {
         caller_id,
         conversation_id: s.conversation_id.as_deref(),
-        vector: vector.as_deref(),
+        vector,
         text: &text,
         k: (s.limit as i64 * 10).clamp(50, (MAX_LIMIT * 10) as i64),
     };
@@ -270,7 +319,7 @@ pub async fn search(
     if wants(HitKind::Fact) {
         rows.extend(graph_recall::facts(graph, &ask).await?);
     }
-    let knowledge_ms = started.elapsed().as_secs_f64() * 1000.0 - embedded_ms;
+    let knowledge_ms = started.elapsed().as_secs_f64() * 1000.0;
     let mut exact = false;
     if !content_kinds.is_empty() {
         let graph_seeds = if wants(HitKind::Episode) {
@@ -289,7 +338,6 @@ pub async fn search(
         rows.extend(content);
     }
     tracing::debug!(
-        embed_ms = embedded_ms,
         knowledge_ms,
         total_ms = started.elapsed().as_secs_f64() * 1000.0,
         exact,
@@ -314,7 +362,7 @@ pub async fn search(
     Ok(SearchAnswer {
         hits: recall::fuse(rows, &entity_rank, s.limit),
         signals,
-        embedder,
-        warning,
+        embedder: None,
+        warning: None,
     })
 }

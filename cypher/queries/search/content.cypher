@@ -29,7 +29,9 @@ CALL {
     RETURN x
   }
   WITH x, v
-  WHERE size(x.embedding) = size(v)
+  WHERE size(x.embedding) = size(v) AND coalesce(x.status, '') <> 'archived'
+    AND ((x:Alternative AND 'episode' IN $kinds) OR (x:Summary AND 'summary' IN $kinds)
+         OR (x:Introspection AND 'introspection' IN $kinds))
   WITH x, vector.similarity.cosine(x.embedding, v) AS score
   ORDER BY score DESC
   LIMIT $k

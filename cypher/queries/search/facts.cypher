@@ -21,6 +21,7 @@ CALL {
   WITH r, c
   UNWIND coalesce(r.episodes, []) AS uuid
   MATCH (:Episodic {uuid: uuid})<-[:HAS_CONTENT]-(a:Alternative)
+  WHERE a.conversationId = c.id
   OPTIONAL MATCH (:ConversationTurn {id: a.turnId})-[h:HAS_ALTERNATIVE]->(a)
   RETURN collect({alternativeId: a.id, conversationId: c.id, conversationTitle: c.title,
                   turnId: a.turnId, active: h.isActive, episodeId: uuid})[..5] AS sources

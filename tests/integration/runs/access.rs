@@ -126,7 +126,11 @@ async fn proc_8_a_start_handed_to_the_engine_holds_when_another_instance_changed
     u.post(&format!("/v1/processes/{p}/runs"), json!({"inputs": {}}))
         .await
         .rejects(422, "PROC-8");
-    assert_eq!(refusals(&aiden_tests::server().logs()), 2);
+    // Refused either by the engine (the cached plan was stale) or, when another test's catalog
+    // change cleared this server's plan cache meanwhile (tests run concurrently), by the API's
+    // fresh read: PROC-8 both ways, and nothing of the stale plan ran (below).
+    let now = refusals(&aiden_tests::server().logs());
+    assert!((1..=2).contains(&now), "{now} engine refusals");
     assert_eq!(
         k.up.calls_with("q", "v1").len(),
         2,

@@ -204,19 +204,25 @@ impl Ingestor {
 
     /// Recall (issue #37): embeds the bound content (without the speaker prefix its Episode
     /// has; a model reads the first few hundred tokens only, so a long text is cut for the
-    /// request's sake) and writes the vector. After binding, so that an unreachable embedder
-    /// holds back search, never the binding.
+    /// request's sake) and writes the vector, for this revision. After binding, so that the
+    /// binding never waits for it. An unreachable service waits like the binding would; a
+    /// service with no embedder configured, or an embedding that fails, is logged and the
+    /// content stays findable by its words (embedding is not a reason to fail a binding).
     async fn embed(&self, kind: TargetKind, t: &Target, text: &str) -> Result<(), Interrupted> {
         let head: String = text.chars().take(8_000).collect();
         let embedded = match self.embedder.embed(&[head.as_str()]).await {
             Ok(e) => e,
             Err(EmbedError::Unavailable(m)) => return Err(Interrupted::Wait(m)),
-            Err(EmbedError::Failed(m)) => return Err(Interrupted::Retry(m)),
+            Err(e @ (EmbedError::NotConfigured | EmbedError::Failed(_))) => {
+                tracing::warn!(id = %t.id, error = %e, "content not embedded: found by its words only");
+                return Ok(());
+            }
         };
         let Some(vector) = embedded.vectors.first() else {
-            return Err(Interrupted::Retry("the embedder answered no vector".into()));
+            tracing::warn!(id = %t.id, "the embedder answered no vector");
+            return Ok(());
         };
-        kg::embed(&self.graph, kind, &t.id, vector, &embedded.model)
+        kg::embed(&self.graph, kind, t, vector, &embedded.model)
             .await
             .map_err(graph_error)
     }

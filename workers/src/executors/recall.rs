@@ -38,7 +38,7 @@ impl Tool for Recall {
         let text = |k: &str| inv.input.get(k).and_then(Value::as_str);
         let s = check_search(text("q"), text("conversationId"), kinds.as_deref(), *limit)
             .map_err(|e| ToolFailure::new(FailureClass::InvalidRequest, e.to_string()))?;
-        let embedder = inv.endpoint().map(Embedder::new);
+        let embedder = inv.endpoint().map(Embedder::for_queries);
         let answer = tokio::time::timeout(
             inv.timeout,
             search(&self.graph, embedder.as_ref(), inv.owner_id, &s),

@@ -79,7 +79,7 @@ export async function entityPage(view, uuid) {
     h('p', h('a', { href: '#/search' }, 'Search')),
     h('h1#entity-name', e.name, e.category ? h('span.muted', ` ${e.category}`) : null),
     e.summary ? h('p#entity-summary', e.summary) : h('p.muted', 'No summary yet.'),
-    facets.length ? [h('h2', 'Facets'), h('dl.facets', facets.map(([k, vs]) => [h('dt', k), h('dd', (vs || []).join(', '))]))] : null,
+    facets.length ? [h('h2', 'Facets'), h('dl.facets', facets.map(([k, vs]) => [h('dt', k), h('dd', Array.isArray(vs) ? vs.join(', ') : String(vs ?? ''))]))] : null,
     h('h2', 'Mentioned in'),
     page.mentions.length
       ? h('ul#mentions', page.mentions.map((m) => h('li', (m.text || '').slice(0, 200), ' ',

@@ -182,6 +182,9 @@ pub struct SignalRow {
     pub content: String,
     pub created_at: Option<String>,
     pub sources: Vec<Source>,
+    /// The conversation an Entity or fact was extracted in (its Graphiti group), whatever
+    /// Alternatives `sources` lists.
+    pub group: Option<String>,
 }
 
 /// A search hit: one per thing found, with the fused score and each signal's own.
@@ -190,7 +193,8 @@ pub struct SignalRow {
 pub struct Hit {
     pub id: String,
     pub kind: HitKind,
-    /// Reciprocal-rank fusion of the signals (higher is better), comparable within one answer.
+    /// Similarity to the query plus what words and the graph add ([`fuse`]); higher is better,
+    /// comparable within one answer.
     pub score: f64,
     /// The content; an Entity's summary; a fact's sentence.
     pub text: String,
@@ -212,6 +216,9 @@ pub struct Hit {
     pub origin: Source,
     /// Every place it came from (an entity or fact: up to five mentioning Alternatives).
     pub sources: Vec<Source>,
+    /// An Entity's or fact's conversation (SRCH-3 decides on it; `origin` shows it).
+    #[serde(skip)]
+    pub group: Option<String>,
 }
 
 /// How much the words and the graph add to a hit's similarity: enough to order near ties
@@ -255,8 +262,12 @@ pub fn fuse(rows: Vec<SignalRow>, entity_rank: &HashMap<String, usize>, limit: u
                 text_score: None,
                 via_entities: Vec::new(),
                 created_at: r.created_at.clone(),
-                origin: r.sources.first().cloned().unwrap_or_default(),
+                origin: r.sources.first().cloned().unwrap_or_else(|| Source {
+                    conversation_id: r.group.clone(),
+                    ..Source::default()
+                }),
                 sources: r.sources.clone(),
+                group: r.group.clone(),
             };
             (hit, 0.0)
         });
@@ -358,7 +369,8 @@ pub fn retrieved_context(
         .filter(|h| h.similarity.is_some_and(|s| s >= policy.min_similarity))
         .filter(|h| h.kind != HitKind::Introspection)
         .filter(|h| {
-            if !h.sources.iter().any(here) {
+            let of_here = h.group.as_deref() == Some(conversation_id) || h.sources.iter().any(here);
+            if !of_here {
                 return true;
             }
             h.kind == HitKind::Episode

@@ -15,6 +15,7 @@ fn row(id: &str, kind: HitKind, signal: &str, score: Option<f64>, conv: &str) ->
             alternative_id: Some(id.into()),
             ..Source::default()
         }],
+        group: None,
     }
 }
 
@@ -143,6 +144,7 @@ fn hit(id: &str, kind: HitKind, similarity: f64, conv: &str, alt: Option<&str>) 
         created_at: None,
         origin: source.clone(),
         sources: vec![source],
+        group: None,
     }
 }
 
@@ -158,6 +160,13 @@ fn srch_3_retrieved_context_never_takes_a_sibling_branch_of_the_current_conversa
         hit("fact-here", HitKind::Fact, 0.9, "here", Some("old")),
         hit("other", HitKind::Episode, 0.7, "elsewhere", Some("o1")),
         hit("fact", HitKind::Fact, 0.8, "elsewhere", Some("o2")),
+        // A fact of this conversation drawn from a sibling branch's Summary: no Alternative
+        // among its sources, but its group is this conversation.
+        Hit {
+            sources: Vec::new(),
+            group: Some("here".into()),
+            ..hit("summary-fact", HitKind::Fact, 0.99, "here", None)
+        },
         hit("weak", HitKind::Episode, 0.1, "elsewhere", Some("o3")),
     ];
     let policy = ContextPolicy {

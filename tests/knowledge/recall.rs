@@ -8,7 +8,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use aiden_tests::procs::{free_port, spawn_env, Api};
+use aiden_tests::procs::{free_port, sigkill, spawn_env, Api};
 use reqwest::Method;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -176,7 +176,7 @@ async fn srch_1_2_3_paraphrased_questions_find_their_fact_and_never_another_user
         ("AIDEN_UPKEEP_INTERVAL_MS", "0".into()),
     ];
     let _serve = spawn_env(&["serve"], port, &extra);
-    let _episodes = spawn_env(&["worker", "--type", "episode"], port, &extra);
+    let mut episodes = spawn_env(&["worker", "--type", "episode"], port, &extra);
     let admin = Api::local(port);
     admin.wait_ready().await;
     let graph = aiden_graph::Graph::connect(&aiden_graph::Settings {
@@ -236,6 +236,28 @@ async fn srch_1_2_3_paraphrased_questions_find_their_fact_and_never_another_user
     let (_, asked) = say(&a, &x, &second.question, Some((&t1, &a1))).await;
     all.extend([a1.clone(), sibling.clone(), asked.clone()]);
     wait_embedded(&graph, &all, Duration::from_secs(300)).await;
+
+    // Content bound without an embedding (before recall existed, or its embedding failed) is
+    // embedded when an episode pool starts.
+    let stripped = fact_alt[&corpus.facts[0].id].clone();
+    graph
+        .run_autocommit(
+            neo4rs::query(
+                "MATCH (a:Alternative {id: $id}) \
+                 REMOVE a:Embedded, a.embedding, a.embeddedWith, a.embeddedRevision",
+            )
+            .param("id", stripped.as_str()),
+        )
+        .await
+        .expect("strip an embedding");
+    sigkill(&mut episodes);
+    let _episodes = spawn_env(&["worker", "--type", "episode"], port, &extra);
+    wait_embedded(
+        &graph,
+        std::slice::from_ref(&stripped),
+        Duration::from_secs(120),
+    )
+    .await;
 
     // Recall@5 and MRR (over the top 10) of the paraphrases, as A.
     let mut found = 0usize;

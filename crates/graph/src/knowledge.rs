@@ -163,14 +163,15 @@ pub async fn bind(graph: &Graph, b: &Bind<'_>, now: &str) -> Result<bool, Error>
 pub async fn embed(
     graph: &Graph,
     kind: TargetKind,
-    target: &Target,
+    id: &str,
+    revision: i64,
     vector: &[f32],
     model: &str,
 ) -> Result<(), Error> {
     let mut tx = graph.begin().await?;
     let q = cypher(query_file!("knowledge/embed.cypher"), Some(label(kind)))
-        .param("id", target.id.as_str())
-        .param("revision", target.revision.unwrap_or(1))
+        .param("id", id)
+        .param("revision", revision)
         .param(
             "embedding",
             vector.iter().map(|x| f64::from(*x)).collect::<Vec<f64>>(),
@@ -178,6 +179,20 @@ pub async fn embed(
         .param("model", model);
     tx.run(q).await?;
     tx.commit().await
+}
+
+/// Bound content whose current revision has no embedding (the backfill's work).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Unembedded {
+    pub kind: String,
+    pub id: String,
+    pub content: String,
+    pub revision: i64,
+}
+
+pub async fn unembedded(graph: &Graph, limit: i64) -> Result<Vec<Unembedded>, Error> {
+    let q = cypher(query_file!("knowledge/unembedded.cypher"), None).param("limit", limit);
+    graph.read_rows(q).await
 }
 
 /// An Entity Graphiti extracted (graphiti-core's own `Entity` node in this graph).

@@ -222,9 +222,16 @@ impl Ingestor {
             tracing::warn!(id = %t.id, "the embedder answered no vector");
             return Ok(());
         };
-        kg::embed(&self.graph, kind, t, vector, &embedded.model)
-            .await
-            .map_err(graph_error)
+        kg::embed(
+            &self.graph,
+            kind,
+            &t.id,
+            t.revision.unwrap_or(1),
+            vector,
+            &embedded.model,
+        )
+        .await
+        .map_err(graph_error)
     }
 
     /// Records a binding that gave up (EPI-3); its outbox item goes in the same statement.

@@ -2,6 +2,7 @@
 //! back to them; graphiti-core writes the Episodes and the Entities it extracts into this same
 //! graph.
 
+pub mod backfill;
 pub mod graphiti;
 pub mod ingest;
 pub mod pool;

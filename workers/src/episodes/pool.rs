@@ -67,6 +67,10 @@ pub async fn run(config: EpisodePoolConfig) -> anyhow::Result<()> {
         permits: Semaphore::new(config.concurrency.max(1)),
         lanes: Mutex::new(HashMap::new()),
     });
+    tokio::spawn(super::backfill::run(
+        config.graph.clone(),
+        aiden_service::recall::Embedder::new(&config.graphiti_url),
+    ));
     loop {
         if let Err(e) = session(&shared, &config).await {
             tracing::warn!(error = %e, "episode worker session ended; reconnecting");

@@ -396,6 +396,19 @@ impl World {
     }
 }
 
+/// Percent-encodes a query parameter's value (everything but letters and digits).
+fn query_value(q: &str) -> String {
+    q.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
 /// Recall over what Graphiti extracted (issue #37): an Entity by its name and a fact by its
 /// sentence, each with the Alternatives that stated it (in `c`), through `GET /v1/search`.
 async fn search_finds_entities_and_facts(w: &World, c: &str) {
@@ -431,18 +444,7 @@ async fn search_finds_entities_and_facts(w: &World, c: &str) {
     let fact = facts
         .first()
         .unwrap_or_else(|| panic!("no fact extracted in {c}"));
-    let text: String = fact["fact"]
-        .as_str()
-        .unwrap()
-        .bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect();
+    let text = query_value(fact["fact"].as_str().unwrap());
     let found = w
         .ok(
             Method::GET,

@@ -13,7 +13,9 @@ use reqwest::Method;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{database, drop_vhost, fresh_vhost, graphiti, park_pending_items, root, wait_http};
+use super::{
+    database, drop_vhost, fresh_vhost, graphiti, park_pending_items, query_value, root, wait_http,
+};
 
 #[derive(Deserialize)]
 struct Corpus {
@@ -119,24 +121,11 @@ async fn wait_embedded(graph: &aiden_graph::Graph, ids: &[String], within: Durat
     }
 }
 
-/// Percent-encodes a query parameter's value (everything but letters and digits).
-fn encode(q: &str) -> String {
-    q.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
 async fn search(api: &Api, q: &str, extra: &str) -> Value {
     ok(
         api,
         Method::GET,
-        &format!("/v1/search?q={}{extra}", encode(q)),
+        &format!("/v1/search?q={}{extra}", query_value(q)),
         None,
         200,
     )

@@ -16,6 +16,7 @@ use axum::{extract::Query, routing::get, Json, Router};
 use reqwest::Method;
 use serde_json::{json, Value};
 
+mod memory;
 mod recall;
 
 /// The tests of this binary share the database's outbox: each parks what is pending before it

@@ -36,7 +36,13 @@ struct Question {
     question: String,
 }
 
-async fn ok(api: &Api, method: Method, path: &str, body: Option<Value>, status: u16) -> Value {
+pub(super) async fn ok(
+    api: &Api,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+    status: u16,
+) -> Value {
     let (s, b) = api.call(method, path, body).await;
     assert_eq!(s, status, "{path}: {b}");
     b
@@ -50,7 +56,7 @@ fn as_user(admin: &Api, token: &str) -> Api {
     }
 }
 
-async fn new_user(admin: &Api) -> (String, Api) {
+pub(super) async fn new_user(admin: &Api) -> (String, Api) {
     let id = aiden_tests::unique("recall");
     let b = ok(
         admin,
@@ -63,7 +69,7 @@ async fn new_user(admin: &Api) -> (String, Api) {
     (id, as_user(admin, b["token"].as_str().unwrap()))
 }
 
-async fn conversation(api: &Api, title: &str) -> String {
+pub(super) async fn conversation(api: &Api, title: &str) -> String {
     let c = ok(
         api,
         Method::POST,
@@ -76,7 +82,12 @@ async fn conversation(api: &Api, title: &str) -> String {
 }
 
 /// A user Turn (after `parent`, when given): its Turn id and first Alternative's id.
-async fn say(api: &Api, c: &str, text: &str, parent: Option<(&str, &str)>) -> (String, String) {
+pub(super) async fn say(
+    api: &Api,
+    c: &str,
+    text: &str,
+    parent: Option<(&str, &str)>,
+) -> (String, String) {
     let mut body = json!({"speaker": "user", "content": text});
     if let Some((t, a)) = parent {
         body["parentTurnId"] = t.into();
@@ -121,7 +132,7 @@ async fn wait_embedded(graph: &aiden_graph::Graph, ids: &[String], within: Durat
     }
 }
 
-async fn search(api: &Api, q: &str, extra: &str) -> Value {
+pub(super) async fn search(api: &Api, q: &str, extra: &str) -> Value {
     ok(
         api,
         Method::GET,

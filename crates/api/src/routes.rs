@@ -2,6 +2,8 @@
 
 use std::{collections::BTreeMap, sync::Arc};
 
+use aiden_domain::knowledge::memory::NewMemory;
+use aiden_service::memories::MemoryRow;
 use aiden_service::{App, Page};
 use axum::{
     extract::DefaultBodyLimit,
@@ -959,12 +961,40 @@ fn knowledge_routes(t: Table) -> Table {
     let t = route!(
         t,
         GET,
+        "/v1/memories",
+        k::memories,
+        Op::new("The caller's memories (SRCH-4), newest first").ok::<Page<MemoryRow>>()
+    );
+    let t = route!(
+        t,
+        POST,
+        "/v1/memories",
+        k::remember,
+        Op::new(
+            "Keep a memory (SRCH-4): the caller's alone, recalled in any of their conversations"
+        )
+        .body::<NewMemory>()
+        .created_unlocated::<MemoryRow>()
+        .errors(&[422])
+    );
+    let t = route!(
+        t,
+        DELETE,
+        "/v1/memories/{id}",
+        k::forget,
+        Op::new("Forget a memory (SRCH-4): search and retrieved context no longer find it")
+            .no_content()
+            .errors(&[404])
+    );
+    let t = route!(
+        t,
+        GET,
         "/v1/search",
         k::search,
         Op::new(
             "Search what the caller owns by meaning, words and the graph (?q=, ?conversationId=, \
-             ?kinds=episode,entity,fact,summary,introspection, ?limit=); each hit with its score \
-             and provenance"
+             ?kinds=episode,entity,fact,summary,introspection,memory, ?limit=); each hit with its \
+             score and provenance"
         )
         .query::<k::SearchQuery>()
         .ok::<aiden_service::recall::SearchAnswer>()

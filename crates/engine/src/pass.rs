@@ -59,6 +59,8 @@ pub struct Pass<'a> {
     new_calls: Vec<Value>,
     /// Memory an agent's answer proposed (AGT-13): proposed Entities.
     proposals: Vec<Value>,
+    /// SRCH-4: memories agent steps routed to a `memory: write` intent keep.
+    memories: Vec<aiden_graph::memory::NewMemoryRecord>,
     pub new_runs: Vec<NewRun>,
     /// Runs handed to this pass to create (`Batch::new_runs`): the engine's door (issue #10).
     handed: Vec<Value>,
@@ -113,6 +115,7 @@ impl<'a> Pass<'a> {
             lost: BTreeMap::new(),
             new_calls: Vec::new(),
             proposals: Vec::new(),
+            memories: Vec::new(),
             new_runs: Vec::new(),
             handed: Vec::new(),
             jobs: Vec::new(),
@@ -984,6 +987,10 @@ impl<'a> Pass<'a> {
         let proposals = std::mem::take(&mut self.proposals);
         if !proposals.is_empty() {
             aiden_graph::knowledge::propose_entities(self.tx().await?, proposals).await?;
+        }
+        let memories = std::mem::take(&mut self.memories);
+        if !memories.is_empty() {
+            aiden_graph::memory::remember(self.tx().await?, &memories).await?;
         }
         if !self.charges.is_empty() {
             let rows = self.charges.rows(self.ledger.day());

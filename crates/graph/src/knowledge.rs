@@ -19,6 +19,7 @@ fn label(kind: TargetKind) -> &'static str {
         TargetKind::Message => "Alternative",
         TargetKind::Summary => "Summary",
         TargetKind::Introspection => "Introspection",
+        TargetKind::Memory => "Memory",
     }
 }
 
@@ -116,6 +117,7 @@ pub async fn target(graph: &Graph, kind: TargetKind, id: &str) -> Result<Option<
         TargetKind::Message => query_file!("knowledge/target_message.cypher"),
         TargetKind::Summary => query_file!("knowledge/target_summary.cypher"),
         TargetKind::Introspection => query_file!("knowledge/target_introspection.cypher"),
+        TargetKind::Memory => query_file!("knowledge/target_memory.cypher"),
     };
     let q = cypher(text, None).param("id", id);
     Ok(graph.read_rows(q).await?.into_iter().next())

@@ -9,6 +9,7 @@ pub mod knowledge;
 pub mod lease;
 pub mod limits;
 pub mod measurements;
+pub mod memory;
 pub mod migrate;
 pub mod processes;
 pub mod recall;

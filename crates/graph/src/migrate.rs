@@ -140,6 +140,13 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
             "/../../cypher/schema/0019_recall.cypher"
         )),
     ),
+    (
+        "0020_memories",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../cypher/schema/0020_memories.cypher"
+        )),
+    ),
 ];
 
 /// Statements of one file: comment lines dropped (they may contain `;`), then split on `;`.

@@ -62,6 +62,7 @@ impl ContentRow {
         match kind {
             HitKind::Episode => source.alternative_id = Some(self.id.clone()),
             HitKind::Summary => source.summary_id = Some(self.id.clone()),
+            HitKind::Memory => source.memory_id = Some(self.id.clone()),
             _ => source.introspection_id = Some(self.id.clone()),
         }
         Some(SignalRow {
@@ -79,7 +80,7 @@ impl ContentRow {
     }
 }
 
-/// Content (Alternatives, Summaries, Introspections) by meaning, words and the Entities in
+/// Content (Alternatives, Summaries, Introspections, Memories) by meaning, words and the Entities in
 /// `entity_uuids`. `exact`: the vector signal scans the caller's own content instead of asking
 /// the index (when the index's nearest held too few of the caller's).
 pub async fn content(

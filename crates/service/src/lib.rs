@@ -13,6 +13,7 @@ mod error;
 mod knowledge;
 mod limits;
 pub mod measurements;
+pub mod memories;
 pub mod outbox;
 mod plans;
 mod probe;

@@ -218,6 +218,7 @@ impl App {
                 HitKind::Entity,
                 HitKind::Fact,
                 HitKind::Summary,
+                HitKind::Memory,
             ],
             limit: 20,
         };

@@ -14,3 +14,10 @@ OPTIONAL MATCH (o:IngestItem {id: 'summary:' + x.id})
 WITH x, o
 WHERE x.binding IS NULL OR o IS NULL
 RETURN x.id AS id
+UNION
+MATCH (x:Memory)
+WHERE x.binding IS NULL OR x.binding IN ['pending', 'bound']
+OPTIONAL MATCH (o:IngestItem {id: 'memory:' + x.id})
+WITH x, o
+WHERE x.status = 'current' AND (x.binding IS NULL OR o IS NULL)
+RETURN x.id AS id

@@ -1,11 +1,11 @@
 // Recall (issue #37): bound content without an embedding of its current revision — bound before
 // embeddings existed, or whose embedding failed — for the episode pool's backfill at start.
 MATCH (x)
-WHERE (x:Alternative OR x:Summary OR x:Introspection)
+WHERE (x:Alternative OR x:Summary OR x:Introspection OR x:Memory)
   AND x.binding IN ['bound', 'extracted', 'skipped']
   AND x.content IS NOT NULL AND x.content <> ''
   AND (NOT x:Embedded OR coalesce(x.embeddedRevision, 1) <> coalesce(x.revision, 1))
 RETURN CASE WHEN x:Alternative THEN 'message' WHEN x:Summary THEN 'summary'
-            ELSE 'introspection' END AS kind,
+            WHEN x:Memory THEN 'memory' ELSE 'introspection' END AS kind,
        x.id AS id, x.content AS content, coalesce(x.revision, 1) AS revision
 LIMIT $limit

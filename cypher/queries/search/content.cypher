@@ -1,4 +1,5 @@
-// Recall over content (issue #37): Alternatives (kind `episode`), Summaries and Introspections,
+// Recall over content (issue #37): Alternatives (kind `episode`), Summaries, Introspections and
+// Memories (SRCH-4),
 // found by meaning (the vector index, over-fetched; or, when $exact, a scan of the caller's own
 // embedded content), by words (full-text) and through the Entities found for the query (graph:
 // content whose Episode MENTIONS one of $entityUuids). One row per signal; the service fuses them.
@@ -27,11 +28,15 @@ CALL {
     MATCH (x:Introspection {ownerId: $callerId})
     WHERE x:Embedded AND $conversationId IS NULL
     RETURN x
+    UNION
+    MATCH (x:Memory {ownerId: $callerId})
+    WHERE x:Embedded AND $conversationId IS NULL
+    RETURN x
   }
   WITH x, v
   WHERE size(x.embedding) = size(v) AND coalesce(x.status, '') <> 'archived'
     AND ((x:Alternative AND 'episode' IN $kinds) OR (x:Summary AND 'summary' IN $kinds)
-         OR (x:Introspection AND 'introspection' IN $kinds))
+         OR (x:Introspection AND 'introspection' IN $kinds) OR (x:Memory AND 'memory' IN $kinds))
   WITH x, vector.similarity.cosine(x.embedding, v) AS score
   ORDER BY score DESC
   LIMIT $k
@@ -40,6 +45,11 @@ CALL {
   WITH $text AS t
   WHERE t <> ''
   CALL db.index.fulltext.queryNodes('recall_content', t, {limit: $k}) YIELD node, score
+  RETURN node AS x, 'text' AS signal, score, null AS via
+  UNION ALL
+  WITH $text AS t
+  WHERE t <> '' AND 'memory' IN $kinds
+  CALL db.index.fulltext.queryNodes('memory_content', t, {limit: $k}) YIELD node, score
   RETURN node AS x, 'text' AS signal, score, null AS via
   UNION ALL
   UNWIND $entityUuids AS u
@@ -53,7 +63,7 @@ CALL {
 }
 WITH x, signal, score, via
 WHERE ((x:Alternative AND 'episode' IN $kinds) OR (x:Summary AND 'summary' IN $kinds)
-       OR (x:Introspection AND 'introspection' IN $kinds))
+       OR (x:Introspection AND 'introspection' IN $kinds) OR (x:Memory AND 'memory' IN $kinds))
   AND x.content IS NOT NULL
 OPTIONAL MATCH (c:Conversation {id: coalesce(x.conversationId, '')})
 WITH x, signal, score, via, c
@@ -63,7 +73,7 @@ WHERE coalesce(c.ownerId, x.ownerId) = $callerId
 OPTIONAL MATCH (:ConversationTurn {id: coalesce(x.turnId, '')})-[h:HAS_ALTERNATIVE]->(x)
 RETURN x.id AS id,
        CASE WHEN x:Alternative THEN 'episode' WHEN x:Summary THEN 'summary'
-            ELSE 'introspection' END AS kind,
+            WHEN x:Memory THEN 'memory' ELSE 'introspection' END AS kind,
        signal, score, via, x.content AS content, x.episodeId AS episodeId,
        c.id AS conversationId, c.title AS conversationTitle, x.turnId AS turnId,
        h.isActive AS active, x.speaker AS speaker,

@@ -1,5 +1,6 @@
 //! Entities and a Conversation's active entities (issue #9).
 
+use aiden_domain::knowledge::memory::NewMemory;
 use aiden_domain::knowledge::{ActiveEntityFlags, NewEntity};
 use axum::{
     extract::{Path, Query, State as S},
@@ -21,6 +22,27 @@ pub async fn create_entity(
     AppJson(b): AppJson<NewEntity>,
 ) -> ApiResult<Response> {
     Ok(created("/v1/entities", st.app.create_entity(&c, b).await?))
+}
+
+/// `POST /v1/memories` (SRCH-4).
+pub async fn remember(
+    S(st): S<State>,
+    Auth(c): Auth,
+    AppJson(b): AppJson<NewMemory>,
+) -> ApiResult<Response> {
+    let m = st.app.remember(&c, b).await?;
+    Ok((StatusCode::CREATED, axum::Json(m)).into_response())
+}
+
+/// `GET /v1/memories`.
+pub async fn memories(S(st): S<State>, Auth(c): Auth) -> ApiResult<Response> {
+    Ok(ok(st.app.memories(&c).await?))
+}
+
+/// `DELETE /v1/memories/{id}`.
+pub async fn forget(S(st): S<State>, Auth(c): Auth, Path(id): Path<String>) -> ApiResult<Response> {
+    st.app.forget(&c, &id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 pub async fn get_entity(
@@ -104,7 +126,7 @@ pub struct SearchQuery {
     q: Option<String>,
     /// Only within this Conversation (one of the caller's).
     conversation_id: Option<String>,
-    /// Comma-separated: episode, entity, fact, summary, introspection (default: all).
+    /// Comma-separated: episode, entity, fact, summary, introspection, memory (default: all).
     kinds: Option<String>,
     /// 1 to 50 (default 10).
     limit: Option<i64>,

@@ -38,6 +38,10 @@ pub const TOOL_GUARDRAIL: &str = "TOOL USAGE RULES (MANDATORY):
 4. One tool at a time unless the calls are independent.
 5. If a tool fails, acknowledge it honestly; do not retry the same call with the same inputs.";
 
+/// SRCH-5: how many of a pre-fetch's hits join the prompt, each cut to this many characters.
+const RECALLED_HITS: usize = 8;
+const RECALLED_CHARS: usize = 400;
+
 /// Seed 000 §3.2's graceful degradation when the loop ends without any answer text.
 pub const NO_ANSWER: &str = "I was unable to complete this task within the limits set for it. \
 Please try breaking it into smaller requests.";
@@ -523,6 +527,10 @@ pub struct Loop {
     /// AGT-15: what the router decided (none: the step has no router).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route: Option<router::Routed>,
+    /// SRCH-5: the step id of a `memory: read` intent's recall call in flight; the model is
+    /// asked once its hits are in the prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefetch: Option<String>,
 }
 
 /// What the engine must do next.
@@ -577,6 +585,24 @@ impl Loop {
         (l, vec![first])
     }
 
+    /// A new loop whose message was routed by its prefix (AGT-15): `decision` already offers
+    /// only `intent`'s tools; it goes on as after a router turn.
+    #[allow(clippy::too_many_arguments)]
+    pub fn start_routed(
+        agent_step: &str,
+        messages: Vec<Message>,
+        decision: PolicyDecision,
+        caps: Caps,
+        money: Money,
+        now_ms: i64,
+        route: router::Routed,
+        intent: &router::Intent,
+    ) -> (Self, Vec<Action>) {
+        let mut l = Self::new(messages, decision, caps, money, now_ms);
+        let actions = l.routed(agent_step, route, intent, now_ms);
+        (l, actions)
+    }
+
     fn new(
         messages: Vec<Message>,
         decision: PolicyDecision,
@@ -606,6 +632,7 @@ impl Loop {
             finished: None,
             routing: false,
             route: None,
+            prefetch: None,
         }
     }
 
@@ -631,6 +658,10 @@ impl Loop {
             None => true,
         });
         self.forbidden.extend(left_out.iter().cloned());
+        // SRCH-5: a memory read pre-fetches with its recall Tool, which the model is not offered.
+        let recall = (intent.memory == Some(router::MemoryUse::Read))
+            .then(|| std::mem::take(&mut self.tools))
+            .and_then(|tools| tools.into_iter().find(|t| t.operation_type == "recall"));
         if !self.tools.is_empty() {
             self.messages.push(Message::System {
                 content: TOOL_GUARDRAIL.into(),
@@ -641,7 +672,18 @@ impl Loop {
             route,
             forbidden: left_out,
         }];
-        if self.timed_out(now_ms) {
+        if let Some(tool) = recall.filter(|_| !self.timed_out(now_ms)) {
+            let step_id = self.next_id(agent_step, 't');
+            self.tool_calls += 1;
+            self.prefetch = Some(step_id.clone());
+            actions.push(Action::CallTool {
+                step_id,
+                tool_id: tool.id,
+                operation_type: tool.operation_type,
+                name: tool.call_name,
+                arguments: json!({"q": self.last_user_message()}),
+            });
+        } else if self.timed_out(now_ms) {
             let best = self.best_answer();
             actions.push(self.finish(FinishReason::Timeout, best));
         } else {
@@ -1050,6 +1092,17 @@ impl Loop {
         result: Result<Value, Value>,
         now_ms: i64,
     ) -> Vec<Action> {
+        if self.prefetch.as_deref() == Some(step_id) {
+            self.prefetch = None;
+            if let Ok(answer) = &result {
+                self.recalled(answer);
+            }
+            if self.timed_out(now_ms) {
+                let best = self.best_answer();
+                return vec![self.finish(FinishReason::Timeout, best)];
+            }
+            return vec![self.call_model(agent_step)];
+        }
         let Some(p) = self
             .pending
             .iter_mut()
@@ -1062,6 +1115,42 @@ impl Loop {
             Err(e) => json!({"error": e}).to_string(),
         });
         self.round_done(agent_step, now_ms)
+    }
+
+    /// The user's message the loop answers (the last one in its prompt).
+    pub fn last_user_message(&self) -> String {
+        self.messages
+            .iter()
+            .rev()
+            .find_map(|m| match m {
+                Message::User { content } => Some(content.clone()),
+                _ => None,
+            })
+            .unwrap_or_default()
+    }
+
+    /// SRCH-5: a pre-fetch's hits (a search answer) join layer 4, after the prompt's other
+    /// system messages and before the conversation; a failed or empty recall adds nothing.
+    fn recalled(&mut self, answer: &Value) {
+        let lines: Vec<String> = answer["hits"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|h| h["text"].as_str())
+            .filter(|t| !t.trim().is_empty())
+            .take(RECALLED_HITS)
+            .map(|t| t.chars().take(RECALLED_CHARS).collect())
+            .collect();
+        if lines.is_empty() {
+            return;
+        }
+        let at = self
+            .messages
+            .iter()
+            .position(|m| !matches!(m, Message::System { .. }))
+            .unwrap_or(self.messages.len());
+        let content = format!("RECALLED FROM MEMORY:\n- {}", lines.join("\n- "));
+        self.messages.insert(at, Message::System { content });
     }
 
     /// The total timeout passed while calls were outstanding: ends with the best answer.

@@ -24,6 +24,8 @@ pub enum EpisodeSource {
     Summary,
     /// An introspection note (`EpisodeType.text`, group `system_introspection`, issue #15).
     Introspection,
+    /// A memory its owner asked to keep (`EpisodeType.text`, group `memory_<ownerId>`, SRCH-4).
+    Memory,
 }
 
 impl EpisodeSource {
@@ -32,6 +34,7 @@ impl EpisodeSource {
             Self::Message => "message",
             Self::Summary => "summary",
             Self::Introspection => "introspection",
+            Self::Memory => "memory",
         }
     }
 
@@ -40,6 +43,7 @@ impl EpisodeSource {
             "message" | "alternative" => Some(Self::Message),
             "summary" => Some(Self::Summary),
             "introspection" => Some(Self::Introspection),
+            "memory" => Some(Self::Memory),
             _ => None,
         }
     }
@@ -50,6 +54,7 @@ impl EpisodeSource {
             Self::Message => "Turn",
             Self::Summary => "Summary",
             Self::Introspection => "Introspection",
+            Self::Memory => "Memory",
         }
     }
 }
@@ -102,12 +107,13 @@ pub fn draft(
         group_id: conversation_id.to_owned(),
         source: match source {
             EpisodeSource::Message => "message",
-            EpisodeSource::Summary | EpisodeSource::Introspection => "text",
+            EpisodeSource::Summary | EpisodeSource::Introspection | EpisodeSource::Memory => "text",
         },
         source_description: match source {
             EpisodeSource::Message => "aiden conversation turn".to_owned(),
             EpisodeSource::Summary => "summary".to_owned(),
             EpisodeSource::Introspection => "introspection".to_owned(),
+            EpisodeSource::Memory => "memory".to_owned(),
         },
         content,
         valid_at: created_at.to_owned(),

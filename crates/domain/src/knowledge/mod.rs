@@ -4,6 +4,7 @@
 
 pub mod entity;
 pub mod episode;
+pub mod memory;
 pub mod recall;
 
 pub use entity::{ActiveEntityFlags, EntityReference, NewEntity};

@@ -15,7 +15,7 @@ use crate::execution::budget::estimate_text_tokens;
 use crate::Error;
 
 /// What a hit is: an Alternative's content (its Episode), an Entity, a fact between Entities,
-/// a Summary, an introspection note.
+/// a Summary, an introspection note, a memory its owner asked to keep (SRCH-4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum HitKind {
@@ -24,15 +24,17 @@ pub enum HitKind {
     Fact,
     Summary,
     Introspection,
+    Memory,
 }
 
 impl HitKind {
-    pub const ALL: [HitKind; 5] = [
+    pub const ALL: [HitKind; 6] = [
         HitKind::Episode,
         HitKind::Entity,
         HitKind::Fact,
         HitKind::Summary,
         HitKind::Introspection,
+        HitKind::Memory,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -42,6 +44,7 @@ impl HitKind {
             HitKind::Fact => "fact",
             HitKind::Summary => "summary",
             HitKind::Introspection => "introspection",
+            HitKind::Memory => "memory",
         }
     }
 
@@ -54,7 +57,7 @@ impl HitKind {
     pub fn is_content(self) -> bool {
         matches!(
             self,
-            HitKind::Episode | HitKind::Summary | HitKind::Introspection
+            HitKind::Episode | HitKind::Summary | HitKind::Introspection | HitKind::Memory
         )
     }
 }
@@ -156,6 +159,8 @@ pub struct Source {
     pub summary_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub introspection_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub episode_id: Option<String>,
     /// Whether the Alternative is its Turn's active one (only for Alternatives).
@@ -355,7 +360,8 @@ impl Default for ContextPolicy {
 /// that fit the token budget. Of the current conversation only Alternatives are taken, and only
 /// those in `on_path` (the path answered, covered by a Summary or not) that working memory does
 /// not show already (`shown`): never a sibling branch's content, nor an Entity, fact or Summary
-/// of the conversation (working memory has its own, drawn from the path).
+/// of the conversation (working memory has its own, drawn from the path). A memory its owner
+/// asked to keep (SRCH-4) is never a branch's: it qualifies wherever it was said.
 pub fn retrieved_context(
     hits: Vec<Hit>,
     conversation_id: &str,
@@ -369,6 +375,9 @@ pub fn retrieved_context(
         .filter(|h| h.similarity.is_some_and(|s| s >= policy.min_similarity))
         .filter(|h| h.kind != HitKind::Introspection)
         .filter(|h| {
+            if h.kind == HitKind::Memory {
+                return true;
+            }
             let of_here = h.group.as_deref() == Some(conversation_id) || h.sources.iter().any(here);
             if !of_here {
                 return true;

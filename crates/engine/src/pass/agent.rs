@@ -5,6 +5,7 @@
 //! audit records, exactly-once results), and the loop is written to the agent's step run
 //! after every transition. A restarted engine rebuilds both from the graph and resumes.
 
+use aiden_domain::execution::agent::router::MemoryUse;
 use aiden_domain::execution::agent::{
     assemble, gate, layers_from_memory, Action, AgentTool, CallKind, Caller, Decision, Forbidden,
     Layers, Loop, ModelAnswer, Money,
@@ -127,23 +128,20 @@ impl Pass<'_> {
             history,
             message,
         };
-        let offers = ask_router.is_none() && !decision.allowed.is_empty();
+        // A routed loop adds the tool guardrail itself, once its intent leaves tools to offer.
+        let offers = router.is_none() && !decision.allowed.is_empty();
         let messages = assemble(&layers, offers);
         self.refused_by_policy(run_id, &spec.id, &decision.forbidden);
         let now = self.now_ms;
-        let request = ask_router.map(|r| r.request(&layers.message));
-        let (mut state, mut actions) =
-            Loop::start(&spec.id, messages, decision, *caps, money, now, request);
-        if let Some((route, _, _)) = prefixed {
-            state.route = Some(route.clone());
-            actions.insert(
-                0,
-                Action::Routed {
-                    route,
-                    forbidden: Vec::new(),
-                },
-            );
-        }
+        let (state, actions) = match prefixed {
+            Some((route, _, intent)) => Loop::start_routed(
+                &spec.id, messages, decision, *caps, money, now, route, &intent,
+            ),
+            None => {
+                let request = ask_router.map(|r| r.request(&layers.message));
+                Loop::start(&spec.id, messages, decision, *caps, money, now, request)
+            }
+        };
         let sr = run.steps[i].id.clone();
         self.run(run_id).steps[i].status = StepStatus::Running;
         self.run(run_id).steps[i].attempts = 1;
@@ -509,8 +507,45 @@ impl Pass<'_> {
                 "ownerId": owner, "runId": run_id, "at": self.now,
             }));
         }
+        self.keep_memory(run_id, agent);
         self.audit_pipeline(run_id, agent, "completed", &output);
         self.complete_step(run_id, agent, output, telemetry);
+    }
+
+    /// SRCH-4, the `memory: write` post-hook: a step its router sent to such an intent keeps
+    /// the message it answered as a Memory of the run's owner, in this pass's transaction.
+    fn keep_memory(&mut self, run_id: &str, agent: usize) {
+        let run = self.run(run_id);
+        let Target::Agent {
+            router: Some(router),
+            ..
+        } = &run.plan.steps[agent].target
+        else {
+            return;
+        };
+        let Some(state) = run.loops.get(&agent) else {
+            return;
+        };
+        let writes = state
+            .route
+            .as_ref()
+            .and_then(|r| router.intent(&r.intent))
+            .is_some_and(|i| i.memory == Some(MemoryUse::Write));
+        let Some(content) = writes
+            .then(|| aiden_domain::knowledge::memory::from_message(&state.last_user_message()))
+            .flatten()
+        else {
+            return;
+        };
+        let record = aiden_graph::memory::NewMemoryRecord {
+            id: uuid::Uuid::now_v7().to_string(),
+            owner_id: run.owner_id.clone(),
+            content,
+            run_id: Some(run_id.to_owned()),
+            alternative_id: run.alternative_id.clone(),
+            at: self.now.clone(),
+        };
+        self.memories.push(record);
     }
 
     /// A new call step run of agent step `agent`, recorded `queued` and dispatched.

@@ -47,6 +47,23 @@ pub struct Intent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = r"^/[a-z0-9_-]{1,31}$"))]
     pub prefix: Option<String>,
+    /// What the intent does with the user's memory (seed 004's `memory_read` and
+    /// `memory_write`); none: nothing beyond the turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryUse>,
+}
+
+/// The router's memory intents (SRCH-4, SRCH-5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryUse {
+    /// A pre-fetch (SRCH-5): before the model's turn, the intent's one Tool (of operation type
+    /// `recall`) runs with the message as its query, and its hits join the prompt's layer 4;
+    /// the model is offered no tool.
+    Read,
+    /// A post-hook (SRCH-4): when the step completes, the user's message is kept as a Memory
+    /// of the run's owner, ingested and recalled like their other content.
+    Write,
 }
 
 /// How the router decided.
@@ -114,6 +131,13 @@ impl RouterSpec {
                         format!("`{p}` is used twice"),
                     );
                 }
+            }
+            if intent.memory == Some(MemoryUse::Read) && intent.tools.len() != 1 {
+                v.rule(
+                    "SRCH-5",
+                    format!("{here}/tools"),
+                    "a `memory: read` intent names exactly one Tool: the recall Tool it pre-fetches with",
+                );
             }
             for (j, tool) in intent.tools.iter().enumerate() {
                 if !declared.contains(tool) {
@@ -285,6 +309,30 @@ mod tests {
             want.map(|p| (Some("AGT-15"), p.to_owned())).to_vec(),
             "each problem named, with its path"
         );
+    }
+
+    #[test]
+    fn srch_5_a_memory_read_intent_names_exactly_one_tool() {
+        let r: RouterSpec = serde_json::from_value(json!({
+            "intents": [
+                {"name": "memory_read", "memory": "read"},
+                {"name": "memory_write", "memory": "write", "prefix": "/remember"},
+                {"name": "recall_all", "memory": "read", "tools": ["search"]}
+            ]
+        }))
+        .unwrap();
+        let mut v = Violations::default();
+        r.check("/r", &[id("search")], &mut v);
+        let got: Vec<_> = v
+            .into_vec()
+            .into_iter()
+            .map(|x| (x.invariant, x.path))
+            .collect();
+        assert_eq!(got, [(Some("SRCH-5"), "/r/intents/0/tools".to_owned())]);
+        assert!(serde_json::from_value::<RouterSpec>(json!({
+            "intents": [{"name": "x", "memory": "forget"}]
+        }))
+        .is_err());
     }
 
     #[test]

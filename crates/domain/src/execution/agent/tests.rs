@@ -607,6 +607,7 @@ fn router_intent(name: &str, tools: &[&str]) -> router::Intent {
         description: None,
         tools: tools.iter().map(|t| crate::Id::parse(t).unwrap()).collect(),
         prefix: None,
+        memory: None,
     }
 }
 
@@ -719,4 +720,117 @@ fn agt_15_an_intent_without_tools_gets_no_tools_and_no_guardrail() {
     assert!(matches!(CallKind::of("answer#r1"), Some(CallKind::Router)));
     assert!(CallKind::of("answer#t2") == Some(CallKind::Tool));
     assert!(CallKind::of("answer").is_none());
+}
+
+#[test]
+fn srch_5_a_memory_read_intent_prefetches_with_its_recall_tool_and_offers_the_model_none() {
+    let mut recall = tool("my-memory", "alice", false, true);
+    recall.operation_type = "recall".into();
+    let decision = gate(
+        &alice(),
+        &[recall, tool("search", "alice", false, true)],
+        None,
+    );
+    let messages = vec![
+        Message::System {
+            content: "core".into(),
+        },
+        Message::User {
+            content: "where does my sister live?".into(),
+        },
+    ];
+    let (mut l, _) = Loop::start(
+        "answer",
+        messages,
+        decision,
+        Caps::default(),
+        Money::default(),
+        0,
+        Some(json!({"messages": [], "tools": []})),
+    );
+    let route = router::Routed {
+        intent: "memory_read".into(),
+        confidence: 0.9,
+        source: router::RouteSource::Model,
+    };
+    let mut intent = router_intent("memory_read", &["my-memory"]);
+    intent.memory = Some(router::MemoryUse::Read);
+    let actions = l.routed("answer", route, &intent, 1);
+    let [Action::Routed { .. }, Action::CallTool {
+        step_id,
+        tool_id,
+        operation_type,
+        arguments,
+        ..
+    }] = &actions[..]
+    else {
+        panic!("{actions:?}")
+    };
+    assert_eq!(
+        (tool_id.as_str(), operation_type.as_str()),
+        ("my-memory", "recall")
+    );
+    assert_eq!(arguments, &json!({"q": "where does my sister live?"}));
+    assert_eq!(l.prefetch.as_deref(), Some(step_id.as_str()));
+    // A duplicate of some other call changes nothing; the pre-fetch's answer asks the model.
+    assert!(l
+        .tool_settled("answer", "answer#t9", Ok(json!({})), 2)
+        .is_empty());
+    let hits = json!({"hits": [{"kind": "memory", "text": "My sister Ines lives in Porto"},
+                                {"kind": "episode", "text": "  "}]});
+    let next = l.tool_settled("answer", step_id, Ok(hits), 2);
+    let [Action::CallModel { request, .. }] = &next[..] else {
+        panic!("{next:?}")
+    };
+    assert_eq!(request["tools"], json!([]), "the model is offered no tool");
+    let m = request["messages"].as_array().unwrap();
+    assert_eq!(m.len(), 3);
+    assert_eq!(
+        m[1]["content"],
+        "RECALLED FROM MEMORY:\n- My sister Ines lives in Porto"
+    );
+    assert_eq!(
+        m[2]["role"], "user",
+        "layer 4 comes before the conversation"
+    );
+    assert!(l.prefetch.is_none());
+    // A late second answer of the pre-fetch is ignored.
+    assert!(l
+        .tool_settled("answer", step_id, Ok(json!({"hits": []})), 3)
+        .is_empty());
+}
+
+#[test]
+fn srch_5_a_failed_prefetch_still_asks_the_model_without_memory() {
+    let mut recall = tool("my-memory", "alice", false, true);
+    recall.operation_type = "recall".into();
+    let decision = gate(&alice(), &[recall], None);
+    let user = Message::User {
+        content: "hi".into(),
+    };
+    let (mut l, _) = Loop::start(
+        "answer",
+        vec![user],
+        decision,
+        Caps::default(),
+        Money::default(),
+        0,
+        Some(json!({"messages": [], "tools": []})),
+    );
+    let mut intent = router_intent("memory_read", &["my-memory"]);
+    intent.memory = Some(router::MemoryUse::Read);
+    let route = router::Routed {
+        intent: "memory_read".into(),
+        confidence: 1.0,
+        source: router::RouteSource::Prefix,
+    };
+    let actions = l.routed("answer", route, &intent, 1);
+    let Action::CallTool { step_id, .. } = &actions[1] else {
+        panic!("{actions:?}")
+    };
+    let next = l.tool_settled("answer", step_id, Err(json!({"code": "TIMEOUT"})), 2);
+    let [Action::CallModel { request, .. }] = &next[..] else {
+        panic!("{next:?}")
+    };
+    assert_eq!(request["messages"].as_array().unwrap().len(), 1);
 }

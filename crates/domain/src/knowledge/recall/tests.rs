@@ -30,7 +30,7 @@ fn srch_1_a_search_needs_text_known_kinds_and_a_bounded_limit() {
             .unwrap()
             .kinds
             .len(),
-        5
+        6
     );
     for (q, kinds, limit, path) in [
         (None, None, None, "/q"),

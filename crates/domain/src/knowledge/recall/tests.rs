@@ -168,6 +168,8 @@ fn srch_3_retrieved_context_never_takes_a_sibling_branch_of_the_current_conversa
             ..hit("summary-fact", HitKind::Fact, 0.99, "here", None)
         },
         hit("weak", HitKind::Episode, 0.1, "elsewhere", Some("o3")),
+        // SRCH-4: a memory kept in this very conversation is the user's, not a branch's.
+        hit("memory", HitKind::Memory, 0.6, "here", None),
     ];
     let policy = ContextPolicy {
         max_tokens: 1000,
@@ -175,7 +177,11 @@ fn srch_3_retrieved_context_never_takes_a_sibling_branch_of_the_current_conversa
     };
     let got = retrieved_context(hits, "here", &on_path, &shown, policy);
     let ids: Vec<&str> = got.iter().map(|r| r.id.as_str()).collect();
-    assert_eq!(ids, ["fact", "other", "old"], "ordered by similarity");
+    assert_eq!(
+        ids,
+        ["fact", "other", "memory", "old"],
+        "ordered by similarity"
+    );
 }
 
 #[test]

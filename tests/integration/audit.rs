@@ -658,3 +658,49 @@ async fn exec_2_check_reports_a_step_run_without_its_audit_facts() {
     .await;
     assert!(findings_for(&sr).await.is_empty(), "repaired");
 }
+
+/// ENT-5: a merge leaves a tombstone without edges that its survivor lists. `aiden check`
+/// reports a tombstone with an edge left, one whose survivor does not list it, and a survivor
+/// listing a uuid that is no tombstone of its own; and stops once each is repaired.
+#[tokio::test]
+async fn ent_5_check_reports_a_merge_that_left_an_edge_or_a_broken_reference() {
+    let (survivor, merged, other) = (unique("ent"), unique("ent"), unique("ent"));
+    let q = |text: &str| {
+        aiden_graph_query(text)
+            .param("s", survivor.as_str())
+            .param("m", merged.as_str())
+            .param("o", other.as_str())
+    };
+    write(q(
+        "CREATE (:Entity {uuid: $s, name: 'Ada', mergedFrom: [$m]}),
+                (:MergedEntity {uuid: $m, name: 'Ada L', mergedInto: $s}),
+                (:Entity {uuid: $o, name: 'Babbage'})",
+    ))
+    .await;
+    // Other rules see these hand-made Entities too (no creator, no mention): only ENT-5 counts.
+    let ent_5 = |id: String| async move {
+        findings_for(&id)
+            .await
+            .into_iter()
+            .filter(|f| *f == "ENT-5")
+            .count()
+    };
+    assert_eq!(ent_5(merged.clone()).await, 0, "a clean merge");
+    assert_eq!(ent_5(survivor.clone()).await, 0);
+    // An edge left on the tombstone.
+    write(q(
+        "MATCH (m:MergedEntity {uuid: $m}), (o:Entity {uuid: $o}) CREATE (m)-[:RELATES_TO]->(o)",
+    ))
+    .await;
+    assert_eq!(findings_for(&merged).await, vec!["ENT-5"]);
+    write(q("MATCH (:MergedEntity {uuid: $m})-[r]-() DELETE r")).await;
+    assert_eq!(ent_5(merged.clone()).await, 0);
+    // A survivor that does not list it, and lists a uuid that is no tombstone of its own.
+    write(q("MATCH (s:Entity {uuid: $s}) SET s.mergedFrom = [$o]")).await;
+    assert_eq!(findings_for(&merged).await, vec!["ENT-5"]);
+    assert_eq!(ent_5(survivor.clone()).await, 1);
+    write(q("MATCH (s:Entity {uuid: $s}) SET s.mergedFrom = [$m]")).await;
+    assert_eq!(ent_5(merged.clone()).await, 0, "repaired");
+    assert_eq!(ent_5(survivor.clone()).await, 0);
+    write(q("MATCH (n) WHERE n.uuid IN [$s, $m, $o] DETACH DELETE n")).await;
+}

@@ -17,6 +17,7 @@ use reqwest::Method;
 use serde_json::{json, Value};
 
 mod memory;
+mod merge;
 mod recall;
 
 /// The tests of this binary share the database's outbox: each parks what is pending before it

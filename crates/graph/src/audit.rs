@@ -124,7 +124,12 @@ const fn check(invariant: &'static str, text: &'static str, message: &'static st
 
 /// The conversation (TURN-1, 2, 3, 5, 6, 7), knowledge-layer (EPI-3, ENT-2, ENT-3) and
 /// reference-edge (GRAPH-1..3) audits.
-const ID_CHECKS: [IdCheck; 16] = [
+const ID_CHECKS: [IdCheck; 17] = [
+    check(
+        "ENT-5",
+        query_file!("audit/entity_merges.cypher"),
+        "merged Entity with edges left or no survivor listing it, or a mergedFrom uuid that is not its tombstone",
+    ),
     check(
         "TURN-1",
         query_file!("audit/turn_sequence.cypher"),

@@ -10,6 +10,7 @@ pub mod lease;
 pub mod limits;
 pub mod measurements;
 pub mod memory;
+pub mod merges;
 pub mod migrate;
 pub mod processes;
 pub mod recall;

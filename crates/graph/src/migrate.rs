@@ -141,10 +141,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
         )),
     ),
     (
-        "0020_memories",
+        "0020_memories_and_merges",
         include_str!(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../../cypher/schema/0020_memories.cypher"
+            "/../../cypher/schema/0020_memories_and_merges.cypher"
         )),
     ),
 ];

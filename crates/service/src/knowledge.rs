@@ -95,7 +95,27 @@ impl App {
                 .await?
                 .ok_or(Rule::NotFound)?)
         })?;
+        if self.merge_into(&uuid).await {
+            return self.get_entity(caller, &uuid).await;
+        }
         Ok(entity_view(&row))
+    }
+
+    /// ENT-5, after a user's Entity was created or confirmed: the Entities Graphiti extracted of
+    /// the same thing in the owner's conversations merge into it. Best-effort: the Entity is
+    /// theirs either way, and the next extraction that mentions the same thing merges again.
+    /// Whether anything merged.
+    async fn merge_into(&self, uuid: &str) -> bool {
+        let Some(embedder) = &self.recall.embedder else {
+            return false;
+        };
+        match crate::merges::after_user_entity(&self.graph, embedder, uuid).await {
+            Ok(merged) => !merged.is_empty(),
+            Err(e) => {
+                tracing::warn!(entity = %uuid, error = %e, "entities not merged (ENT-5)");
+                false
+            }
+        }
     }
 
     /// `GET /v1/entities/{uuid}`.
@@ -168,6 +188,7 @@ impl App {
             .into());
         }
         if confirm {
+            self.merge_into(uuid).await;
             Ok(ProposalDecision::Confirmed(
                 self.get_entity(caller, uuid).await?,
             ))

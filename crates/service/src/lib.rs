@@ -14,6 +14,7 @@ mod knowledge;
 mod limits;
 pub mod measurements;
 pub mod memories;
+pub mod merges;
 pub mod outbox;
 mod plans;
 mod probe;

@@ -1,7 +1,7 @@
 // Recall over Entities (issue #37): graphiti-core's Entity nodes and the user's own, by the
 // meaning of their name (vector index on graphiti's `name_embedding`) and by the words of their
-// name and summary (full-text). Visible as ENT-2 says (creator, or owner of the conversation the
-// Entity was extracted in or is mentioned by); its sources are up to five mentioning
+// name and summary (full-text). Visible as ENT-2 says (creator, or owner of the conversation —
+// or memory group, SRCH-4 — the Entity was extracted in or is mentioned by); its sources are up to five mentioning
 // Alternatives the caller owns, with whether each is its Turn's active one.
 CALL {
   WITH $vector AS v
@@ -19,7 +19,10 @@ OPTIONAL MATCH (ep:Episodic)-[:MENTIONS]->(n)
 WITH n, signal, score, collect(DISTINCT ep) AS episodes
 OPTIONAL MATCH (c:Conversation)
 WHERE c.id = coalesce(n.group_id, '') OR c.id IN [e IN episodes | e.group_id]
-WITH n, signal, score, episodes, collect(DISTINCT c.ownerId) AS owners
+WITH n, signal, score, episodes,
+     collect(DISTINCT c.ownerId)
+       + [g IN ([n.group_id] + [e IN episodes | e.group_id])
+          WHERE g STARTS WITH 'memory_' | substring(toString(g), 7)] AS owners
 WHERE (n.createdBy = $callerId OR $callerId IN owners)
   AND coalesce(n.status, '') <> 'rejected'
 CALL {

@@ -1,6 +1,7 @@
 // Recall over facts (issue #37): graphiti-core's RELATES_TO edges between Entities, by the
 // meaning of the fact (vector index on `fact_embedding`) and its words (full-text); only facts
-// still valid (not expired by a later Episode), of conversations the caller owns. Its sources are
+// still valid (not expired by a later Episode), of conversations the caller owns or of their
+// memory group (SRCH-4). Its sources are
 // the Alternatives whose Episodes stated it.
 CALL {
   WITH $vector AS v
@@ -15,8 +16,10 @@ CALL {
 }
 WITH r, signal, score
 WHERE r.expired_at IS NULL AND r.fact IS NOT NULL
-MATCH (c:Conversation {id: coalesce(r.group_id, '')})
-WHERE c.ownerId = $callerId AND ($conversationId IS NULL OR c.id = $conversationId)
+OPTIONAL MATCH (c:Conversation {id: coalesce(r.group_id, '')})
+WITH r, signal, score, c
+WHERE (c.ownerId = $callerId OR r.group_id = 'memory_' + $callerId)
+  AND ($conversationId IS NULL OR c.id = $conversationId)
 CALL {
   WITH r, c
   UNWIND coalesce(r.episodes, []) AS uuid

@@ -9,6 +9,7 @@ use aiden_domain::knowledge::episode::{self, Binding};
 use aiden_graph::knowledge::{self as kg, ContextItem, Target, TargetKind};
 use aiden_graph::Graph;
 
+use aiden_service::merges;
 use aiden_service::recall::{EmbedError, Embedder};
 
 use super::graphiti::{Graphiti, GraphitiError};
@@ -199,7 +200,19 @@ impl Ingestor {
         )
         .await
         .map_err(graph_error)?;
+        self.merge(&extraction.entities).await;
         Ok(Outcome::Final(binding))
+    }
+
+    /// ENT-5: the Entities Graphiti extracted merge into their owner's Entities of the same
+    /// thing. After the binding is recorded (a redelivery must find the extraction as
+    /// Graphiti answered it); best-effort: the next extraction that mentions the same thing
+    /// merges again, and a user creating such an Entity merges what exists.
+    async fn merge(&self, entities: &[kg::ExtractedEntity]) {
+        let uuids: Vec<String> = entities.iter().map(|e| e.uuid.clone()).collect();
+        if let Err(e) = merges::after_extraction(&self.graph, &self.embedder, uuids).await {
+            tracing::warn!(error = %e, "extracted entities not merged (ENT-5)");
+        }
     }
 
     /// Recall (issue #37): embeds the bound content (without the speaker prefix its Episode

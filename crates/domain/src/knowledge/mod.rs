@@ -5,6 +5,7 @@
 pub mod entity;
 pub mod episode;
 pub mod memory;
+pub mod merge;
 pub mod recall;
 
 pub use entity::{ActiveEntityFlags, EntityReference, NewEntity};

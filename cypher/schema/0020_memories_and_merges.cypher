@@ -6,4 +6,8 @@ CREATE CONSTRAINT memory_id IF NOT EXISTS FOR (m:Memory) REQUIRE m.id IS UNIQUE;
 CREATE INDEX memory_owner IF NOT EXISTS FOR (m:Memory) ON (m.ownerId);
 CREATE FULLTEXT INDEX memory_content IF NOT EXISTS
 FOR (n:Memory) ON EACH [n.content]
-OPTIONS {indexConfig: {`fulltext.analyzer`: 'english'}}
+OPTIONS {indexConfig: {`fulltext.analyzer`: 'english'}};
+// Entity merges (ENT-5): a user's Entities are looked up by their creator when Graphiti extracts
+// one of the same name, and a merged node's tombstone by its uuid.
+CREATE INDEX entity_created_by IF NOT EXISTS FOR (n:Entity) ON (n.createdBy);
+CREATE INDEX merged_entity_uuid IF NOT EXISTS FOR (n:MergedEntity) ON (n.uuid)

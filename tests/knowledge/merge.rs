@@ -55,6 +55,8 @@ struct Edges {
     facts: i64,
     mentions: i64,
     all: i64,
+    /// Facts whose graphiti `source_node_uuid` / `target_node_uuid` name neither end.
+    stale: i64,
 }
 
 /// The relationships of the node with `uuid`, whatever its label.
@@ -62,7 +64,9 @@ async fn edges(graph: &aiden_graph::Graph, uuid: &str) -> Edges {
     let q = neo4rs::query(
         "MATCH (n {uuid: $uuid}) WHERE n:Entity OR n:MergedEntity \
          RETURN COUNT { (n)-[:RELATES_TO]-() } AS facts, COUNT { (n)<-[:MENTIONS]-() } AS mentions, \
-                COUNT { (n)--() } AS all",
+                COUNT { (n)--() } AS all, \
+                COUNT { (n)-[r:RELATES_TO]-() WHERE r.source_node_uuid <> n.uuid \
+                        AND r.target_node_uuid <> n.uuid } AS stale",
     )
     .param("uuid", uuid);
     let rows: Vec<Edges> = graph.read_rows(q).await.expect("edges");
@@ -167,8 +171,8 @@ async fn ent_5_a_users_entity_and_an_extracted_one_of_the_same_thing_become_one_
     assert_eq!(s, 404, "the merged uuid is no Entity any more");
     let survivor = edges(&graph, &uuid).await;
     assert_eq!(
-        (survivor.facts, survivor.mentions),
-        (before.facts, before.mentions),
+        (survivor.facts, survivor.mentions, survivor.stale),
+        (before.facts, before.mentions, 0),
         "every edge moved"
     );
     let tombstone = edges(&graph, &first_uuid).await;

@@ -344,6 +344,26 @@ def run(c, token, agent):
     assert "north of Portugal" in c.one("#entity-summary").text
     c.shot("19-entity")
 
+    # Memories (SRCH-4): remember one on the Memories page, find it by search, forget it.
+    c.go("#/memories")
+    c.wait("the memories page", lambda: c.css("#remember"))
+    c.one("#memory-new").send_keys(f"My bicycle {TAG} is a green Brompton")
+    c.one("#remember button[type=submit]").click()
+    mem = c.wait("the new memory", lambda: next(
+        (x for x in c.css("#memories li.memory") if "Brompton" in x.text), None))
+    assert "Forget" in mem.text, mem.text
+    c.shot("20-memories")
+    c.go(f"#/search?q=Brompton+{TAG}&kind=memory")
+    c.wait("the memory found", lambda: any("Brompton" in x.text
+                                          and x.get_attribute("data-kind") == "memory"
+                                          for x in c.css("#hits li.hit")))
+    c.go("#/memories")
+    mem = c.wait("the memory listed", lambda: next(
+        (x for x in c.css("#memories li.memory") if "Brompton" in x.text), None))
+    c.one("button.forget", mem).click()
+    c.wait("the memory forgotten", lambda: not any("Brompton" in x.text
+                                                   for x in c.css("#memories li.memory")))
+
     # A failed answer says so in a sentence, with details behind a toggle, and Retry answers.
     c.go(f"#/c/{conversation}")
     c.wait("the conversation", lambda: len(c.turns()) == 2)

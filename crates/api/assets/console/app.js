@@ -8,6 +8,7 @@ import { runList, runPage } from './runs.js';
 import { processList, processPage, serviceList, toolList, workerList } from './catalog.js';
 import { connectPage } from './connect.js';
 import { entityPage, searchPage } from './knowledge.js';
+import { memoriesPage } from './memories.js';
 import { explain } from './words.js';
 
 // The page's view element; each route swaps in a fresh one, so a page left behind (its SSE
@@ -33,6 +34,7 @@ const routes = [
   [/^#\/workers/, (v) => workerList(v)],
   [/^#\/connect/, (v) => connectPage(v, { showError })],
   [/^#\/search/, (v) => searchPage(v)],
+  [/^#\/memories/, (v) => memoriesPage(v)],
   [/^#\/entities\/([^/?]+)/, (v, id) => entityPage(v, id)],
 ];
 
@@ -83,6 +85,7 @@ function renderNav() {
     }, 'Menu'),
     link('#/', 'Conversations', (x) => x === '#/' || x.startsWith('#/c/') || x.startsWith('#/?')),
     link('#/search', 'Search', (x) => x.startsWith('#/search') || x.startsWith('#/entities')),
+    link('#/memories', 'Memories', (x) => x.startsWith('#/memories')),
     link('#/runs', 'Runs', (x) => x.startsWith('#/runs')),
     link('#/processes', 'Processes', (x) => x.startsWith('#/processes')),
     link('#/tools', 'Tools', (x) => x.startsWith('#/tools')),

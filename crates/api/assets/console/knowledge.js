@@ -5,9 +5,10 @@
 import { get } from './api.js';
 import { badge, h, mount, when } from './dom.js';
 
-const KINDS = ['episode', 'entity', 'fact', 'summary', 'introspection'];
+const KINDS = ['episode', 'entity', 'fact', 'summary', 'introspection', 'memory'];
 const KIND_NAME = {
   episode: 'Message', entity: 'Entity', fact: 'Fact', summary: 'Summary', introspection: 'Note to self',
+  memory: 'Memory',
 };
 
 function params() {

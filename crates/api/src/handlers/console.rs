@@ -21,6 +21,11 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("dom.js", JS, include_str!("../../assets/console/dom.js")),
     ("dag.js", JS, include_str!("../../assets/console/dag.js")),
     (
+        "memories.js",
+        JS,
+        include_str!("../../assets/console/memories.js"),
+    ),
+    (
         "knowledge.js",
         JS,
         include_str!("../../assets/console/knowledge.js"),

@@ -142,6 +142,9 @@ for i in "${!IMPLS[@]}"; do
 done
 
 # ---- assertions on the interpolated model (and on the raw file, Dockerfile, .dockerignore) --
+# The operation types, as the binary lists them (the OperationType enum): one worker service each.
+AIDEN_OPERATION_TYPES=$(cd "$ROOT" && cargo run --quiet --bin aiden -- operation-types)
+export AIDEN_OPERATION_TYPES
 python3 - "$ROOT" "$FILE" "$work" "${#IMPLS[@]}" "${LABELS[@]}" "${DUMMY[@]}" <<'PY' || failures=$((failures+$?))
 import os, re, sys, yaml
 
@@ -154,9 +157,10 @@ def fail(msg):
     failed += 1
     print("check-compose: FAIL: " + msg, file=sys.stderr)
 
-WORKERS = {"worker-graph-query": "graph_query", "worker-llm-call": "llm_call",
-           "worker-rest-api": "rest_api", "worker-mcp-call": "mcp_call",
-           "worker-recall": "recall", "worker-episode": "episode"}
+# One worker service per operation type (`aiden operation-types`, the OperationType enum) and
+# the Graphiti ingestion pool.
+WORKERS = {f"worker-{t.replace('_', '-')}": t
+           for t in os.environ["AIDEN_OPERATION_TYPES"].split() + ["episode"]}
 AIDEN = ["migrate", "api", *WORKERS]
 LONG_RUNNING = ["neo4j", "rabbitmq", "api", "graphiti", *WORKERS]
 SHARED_ENV = {

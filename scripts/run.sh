@@ -47,7 +47,7 @@ curl -fsS "$URL/readyz" >/dev/null || { tail -20 .stack/serve.log; echo "run: th
 # (AIDEN_METRICS_PORT_BASE, default 9101, then +1 per pool) listed in .stack/prometheus.yml.
 metrics_port=${AIDEN_METRICS_PORT_BASE:-9101}
 targets=()
-for type in graph_query llm_call rest_api mcp_call recall episode; do
+for type in $("$BIN" operation-types) episode; do
   pidfile=.stack/worker-$type.pid
   if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
     kill "$(cat "$pidfile")" && sleep 0.2

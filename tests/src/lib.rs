@@ -217,9 +217,9 @@ pub fn server() -> &'static Server {
                 tokio::spawn(aiden_engine::relay_deltas(amqp.clone(), notifier.clone()));
                 let door = engine.door();
                 tokio::spawn(engine.run());
-                for ty in aiden_jobs::OPERATION_TYPES {
+                for ty in aiden_jobs::OperationType::ALL {
                     let config = aiden_workers::pool::PoolConfig {
-                        operation_type: ty.to_owned(),
+                        operation_type: ty,
                         concurrency: 4,
                         amqp_uri: amqp.clone(),
                         graph: graph.clone(),

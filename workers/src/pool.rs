@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use aiden_domain::execution::{audit_hash::input_hash, interpolate::render_tree};
 use aiden_domain::tool::{Access, Operation};
+use aiden_domain::OperationType;
 use aiden_graph::{runs, Graph};
 use aiden_jobs::topology::{
     header, job_queue, CONTROL_CATALOG_CHANGED, CONTROL_EXCHANGE, RUN_HEADER, STEP_RUN_HEADER,
@@ -39,7 +40,7 @@ pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
 pub const STARTED_NOTICE_AFTER: Duration = Duration::from_millis(25);
 
 pub struct PoolConfig {
-    pub operation_type: String,
+    pub operation_type: OperationType,
     pub concurrency: usize,
     pub amqp_uri: String,
     pub graph: Graph,
@@ -54,7 +55,7 @@ struct Slot {
 }
 
 struct Shared {
-    ty: String,
+    ty: OperationType,
     worker_prefix: String,
     started_at: String,
     executor: Arc<dyn Tool>,
@@ -135,14 +136,13 @@ fn now() -> String {
 
 /// Runs the pool until SIGTERM/ctrl-c, reconnecting to the broker when it goes away.
 pub async fn run(config: PoolConfig) -> anyhow::Result<()> {
-    let executor = crate::executors::for_type(&config.operation_type, &config.graph)
-        .ok_or_else(|| anyhow::anyhow!("unknown operation type `{}`", config.operation_type))?;
+    let executor = crate::executors::for_type(config.operation_type, &config.graph);
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_owned())
         .unwrap_or_else(|_| "host".into());
     let shared = Arc::new(Shared {
         worker_prefix: format!("{}-{host}-{}", config.operation_type, std::process::id()),
-        ty: config.operation_type.clone(),
+        ty: config.operation_type,
         started_at: now(),
         executor,
         resolver: Resolver::new(config.graph.clone(), config.vault.clone()),
@@ -154,7 +154,7 @@ pub async fn run(config: PoolConfig) -> anyhow::Result<()> {
         reports: Mutex::new(HashMap::new()),
         seen: Mutex::new(SeenJobs::default()),
     });
-    metrics::gauge!("aiden_worker_slots", "type" => shared.ty.clone())
+    metrics::gauge!("aiden_worker_slots", "type" => shared.ty.as_str())
         .set(config.concurrency.max(1) as f64);
     heartbeat(&shared, "idle").await;
     let beat = {
@@ -197,7 +197,7 @@ async fn session(shared: &Arc<Shared>, config: &PoolConfig) -> anyhow::Result<()
         .await?;
     let mut jobs = channel
         .basic_consume(
-            &job_queue(&shared.ty),
+            &job_queue(shared.ty.as_str()),
             &format!("{}-consumer", shared.worker_prefix),
             BasicConsumeOptions::default(),
             FieldTable::default(),
@@ -299,8 +299,8 @@ async fn set_job(shared: &Shared, slot: usize, job: Option<String>, failed: Opti
     // Set from the slots themselves (one pool per `aiden worker` process), so a gauge never
     // drifts, whenever the exporter was installed.
     let busy = slots.iter().filter(|s| s.current_job.is_some()).count();
-    metrics::gauge!("aiden_worker_slots_busy", "type" => shared.ty.clone()).set(busy as f64);
-    metrics::gauge!("aiden_worker_slots", "type" => shared.ty.clone()).set(slots.len() as f64);
+    metrics::gauge!("aiden_worker_slots_busy", "type" => shared.ty.as_str()).set(busy as f64);
+    metrics::gauge!("aiden_worker_slots", "type" => shared.ty.as_str()).set(slots.len() as f64);
     match failed {
         Some(true) => {
             slots[slot].processed += 1;
@@ -345,7 +345,7 @@ async fn heartbeat(shared: &Shared, status: &str) {
 }
 
 async fn handle(shared: &Shared, broker: &Broker, slot: usize, delivery: Delivery) {
-    let job = match decode(&shared.ty, &delivery.data) {
+    let job = match decode(shared.ty, &delivery.data) {
         Ok(job) => job,
         Err(reason) => return poison(shared, broker, slot, &delivery, &reason).await,
     };
@@ -429,7 +429,7 @@ async fn run_job(shared: &Shared, broker: &Broker, slot: usize, delivery: Delive
     // slower one is also announced as started, so `running` shows while it works.
     // A model's streamed text goes to the deltas fanout as it arrives (issue #11), in order,
     // from one forwarding task; it ends when the call drops its sender.
-    let deltas = (job.agent_turn || job.operation_type == "llm_call").then(|| {
+    let deltas = (job.agent_turn || job.operation_type == OperationType::LlmCall).then(|| {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
         let (broker, run_id, step_id) = (broker.clone(), job.run_id.clone(), job.step_id.clone());
         tokio::spawn(async move {
@@ -504,7 +504,7 @@ async fn run_job(shared: &Shared, broker: &Broker, slot: usize, delivery: Delive
     tracing::Span::current().record("outcome", outcome_label);
     metrics::histogram!(
         "aiden_step_duration_seconds",
-        "type" => shared.ty.clone(),
+        "type" => shared.ty.as_str(),
         "tool" => job.tool_id.clone(),
         "outcome" => outcome_label
     )
@@ -560,7 +560,7 @@ async fn reported_here(shared: &Shared, job: &Job) -> bool {
     published
 }
 
-fn decode(ty: &str, body: &[u8]) -> Result<Job, String> {
+fn decode(ty: OperationType, body: &[u8]) -> Result<Job, String> {
     let job: Job = serde_json::from_slice(body).map_err(|e| format!("malformed job: {e}"))?;
     if job.v != JOB_VERSION {
         return Err(format!("unsupported job version {}", job.v));
@@ -580,7 +580,7 @@ async fn poison(shared: &Shared, broker: &Broker, slot: usize, d: &Delivery, rea
     tracing::warn!(reason, "poison message dead-lettered");
     let headers = d.properties.headers().clone().unwrap_or_default();
     let parked = broker
-        .publish_dead_letter(&shared.ty, &d.data, headers, reason)
+        .publish_dead_letter(shared.ty.as_str(), &d.data, headers, reason)
         .await;
     let run_id = header(d.properties.headers().as_ref(), RUN_HEADER);
     let step_run_id = header(d.properties.headers().as_ref(), STEP_RUN_HEADER);
@@ -781,7 +781,8 @@ async fn fail_or_retry(
         next.attempt += 1;
         next.redispatch = false;
         if broker.publish_retry(&next, delay).await.is_ok() {
-            metrics::counter!("aiden_step_retries_total", "type" => shared.ty.clone()).increment(1);
+            metrics::counter!("aiden_step_retries_total", "type" => shared.ty.as_str())
+                .increment(1);
             return StepOutcome::Retrying {
                 error,
                 next_attempt: next.attempt,
@@ -795,9 +796,9 @@ async fn fail_or_retry(
     }
     let headers = d.properties.headers().clone().unwrap_or_default();
     let reason = format!("{}: {}", error.code, error.message);
-    metrics::counter!("aiden_dead_letters_total", "type" => shared.ty.clone()).increment(1);
+    metrics::counter!("aiden_dead_letters_total", "type" => shared.ty.as_str()).increment(1);
     if let Err(e) = broker
-        .publish_dead_letter(&shared.ty, &d.data, headers, &reason)
+        .publish_dead_letter(shared.ty.as_str(), &d.data, headers, &reason)
         .await
     {
         tracing::warn!(error = %e, "could not dead-letter a failed job");

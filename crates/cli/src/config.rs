@@ -159,8 +159,8 @@ impl AuthArgs {
 pub struct WorkerArgs {
     #[command(flatten)]
     pub graph: GraphArgs,
-    /// Operation type this pool consumes: graph_query, llm_call, rest_api or mcp_call; or
-    /// `episode`, the Graphiti ingestion pool.
+    /// Operation type this pool consumes (`aiden operation-types` lists them), or `episode`,
+    /// the Graphiti ingestion pool.
     #[arg(long = "type", env = "AIDEN_WORKER_TYPE")]
     pub operation_type: String,
     /// Jobs run at once (the queue prefetch); one Worker node per slot.

@@ -37,6 +37,8 @@ enum Command {
     Check(GraphArgs),
     /// Print the HTTP API's OpenAPI 3.1 document (the one `GET /openapi.json` serves).
     Openapi,
+    /// Print the operation types, one per line: one job queue and one worker pool each.
+    OperationTypes,
 }
 
 #[tokio::main]
@@ -62,6 +64,10 @@ async fn main() -> ExitCode {
         Command::Check(args) => check(args).await,
         Command::Openapi => {
             println!("{:#}", aiden_api::openapi_document());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::OperationTypes => {
+            println!("{}", aiden_jobs::OperationType::names().join("\n"));
             Ok(ExitCode::SUCCESS)
         }
     };
@@ -197,10 +203,10 @@ async fn serve_worker_metrics(addr: Option<&str>) -> anyhow::Result<()> {
 /// Queue depth and consumers per queue, every second (`aiden_queue_messages`,
 /// `aiden_queue_consumers`), and the run queues' backlog for admission (issue #38).
 async fn watch_queues(amqp_uri: String, admission: aiden_service::Admission) {
-    use aiden_jobs::topology::{job_queue, ENGINE_QUEUE, OPERATION_TYPES};
-    let run_queues: Vec<String> = OPERATION_TYPES
+    use aiden_jobs::topology::{job_queue, OperationType, ENGINE_QUEUE};
+    let run_queues: Vec<String> = OperationType::ALL
         .iter()
-        .map(|t| job_queue(t))
+        .map(|t| job_queue(t.as_str()))
         .chain([ENGINE_QUEUE.to_owned()])
         .collect();
     let mut broker: Option<aiden_jobs::Broker> = None;
@@ -251,17 +257,17 @@ async fn worker(mut args: WorkerArgs) -> anyhow::Result<()> {
         )
         .await;
     }
-    if !aiden_jobs::OPERATION_TYPES.contains(&args.operation_type.as_str()) {
+    let Some(operation_type) = aiden_jobs::OperationType::parse(&args.operation_type) else {
         anyhow::bail!(
             "--type must be one of {} or episode",
-            aiden_jobs::OPERATION_TYPES.join(", ")
+            aiden_jobs::OperationType::names().join(", ")
         );
-    }
+    };
     let graph = args.graph.connect().await?;
     let vault = vault(args.master_key.as_deref())?;
     tracing::info!(r#type = %args.operation_type, concurrency = args.concurrency, "worker pool starting");
     aiden_workers::pool::run(aiden_workers::pool::PoolConfig {
-        operation_type: args.operation_type,
+        operation_type,
         concurrency: args.concurrency,
         amqp_uri: args.amqp_uri,
         graph,

@@ -429,8 +429,8 @@ pub enum Target {
         owner_id: Id,
         shared: bool,
         input_schema: Value,
-        /// `llm_call`, `rest_api`, … (AGT-1: an agent step's model is an `llm_call` Tool).
-        operation_type: String,
+        /// AGT-1: an agent step's model is an `llm_call` Tool.
+        operation_type: crate::OperationType,
     },
     /// `depth`: the length of the longest static CALLS_PROCESS chain starting at that Process
     /// (1 when it calls none); `None` when the chain reaches back to the Process being defined.
@@ -634,7 +634,7 @@ impl Definition {
                     },
                     _,
                 )) if visible(owner_id, *shared) && step.agent.is_some() => {
-                    check_agent(&path, step, operation_type, owner, targets, v);
+                    check_agent(&path, step, *operation_type, owner, targets, v);
                 }
                 Some((
                     Target::Tool {
@@ -966,12 +966,12 @@ mod tests;
 fn check_agent(
     path: &str,
     step: &Step,
-    model_operation: &str,
+    model_operation: crate::OperationType,
     owner: &Id,
     targets: &Targets,
     v: &mut Violations,
 ) {
-    if model_operation != "llm_call" {
+    if model_operation != crate::OperationType::LlmCall {
         v.rule(
             "AGT-1",
             format!("{path}/tool"),

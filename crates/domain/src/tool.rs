@@ -137,14 +137,19 @@ fn empty_object() -> Value {
 }
 
 impl Operation {
-    pub fn type_name(&self) -> &'static str {
+    pub fn operation_type(&self) -> crate::OperationType {
+        use crate::OperationType as T;
         match self {
-            Self::GraphQuery { .. } => "graph_query",
-            Self::LlmCall { .. } => "llm_call",
-            Self::RestApi { .. } => "rest_api",
-            Self::McpCall { .. } => "mcp_call",
-            Self::Recall { .. } => "recall",
+            Self::GraphQuery { .. } => T::GraphQuery,
+            Self::LlmCall { .. } => T::LlmCall,
+            Self::RestApi { .. } => T::RestApi,
+            Self::McpCall { .. } => T::McpCall,
+            Self::Recall { .. } => T::Recall,
         }
+    }
+
+    pub fn type_name(&self) -> &'static str {
+        self.operation_type().as_str()
     }
 
     /// TOOL-4: the Service type this operation runs against.

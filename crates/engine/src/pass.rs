@@ -703,7 +703,7 @@ impl<'a> Pass<'a> {
             run_id: run.id.clone(),
             step_id: spec.id.clone(),
             step_run_id: run.steps[i].id.clone(),
-            operation_type: operation_type.clone(),
+            operation_type: *operation_type,
             attempt: run.steps[i].attempts + 1,
             max_attempts: self.policy.max_attempts,
             tool_id: id.clone(),

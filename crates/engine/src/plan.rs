@@ -146,8 +146,8 @@ fn step_cost(tool_doc: Option<&str>) -> StepCost {
     }
 }
 
-fn operation_type(tool_doc: Option<&str>) -> Option<String> {
-    doc_field(tool_doc, "/operation/type")
+fn operation_type(tool_doc: Option<&str>) -> Option<aiden_domain::OperationType> {
+    aiden_domain::OperationType::parse(&doc_field(tool_doc, "/operation/type")?)
 }
 
 /// A text field of a Tool's stored document.
@@ -196,7 +196,7 @@ pub(crate) async fn agent_tools(
             call_name: call_name(&t.name, &taken),
             description: t.description.clone(),
             input_schema: t.structure.input_schema.clone(),
-            operation_type: t.structure.operation.type_name().to_owned(),
+            operation_type: t.structure.operation.operation_type(),
             owner_id: t.owner_id.as_str().to_owned(),
             shared: t.shared,
             enabled: t.enabled,

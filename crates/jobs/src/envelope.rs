@@ -14,7 +14,7 @@ pub struct Job {
     pub step_id: String,
     /// The StepRun node's id (`<runId>/<stepId>`): the idempotency key of the step's result.
     pub step_run_id: String,
-    pub operation_type: String,
+    pub operation_type: aiden_domain::OperationType,
     /// 1-based; a retry publishes the same job with `attempt + 1`.
     pub attempt: u32,
     pub max_attempts: u32,

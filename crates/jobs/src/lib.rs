@@ -11,4 +11,4 @@ pub mod trace;
 pub use envelope::{EngineMessage, ErrorInfo, Job, StepDelta, StepOutcome, JOB_VERSION};
 pub use episodes::IngestMessage;
 pub use shared::SharedBroker;
-pub use topology::{Broker, BrokerError, QueueType, RetryPolicy, DELTAS_EXCHANGE, OPERATION_TYPES};
+pub use topology::{Broker, BrokerError, OperationType, QueueType, RetryPolicy, DELTAS_EXCHANGE};

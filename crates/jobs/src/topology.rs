@@ -26,8 +26,8 @@ use crate::episodes::{
 };
 use crate::{EngineMessage, Job, StepDelta};
 
-pub const OPERATION_TYPES: [&str; 5] =
-    ["graph_query", "llm_call", "rest_api", "mcp_call", "recall"];
+/// One job queue, dead-letter queue and worker pool per operation type (EXEC-1).
+pub use aiden_domain::OperationType;
 pub const JOBS_EXCHANGE: &str = "aiden.jobs";
 pub const DEAD_LETTER_EXCHANGE: &str = "aiden.dlx";
 pub const RETRY_EXCHANGE: &str = "aiden.retry";
@@ -167,7 +167,7 @@ impl Broker {
             ch.exchange_declare(name, kind, durable, FieldTable::default())
                 .await?;
         }
-        for ty in OPERATION_TYPES {
+        for ty in OperationType::ALL.map(OperationType::as_str) {
             let mut args = FieldTable::default();
             args.insert("x-dead-letter-exchange".into(), text(DEAD_LETTER_EXCHANGE));
             args.insert("x-dead-letter-routing-key".into(), text(ty));
@@ -251,7 +251,7 @@ impl Broker {
     /// channel of their own), for the queue-depth gauges.
     pub async fn queue_depths(&self) -> Result<Vec<(String, u32, u32)>, BrokerError> {
         let mut names = vec![ENGINE_QUEUE.to_owned(), episode_dead_letter_queue()];
-        for ty in OPERATION_TYPES {
+        for ty in OperationType::ALL.map(OperationType::as_str) {
             names.push(job_queue(ty));
             names.push(dead_letter_queue(ty));
         }
@@ -299,7 +299,7 @@ impl Broker {
 
     pub async fn publish_job(&self, job: &Job) -> Result<(), BrokerError> {
         let props = job_properties(job);
-        self.publish(JOBS_EXCHANGE, &job.operation_type, job, props)
+        self.publish(JOBS_EXCHANGE, job.operation_type.as_str(), job, props)
             .await
     }
 
@@ -313,7 +313,7 @@ impl Broker {
             .publisher
             .basic_publish(
                 JOBS_EXCHANGE,
-                &job.operation_type,
+                job.operation_type.as_str(),
                 BasicPublishOptions::default(),
                 &bytes,
                 job_properties(job),
@@ -339,7 +339,7 @@ impl Broker {
     /// Re-publishes `job` (already carrying its next attempt) after `delay_ms`.
     pub async fn publish_retry(&self, job: &Job, delay_ms: u64) -> Result<(), BrokerError> {
         let queue = self
-            .declare_retry_queue(&job.operation_type, delay_ms)
+            .declare_retry_queue(job.operation_type.as_str(), delay_ms)
             .await?;
         self.publish(RETRY_EXCHANGE, &queue, job, job_properties(job))
             .await

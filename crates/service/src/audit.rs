@@ -77,7 +77,7 @@ impl Auditor {
                     message: "Secret without a well-formed ciphertext".into(),
                 });
             }
-            for row in audit::bad_workers(&mut tx, &aiden_jobs::OPERATION_TYPES).await? {
+            for row in audit::bad_workers(&mut tx, &aiden_jobs::OperationType::names()).await? {
                 findings.push(Finding {
                     invariant: "WRK-1",
                     id: row.id,

@@ -116,7 +116,7 @@ async fn load_targets(tx: &mut Tx, process_id: &Id, def: &Definition) -> Result<
                 Target::Tool {
                     owner_id: t.owner_id,
                     shared: t.shared,
-                    operation_type: t.structure.operation.type_name().to_owned(),
+                    operation_type: t.structure.operation.operation_type(),
                     input_schema: t.structure.input_schema,
                 },
             );

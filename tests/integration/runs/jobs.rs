@@ -46,7 +46,7 @@ fn duplicate_job(
         run_id: run_id.to_owned(),
         step_id: step.to_owned(),
         step_run_id: format!("{run_id}/{step}"),
-        operation_type: "rest_api".into(),
+        operation_type: aiden_jobs::OperationType::RestApi,
         attempt: 1,
         max_attempts: 3,
         tool_id: tool.to_owned(),
@@ -173,7 +173,7 @@ async fn wrk_1_workers_report_status_and_current_job_consistently() {
             let status = w["status"].as_str().unwrap();
             assert!(["idle", "busy", "offline"].contains(&status), "{w}");
             assert!(
-                aiden_jobs::OPERATION_TYPES.contains(&w["type"].as_str().unwrap()),
+                aiden_jobs::OperationType::parse(w["type"].as_str().unwrap()).is_some(),
                 "{w}"
             );
             if status != "offline" {
@@ -191,7 +191,7 @@ async fn wrk_1_workers_report_status_and_current_job_consistently() {
             .unwrap()
             .clone();
         check(&items);
-        for ty in aiden_jobs::OPERATION_TYPES {
+        for ty in aiden_jobs::OperationType::names() {
             assert!(
                 items
                     .iter()

@@ -10,17 +10,18 @@ pub mod rest_api;
 
 use std::sync::Arc;
 
+use aiden_domain::OperationType;
+
 use crate::tool::Tool;
 
-/// The executor for an operation type (`graph_query`, `llm_call`, `rest_api`, `mcp_call`,
-/// `recall`); `graph` is Aiden's own, which `recall` searches.
-pub fn for_type(operation_type: &str, graph: &aiden_graph::Graph) -> Option<Arc<dyn Tool>> {
-    Some(match operation_type {
-        "recall" => Arc::new(recall::Recall::new(graph.clone())),
-        "graph_query" => Arc::new(graph_query::GraphQuery::new()),
-        "llm_call" => Arc::new(llm_call::LlmCall::new()),
-        "rest_api" => Arc::new(rest_api::RestApi::new()),
-        "mcp_call" => Arc::new(mcp_call::McpCall::new()),
-        _ => return None,
-    })
+/// The executor for an operation type; `graph` is Aiden's own, which `recall` searches. A new
+/// operation type does not compile until it has its arm here.
+pub fn for_type(operation_type: OperationType, graph: &aiden_graph::Graph) -> Arc<dyn Tool> {
+    match operation_type {
+        OperationType::Recall => Arc::new(recall::Recall::new(graph.clone())),
+        OperationType::GraphQuery => Arc::new(graph_query::GraphQuery::new()),
+        OperationType::LlmCall => Arc::new(llm_call::LlmCall::new()),
+        OperationType::RestApi => Arc::new(rest_api::RestApi::new()),
+        OperationType::McpCall => Arc::new(mcp_call::McpCall::new()),
+    }
 }

@@ -55,7 +55,7 @@ pub struct AgentTool {
     pub call_name: String,
     pub description: Option<String>,
     pub input_schema: Value,
-    pub operation_type: String,
+    pub operation_type: crate::OperationType,
     pub owner_id: String,
     pub shared: bool,
     pub enabled: bool,
@@ -429,7 +429,7 @@ pub struct Held {
     pub call_id: String,
     pub name: String,
     pub tool_id: String,
-    pub operation_type: String,
+    pub operation_type: crate::OperationType,
     pub arguments: Value,
     pub capability: String,
 }
@@ -542,7 +542,7 @@ pub enum Action {
     CallTool {
         step_id: String,
         tool_id: String,
-        operation_type: String,
+        operation_type: crate::OperationType,
         name: String,
         arguments: Value,
     },
@@ -661,7 +661,11 @@ impl Loop {
         // SRCH-5: a memory read pre-fetches with its recall Tool, which the model is not offered.
         let recall = (intent.memory == Some(router::MemoryUse::Read))
             .then(|| std::mem::take(&mut self.tools))
-            .and_then(|tools| tools.into_iter().find(|t| t.operation_type == "recall"));
+            .and_then(|tools| {
+                tools
+                    .into_iter()
+                    .find(|t| t.operation_type == crate::OperationType::Recall)
+            });
         if !self.tools.is_empty() {
             self.messages.push(Message::System {
                 content: TOOL_GUARDRAIL.into(),
@@ -922,7 +926,7 @@ impl Loop {
                 call_id: call.id,
                 name: call.name,
                 tool_id: tool.id.clone(),
-                operation_type: tool.operation_type.clone(),
+                operation_type: tool.operation_type,
                 arguments: call.arguments,
                 capability: tool.capability.clone().unwrap_or_default(),
             };

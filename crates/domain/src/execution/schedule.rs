@@ -68,7 +68,7 @@ impl StepStatus {
 pub enum Target {
     Tool {
         id: String,
-        operation_type: String,
+        operation_type: crate::OperationType,
         /// AGT-14: what a call costs when the step calls it itself (an agent's calls are
         /// priced by its loop, and carry none).
         #[serde(default, skip_serializing_if = "super::cost::StepCost::is_free")]
@@ -80,7 +80,7 @@ pub enum Target {
     /// An agent step: `model` is the llm_call Tool the loop asks; `tools` what it may offer.
     Agent {
         model: String,
-        model_operation_type: String,
+        model_operation_type: crate::OperationType,
         tools: Vec<super::agent::AgentTool>,
         caps: super::agent::Caps,
         system_prompt: Option<String>,
@@ -340,7 +340,8 @@ pub fn accept_output(
 fn substance<'a>(target: &Target, output: &'a Value) -> &'a Value {
     match target {
         Target::Tool { operation_type, .. }
-            if operation_type == "rest_api" && output.get("status").is_some() =>
+            if *operation_type == crate::OperationType::RestApi
+                && output.get("status").is_some() =>
         {
             output.get("body").unwrap_or(&Value::Null)
         }

@@ -19,7 +19,7 @@ fn targets() -> Targets {
                 owner_id: owner,
                 shared: false,
                 input_schema: schema,
-                operation_type: "rest_api".into(),
+                operation_type: crate::OperationType::RestApi,
             },
         )]
         .into(),

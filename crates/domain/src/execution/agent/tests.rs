@@ -8,7 +8,7 @@ fn tool(id: &str, owner: &str, shared: bool, enabled: bool) -> AgentTool {
         description: Some(format!("the {id} tool")),
         input_schema: json!({"type": "object", "required": ["q"],
                               "properties": {"q": {"type": "string"}}}),
-        operation_type: "rest_api".into(),
+        operation_type: crate::OperationType::RestApi,
         owner_id: owner.into(),
         shared,
         enabled,
@@ -725,7 +725,7 @@ fn agt_15_an_intent_without_tools_gets_no_tools_and_no_guardrail() {
 #[test]
 fn srch_5_a_memory_read_intent_prefetches_with_its_recall_tool_and_offers_the_model_none() {
     let mut recall = tool("my-memory", "alice", false, true);
-    recall.operation_type = "recall".into();
+    recall.operation_type = crate::OperationType::Recall;
     let decision = gate(
         &alice(),
         &[recall, tool("search", "alice", false, true)],
@@ -803,7 +803,7 @@ fn srch_5_a_memory_read_intent_prefetches_with_its_recall_tool_and_offers_the_mo
 #[test]
 fn srch_5_a_failed_prefetch_still_asks_the_model_without_memory() {
     let mut recall = tool("my-memory", "alice", false, true);
-    recall.operation_type = "recall".into();
+    recall.operation_type = crate::OperationType::Recall;
     let decision = gate(&alice(), &[recall], None);
     let user = Message::User {
         content: "hi".into(),

@@ -16,7 +16,7 @@ fn step(id: &str, mode: Mode, deps: &[&str], var: &str) -> PlanStep {
         timeout_ms: 1000,
         target: Target::Tool {
             id: "t".into(),
-            operation_type: "rest_api".into(),
+            operation_type: crate::OperationType::RestApi,
             cost: Default::default(),
         },
         call_of: None,

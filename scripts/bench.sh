@@ -3,7 +3,7 @@
 # rest_api worker pool, nginx echo on 127.0.0.1:18080 — every step durable in the graph.
 # Prints one JSON line per scenario (chain3, chain3_seq, fanout4, the peers' order), after 1,000
 # unmeasured runs of each workload used (--warmup N), on a graph server and broker it has just
-# (re)started, as ../shared/peers/README.md ("What counts") asks; AIDEN_BENCH_REUSE_STACK=1
+# (re)started, as the peers harness measures its own (Restate, Celery); AIDEN_BENCH_REUSE_STACK=1
 # measures the running ones instead (a warm JVM: not a figure to set beside the peers').
 #   scripts/bench.sh [--scale 0.1] [--scenarios chain3_seq,chain3] [--warmup N]
 #   scripts/bench.sh --scenarios agent_loop

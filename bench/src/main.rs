@@ -39,7 +39,7 @@ struct Args {
     #[arg(long, default_value_t = 1.0)]
     scale: f64,
     /// Unmeasured runs (32 in flight) of each workload the scenarios use, before them, as the
-    /// peers warm up (`../shared/peers/README.md`, "What counts"; Restate's bench.js warms up
+    /// peers warm up (the peers harness warms up before it measures; Restate's bench.js warms up
     /// every workload it measures). Not scaled.
     #[arg(long, default_value_t = 1000)]
     warmup: usize,

@@ -7,7 +7,7 @@ forward pass of that model as sentence-transformers runs it: BERT's uncased Word
 six encoder layers (12 heads, GELU), mean pooling over the tokens and L2 normalisation. It reads
 `model.safetensors` itself (an 8-byte header length, a JSON header, raw little-endian tensors).
 
-Cost here (2 cores, numpy's BLAS): see ARCHITECTURE.md, "Knowledge layer"; `python
+Cost here (2 cores, numpy's BLAS): see docs/knowledge.md, "Embeddings"; `python
 aiden_embedder.py --bench` prints texts per second.
 """
 

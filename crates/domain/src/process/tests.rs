@@ -1,6 +1,9 @@
-use serde_json::json;
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::{json, Value};
 
 use super::*;
+use crate::{Error, Id};
 
 fn def(steps: Value) -> Definition {
     serde_json::from_value(

@@ -114,7 +114,8 @@ impl ApiError {
                     "a backing service is unavailable".into(),
                 )
             }
-            ApiError::Service(S::Graph(aiden_graph::Error::Unavailable(cause))) => {
+            ApiError::Service(e) if e.graph_unavailable().is_some() => {
+                let cause = e.graph_unavailable().unwrap_or_default();
                 tracing::error!(%cause, "graph unavailable");
                 plain(
                     StatusCode::SERVICE_UNAVAILABLE,

@@ -35,6 +35,14 @@ impl From<aiden_graph::Error> for Error {
 }
 
 impl Error {
+    /// Why the graph could not be reached, when that is what failed (a 503, not a 500).
+    pub fn graph_unavailable(&self) -> Option<&str> {
+        match self {
+            Error::Graph(aiden_graph::Error::Unavailable(cause)) => Some(cause),
+            _ => None,
+        }
+    }
+
     pub(crate) fn is_retryable(&self) -> bool {
         matches!(self, Error::LostRace) || matches!(self, Error::Graph(g) if g.is_transient())
     }

@@ -10,6 +10,7 @@ pub mod chat;
 mod common;
 mod conversations;
 mod error;
+pub mod events;
 mod knowledge;
 mod limits;
 pub mod measurements;
@@ -176,6 +177,11 @@ impl App {
 
     pub fn graph(&self) -> &Graph {
         &self.graph
+    }
+
+    /// Readiness: who holds the engine lease, as the graph says.
+    pub async fn engine_lease(&self) -> Result<Option<aiden_graph::lease::LeaseRow>> {
+        Ok(aiden_graph::lease::current(&self.graph).await?)
     }
 
     /// After a committed change to a Tool, Service or Secret: workers drop their cached

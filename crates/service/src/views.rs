@@ -4,6 +4,8 @@
 use aiden_domain::conversation::tree::TurnView;
 use aiden_domain::execution::schedule::StepStatus;
 use aiden_domain::knowledge::entity::EntityReference;
+/// A Summary as the API answers it (the graph's row is the view).
+pub use aiden_graph::conversations::SummaryRecord;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

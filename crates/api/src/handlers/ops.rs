@@ -86,10 +86,7 @@ pub async fn readyz(S(st): S<State>) -> Response {
         tracing::warn!(error = %e, "readiness: broker");
     }
     let lease = match &graph {
-        Ok(()) => aiden_graph::lease::current(st.app.graph())
-            .await
-            .ok()
-            .flatten(),
+        Ok(()) => st.app.engine_lease().await.ok().flatten(),
         Err(_) => None,
     };
     let lease = lease.filter(|l| l.holder.is_some());

@@ -1,10 +1,9 @@
 //! Runs: start, read, cancel, the SSE event stream, and the worker list.
 
-use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::time::Duration;
 
-use aiden_graph::runs::EventRow;
+use aiden_service::events::{EventRow, TailItem};
 use aiden_service::{views::RunStatus, PageRequest, RunQuery};
 use axum::{
     extract::{rejection::QueryRejection, Path, Query, State as S},
@@ -122,18 +121,9 @@ pub async fn list_workers(S(st): S<State>, Auth(c): Auth) -> ApiResult<Response>
     }))
 }
 
-const TERMINAL: [&str; 3] = ["run.completed", "run.failed", "run.canceled"];
-/// Events read from the graph per catch-up.
-const PAGE: i64 = 200;
-/// How long a stream waits for a live event before it looks at the graph itself (the engine
-/// may run in another `aiden serve`).
-const POLL_EVERY: Duration = Duration::from_millis(500);
-/// A settled run whose last events are not readable yet is looked at again this soon.
-const SETTLING_RETRY: Duration = Duration::from_millis(20);
-
 /// `GET /v1/runs/{id}/events`: the run's event log from `Last-Event-ID` (or the start), then
 /// live events as the engine commits them; the stream ends after the terminal event, and only
-/// then (or when the client goes away).
+/// then (or when the client goes away). The stream itself is the service's (`RunTail`).
 pub async fn run_events(
     S(st): S<State>,
     Auth(c): Auth,
@@ -145,179 +135,15 @@ pub async fn run_events(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<i64>().ok())
         .unwrap_or(0);
-    // Subscribe before the first read, so nothing committed in between is missed.
-    let live = st.notifier.subscribe(&id);
-    let mut buffer = VecDeque::new();
-    let (catch_up, head, done) = match st.notifier.snapshot(&id, after) {
-        // The engine in this process holds the whole log: no graph read.
-        Some(mem) => {
-            // Runs are private to whoever started them; admins see every run (404 otherwise).
-            if mem.owner_id != c.id.as_str() && !c.is_admin() {
-                return Err(aiden_service::Error::from(aiden_domain::Error::NotFound).into());
-            }
-            let done = mem.settled && mem.events.is_empty() && after >= mem.last_seq;
-            buffer.extend(mem.events);
-            (false, None, done)
-        }
-        // Checks visibility before streaming anything, then catches up from the graph.
-        None => (true, Some(st.app.run_head(&c, &id).await?), false),
-    };
-    let state = Tail {
-        st,
-        run_id: id,
-        after,
-        buffer,
-        deltas: VecDeque::new(),
-        live,
-        catch_up,
-        head,
-        done,
-    };
-    let stream = futures::stream::unfold(state, |mut t| async move {
-        let event = t.next().await?;
+    let tail = st.app.run_tail(&c, &st.notifier, &id, after).await?;
+    let stream = futures::stream::unfold(tail, |mut t| async move {
+        let event = match t.next().await? {
+            TailItem::Event(row) => to_event(row),
+            TailItem::Delta(d) => delta_event(&d),
+        };
         Some((Ok(event), t))
     });
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
-}
-
-struct Tail {
-    st: State,
-    run_id: String,
-    /// The last sequence number sent.
-    after: i64,
-    buffer: VecDeque<EventRow>,
-    /// Streamed model text received live (issue #11): sent as `step.delta`, without an id.
-    deltas: VecDeque<std::sync::Arc<aiden_engine::StepDelta>>,
-    live: aiden_engine::Subscription,
-    /// Read the graph before waiting for live events (start, gap, lag, timeout).
-    catch_up: bool,
-    /// A head read before the last catch-up, reused once instead of reading it again.
-    head: Option<aiden_graph::runs::RunHead>,
-    done: bool,
-}
-
-impl Tail {
-    async fn next(&mut self) -> Option<Event> {
-        loop {
-            if let Some(d) = self.deltas.pop_front() {
-                if !self.done {
-                    return Some(delta_event(&d));
-                }
-            }
-            if let Some(row) = self.buffer.pop_front() {
-                if row.seq <= self.after {
-                    continue;
-                }
-                self.after = row.seq;
-                self.done = TERMINAL.contains(&row.kind.as_str());
-                return Some(to_event(row));
-            }
-            if self.done {
-                return None;
-            }
-            if self.catch_up {
-                match self.read_graph().await {
-                    Ok(Read::Events) => continue,
-                    Ok(Read::Ended) => return None,
-                    Ok(Read::Settling) => {
-                        tokio::time::sleep(SETTLING_RETRY).await;
-                        continue;
-                    }
-                    Ok(Read::Nothing) => self.catch_up = false,
-                    Err(e) => {
-                        // Never end early on a failed read: wait and read again.
-                        tracing::warn!(run_id = %self.run_id, error = %e, "event stream read failed");
-                        tokio::time::sleep(POLL_EVERY).await;
-                        continue;
-                    }
-                }
-            }
-            self.wait_live().await;
-        }
-    }
-
-    /// Reads the log after `after`; when it holds nothing new, whether the stream is over.
-    async fn read_graph(&mut self) -> Result<Read, aiden_service::Error> {
-        let head = self.head.take();
-        let rows = self
-            .st
-            .app
-            .run_events_unchecked(&self.run_id, self.after, PAGE)
-            .await?;
-        if !rows.is_empty() {
-            // A full page may have more behind it; otherwise live events take over.
-            self.catch_up = rows.len() as i64 == PAGE;
-            self.buffer.extend(rows);
-            return Ok(Read::Events);
-        }
-        // The head must be read no later than the empty read, so a head saying "settled with
-        // its log up to N" and an empty read after N means the client has everything.
-        let head = match head {
-            Some(h) => h,
-            None => match self.st.app.run_head_unchecked(&self.run_id).await? {
-                Some(h) => h,
-                None => return Ok(Read::Ended),
-            },
-        };
-        if !head.is_settled() {
-            return Ok(Read::Nothing);
-        }
-        if self.after >= head.event_seq {
-            return Ok(Read::Ended);
-        }
-        // Settled, but its last events are not visible to this read yet.
-        Ok(Read::Settling)
-    }
-
-    /// Takes live events that continue the log; a gap, a lag or a quiet spell means the
-    /// next round reads the graph.
-    async fn wait_live(&mut self) {
-        let live = &mut self.live;
-        let next = async {
-            tokio::select! {
-                batch = live.events.recv() => Ok(batch),
-                delta = live.deltas.recv() => Err(delta),
-            }
-        };
-        let batch = match tokio::time::timeout(POLL_EVERY, next).await {
-            Ok(Ok(batch)) => Ok(batch),
-            Ok(Err(Ok(delta))) => {
-                self.deltas.push_back(delta);
-                return;
-            }
-            // Deltas are not replayed: a stream that lagged behind them just skips some.
-            Ok(Err(Err(_))) => return,
-            Err(elapsed) => Err(elapsed),
-        };
-        match batch {
-            Ok(Ok(batch)) => {
-                let mut next = self.buffer.back().map_or(self.after, |r| r.seq) + 1;
-                for row in batch.iter() {
-                    if row.seq < next {
-                        continue;
-                    }
-                    if row.seq > next {
-                        self.catch_up = true;
-                        return;
-                    }
-                    self.buffer.push_back(row.clone());
-                    next += 1;
-                }
-            }
-            Ok(Err(_)) | Err(_) => self.catch_up = true,
-        }
-    }
-}
-
-enum Read {
-    /// New events are buffered.
-    Events,
-    /// Nothing new; the run goes on.
-    Nothing,
-    /// The run settled and the client has its whole log.
-    Ended,
-    /// The run settled but its last events are not readable yet.
-    Settling,
 }
 
 /// `step.delta`: streamed model text, without an `id:` (a resumed stream is positioned by the

@@ -13,7 +13,7 @@ pub(super) fn routes(t: Table) -> Table {
         ConversationPatch, ForkRequest, NewAgentTurn, NewAlternative, NewConversation, NewSummary,
         NewTurn, SwitchActive,
     };
-    use aiden_graph::conversations::SummaryRecord;
+    use aiden_service::views::SummaryRecord;
     use aiden_service::{
         views::{ConversationView, TreeView},
         Generating,

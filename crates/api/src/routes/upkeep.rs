@@ -37,7 +37,7 @@ pub(super) fn routes(t: Table) -> Table {
             "Repair a Summary (admin): tokenCount, corrected content (a new Episode; the old kept)"
         )
         .body::<aiden_domain::conversation::SummaryPatch>()
-        .ok::<aiden_graph::conversations::SummaryRecord>()
+        .ok::<aiden_service::views::SummaryRecord>()
         .errors(&[403, 404, 409, 422])
     );
     let t = route!(

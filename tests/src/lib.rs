@@ -236,7 +236,8 @@ pub fn server() -> &'static Server {
                 let app = aiden_service::App::new(graph, vault)
                     .with_broker(&amqp)
                     .with_auth_policy(&auth)
-                    .with_engine_door(door);
+                    .with_engine_door(door)
+                    .with_quota_clock(hour_pinned_clock());
                 app.bootstrap_admin(&token).await.expect("bootstrap admin");
                 // Memory upkeep, ticking fast so its tests settle quickly.
                 tokio::spawn(
@@ -293,6 +294,23 @@ impl Server {
 /// A fresh id with a readable prefix, unique across tests and runs.
 /// A source address no other test of this binary uses (the test server counts failed
 /// authentications per source, USR-4).
+/// Hourly quota windows (AGT-10) are clock hours. The tests' server counts them on a clock that
+/// starts at the top of the hour it started in and runs at the real pace, so no suite (each well
+/// under an hour) sees a window roll over between the starts it races.
+fn hour_pinned_clock() -> aiden_service::Clock {
+    use chrono::Timelike;
+    let now = chrono::Utc::now();
+    let top = now
+        .with_minute(0)
+        .and_then(|t| t.with_second(0))
+        .and_then(|t| t.with_nanosecond(0))
+        .unwrap_or(now);
+    let started = std::time::Instant::now();
+    aiden_service::Clock::from_fn(move || {
+        top + chrono::Duration::from_std(started.elapsed()).unwrap_or_default()
+    })
+}
+
 pub fn unique_source() -> String {
     use std::sync::atomic::{AtomicU32, Ordering};
     static NEXT: AtomicU32 = AtomicU32::new(1);

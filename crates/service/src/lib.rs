@@ -40,6 +40,7 @@ pub use admission::Admission;
 pub use audit::{Auditor, Finding};
 pub use auth::{AuthPolicy, AuthRefusal, NewToken, NewUser, Token, User};
 pub use error::Error;
+pub use limits::Clock;
 pub use processes::ProcessVersion;
 pub use runs::{run_view, RunQuery, RunStarted};
 pub use secrets::{NewSecret, SecretPatch};
@@ -99,6 +100,8 @@ pub struct App {
     admission: Admission,
     /// Where search embeds queries; how retrieved context is chosen (issue #37).
     recall: recall::RecallSettings,
+    /// What time it is for quota windows (AGT-10): the system clock, unless a test pins it.
+    quota_clock: limits::Clock,
 }
 
 impl App {
@@ -123,7 +126,15 @@ impl App {
             door: None,
             admission: Admission::default(),
             recall: recall::RecallSettings::default(),
+            quota_clock: limits::Clock::system(),
         }
+    }
+
+    /// The clock hourly quota windows (AGT-10) read: a test pins it so that racing starts never
+    /// straddle the top of an hour.
+    pub fn with_quota_clock(mut self, clock: limits::Clock) -> Self {
+        self.quota_clock = clock;
+        self
     }
 
     /// Search and retrieved context embed with this (issue #37); without it they use words and

@@ -14,12 +14,32 @@ use aiden_graph::limits::{self, Subject};
 
 use crate::{Error, Result};
 
-/// Checks and counts one start of `process_id` by `caller`.
+/// What time it is, for the hourly quota windows: the system clock in production; tests pin it
+/// (`App::with_quota_clock`) instead of waiting out the top of an hour.
+#[derive(Clone)]
+pub struct Clock(std::sync::Arc<dyn Fn() -> chrono::DateTime<chrono::Utc> + Send + Sync>);
+
+impl Clock {
+    pub fn system() -> Self {
+        Self::from_fn(chrono::Utc::now)
+    }
+
+    pub fn from_fn(f: impl Fn() -> chrono::DateTime<chrono::Utc> + Send + Sync + 'static) -> Self {
+        Self(std::sync::Arc::new(f))
+    }
+
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        (self.0)()
+    }
+}
+
+/// Checks and counts one start of `process_id` by `caller`, at `now` (the quota clock's).
 pub(crate) async fn check_start(
     tx: &mut aiden_graph::Tx,
     caller: &Caller,
     process_id: &str,
     process_quota: Option<&Quota>,
+    now: chrono::DateTime<chrono::Utc>,
 ) -> Result<()> {
     let user_id = caller.id.as_str();
     let subjects = [
@@ -29,7 +49,7 @@ pub(crate) async fn check_start(
     check_budgets(tx, &subjects).await?;
     for (subject, quota) in &subjects {
         if let Some(q) = quota {
-            count_start(tx, subject, q).await?;
+            count_start(tx, subject, q, now).await?;
         }
     }
     Ok(())
@@ -43,12 +63,16 @@ fn name(subject: &Subject<'_>) -> String {
 }
 
 /// AGT-10: the start counts in the subject's hour; past either limit it is refused.
-async fn count_start(tx: &mut aiden_graph::Tx, subject: &Subject<'_>, quota: &Quota) -> Result<()> {
+async fn count_start(
+    tx: &mut aiden_graph::Tx,
+    subject: &Subject<'_>,
+    quota: &Quota,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<()> {
     if quota.max_invocations_per_hour.is_none() && quota.max_concurrent.is_none() {
         return Ok(());
     }
     use chrono::Timelike;
-    let now = chrono::Utc::now();
     let hour = now.format("%Y-%m-%dT%H:00:00Z").to_string();
     let stamp = now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let key = subject.quota_key(&hour);

@@ -138,7 +138,9 @@ impl App {
         at: &Attachment,
     ) -> Result<AgentRun> {
         let loaded = load_runnable(tx, caller, process_id).await?;
-        crate::limits::check_start(tx, caller, process_id, loaded.plan.quota.as_ref()).await?;
+        let quota_now = self.quota_clock.now();
+        let quota = loaded.plan.quota.as_ref();
+        crate::limits::check_start(tx, caller, process_id, quota, quota_now).await?;
         if let Some(name) = loaded
             .initial_context
             .iter()

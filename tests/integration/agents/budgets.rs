@@ -298,11 +298,6 @@ async fn agt_14_plain_model_and_tool_steps_are_priced_and_refused_before_any_spe
 
 #[tokio::test]
 async fn agt_10_a_users_own_quota_limits_their_starts_over_all_processes() {
-    use chrono::Timelike;
-    let now = chrono::Utc::now();
-    if now.minute() == 59 && now.second() > 40 {
-        tokio::time::sleep(std::time::Duration::from_secs(u64::from(62 - now.second()))).await;
-    }
     let u = user().await;
     let me = u.id.clone();
     let path = format!("/v1/users/{me}");

@@ -115,7 +115,7 @@ async fn exec_2_a_duplicated_job_for_a_settled_step_is_not_run_again() {
         wait_log(&["redelivered job for a settled step skipped", &step_run]).await,
         "a worker consumed the duplicate and skipped it"
     );
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    // The skip is the worker's last act on it (acked, nothing reported): the barrier.
     assert_eq!(k.up.calls().len(), 1, "the settled step was not run again");
     let after = u.settled_run(&id).await;
     assert_eq!(after["steps"], run["steps"], "no second result");
@@ -124,7 +124,10 @@ async fn exec_2_a_duplicated_job_for_a_settled_step_is_not_run_again() {
     // A plain duplicate: neither `redelivered` nor `redispatch`.
     let job = duplicate_job(&id, "a", &k.echo, &u.id, "once", false);
     publish(&ch, &serde_json::to_vec(&job).unwrap(), headers.clone()).await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        wait_log(&["duplicate job skipped", &step_run]).await,
+        "the pool that took the job skipped its plain duplicate"
+    );
     assert_eq!(
         u.settled_run(&id).await["steps"],
         run["steps"],
@@ -147,7 +150,7 @@ async fn exec_2_a_duplicated_job_for_a_settled_step_is_not_run_again() {
         .await
         .expect("the malformed job is in aiden.dlq.rest_api");
     assert!(reason.starts_with("malformed job"), "{reason}");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Dead-lettered is the poison's end: nothing else happens to it.
     assert_eq!(u.settled_run(&id).await["steps"], run["steps"]);
     assert_eq!(sse(&u, &id, None).await, before);
     assert_eq!(k.up.calls().len(), 1);

@@ -124,6 +124,23 @@ where
     }
 }
 
+/// Waits until the upkeep loop has finished `n` more ticks (its "tick done" log lines): a
+/// barrier instead of a sleep, whatever the machine's load.
+async fn upkeep_ticks(n: usize) {
+    let done = || {
+        aiden_tests::server()
+            .logs()
+            .matches("memory upkeep tick done")
+            .count()
+    };
+    let target = done() + n;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while done() < target {
+        assert!(Instant::now() < deadline, "the upkeep loop stopped ticking");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 async fn runs_of(u: &Client, process: &str) -> Vec<Value> {
     u.get(&format!("/v1/runs?processId={process}"))
         .await
@@ -189,8 +206,8 @@ async fn mem_6_sum_1_wm_3_one_compression_replaces_the_span_and_only_on_its_own_
         summaries(&u, &c).await.first().cloned()
     })
     .await;
-    // Give a second compression every chance to appear.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Two more ticks: a second compression would have been claimed and started by then.
+    upkeep_ticks(2).await;
     let runs = runs_of(&u, &process).await;
     assert_eq!(runs.len(), 1, "one compression run: {runs:?}");
     assert_eq!(
@@ -552,8 +569,8 @@ async fn ent_4_an_entity_mentioned_five_times_is_enriched_once() {
         json!(["poetry", "mathematics"]),
         "ENT-4: only adds"
     );
-    // Once: a later tick does not enrich it again.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Once: later ticks, two enrichment scans among them, do not enrich it again.
+    upkeep_ticks(10).await;
     assert_eq!(runs_of(&u, &enrich).await.len(), 1);
     let seen = u.get(&format!("/v1/entities/{uuid}")).await.ok(200).clone();
     assert_eq!(seen["name"], entity["name"], "name and sources untouched");

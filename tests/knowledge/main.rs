@@ -74,6 +74,17 @@ fn drop_vhost(vhost: &str) {
     }
 }
 
+/// What the recall, memory and merge tests' processes run with: this run's database and
+/// virtual host, the Graphiti service, and no memory upkeep.
+fn serve_env(db: &str, amqp: &str, graphiti_url: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("AIDEN_NEO4J_DATABASE", db.to_owned()),
+        ("AIDEN_AMQP_URI", amqp.to_owned()),
+        ("AIDEN_GRAPHITI_URL", graphiti_url.to_owned()),
+        ("AIDEN_UPKEEP_INTERVAL_MS", "0".into()),
+    ]
+}
+
 async fn park_pending_items(db: &str) {
     let settings = aiden_graph::Settings {
         uri: setting("AIDEN_NEO4J_URI", Some("bolt://127.0.0.1:7688")),

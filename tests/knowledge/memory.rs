@@ -14,7 +14,9 @@ use reqwest::Method;
 use serde_json::{json, Value};
 
 use super::recall::{conversation, new_user, ok, say, search};
-use super::{database, drop_vhost, fresh_vhost, graphiti, park_pending_items, wait_http};
+use super::{
+    database, drop_vhost, fresh_vhost, graphiti, park_pending_items, serve_env, wait_http,
+};
 
 const FACT: &str = "my sister Ines lives in Porto and teaches the cello there";
 const QUESTION: &str = "which city is my sibling based in?";
@@ -24,24 +26,7 @@ const QUESTION: &str = "which city is my sibling based in?";
 async fn memory_agent(a: &Api, model_url: &str, graphiti_url: &str) -> String {
     let tag = aiden_tests::unique("mem").replace('-', "");
     let post = |path: &'static str, body: Value| ok(a, Method::POST, path, Some(body), 201);
-    post(
-        "/v1/services",
-        json!({"id": format!("svc-llm-{tag}"), "name": "scripted model",
-        "type": "llm_provider", "protocol": "http", "requiresSecret": false, "enabled": true,
-        "connectionSchema": {"type": "object", "required": ["endpoint", "model"],
-            "properties": {"endpoint": {"type": "string"}, "model": {"type": "string"}}}}),
-    )
-    .await;
-    post(
-        "/v1/tools",
-        json!({"id": format!("model-{tag}"), "name": "model",
-        "serviceId": format!("svc-llm-{tag}"),
-        "connectionParams": {"endpoint": model_url, "model": "scripted"},
-        "operation": {"type": "llm_call", "api": "openai", "promptTemplate": "{{message}}"},
-        "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
-        "outputSchema": {"type": "object"}, "enabled": true}),
-    )
-    .await;
+    let model = aiden_tests::chaos::scripted_model_tool(a, model_url, &tag).await;
     post(
         "/v1/services",
         json!({"id": format!("svc-knowledge-{tag}"), "name": "knowledge", "type": "knowledge",
@@ -66,7 +51,7 @@ async fn memory_agent(a: &Api, model_url: &str, graphiti_url: &str) -> String {
         "/v1/processes",
         json!({"id": id, "name": "assistant with memory",
         "initialContext": ["userMessage", "workingMemory"],
-        "steps": [{"id": "answer", "tool": format!("model-{tag}"),
+        "steps": [{"id": "answer", "tool": model,
             "agent": {"tools": [format!("recall-{tag}")],
                 "router": {"fallback": "chat", "intents": [
                     {"name": "chat"},
@@ -138,12 +123,7 @@ async fn srch_4_5_memory_write_then_a_new_conversations_memory_read_recalls_it_f
     park_pending_items(&db).await;
     let (model, model_url) = scripted_model::start().await;
     let port = free_port();
-    let extra = vec![
-        ("AIDEN_NEO4J_DATABASE", db.clone()),
-        ("AIDEN_AMQP_URI", amqp.clone()),
-        ("AIDEN_GRAPHITI_URL", graphiti_url.clone()),
-        ("AIDEN_UPKEEP_INTERVAL_MS", "0".into()),
-    ];
+    let extra = serve_env(&db, &amqp, &graphiti_url);
     let _serve = spawn_env(&["serve"], port, &extra);
     let _pools: Vec<_> = ["episode", "llm_call", "recall"]
         .into_iter()

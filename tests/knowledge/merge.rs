@@ -14,7 +14,8 @@ use serde_json::{json, Value};
 
 use super::recall::{conversation, new_user, ok, say};
 use super::{
-    database, drop_vhost, fresh_vhost, graphiti, park_pending_items, python_proc, root, wait_http,
+    database, drop_vhost, fresh_vhost, graphiti, park_pending_items, python_proc, root, serve_env,
+    wait_http,
 };
 
 const NAME: &str = "Grace Hopper";
@@ -103,12 +104,7 @@ async fn ent_5_a_users_entity_and_an_extracted_one_of_the_same_thing_become_one_
     wait_http(&format!("{graphiti_url}/healthz"), Duration::from_secs(60)).await;
     park_pending_items(&db).await;
     let port = free_port();
-    let extra = vec![
-        ("AIDEN_NEO4J_DATABASE", db.clone()),
-        ("AIDEN_AMQP_URI", amqp.clone()),
-        ("AIDEN_GRAPHITI_URL", graphiti_url.clone()),
-        ("AIDEN_UPKEEP_INTERVAL_MS", "0".into()),
-    ];
+    let extra = serve_env(&db, &amqp, &graphiti_url);
     let _serve = spawn_env(&["serve"], port, &extra);
     let _episodes = spawn_env(&["worker", "--type", "episode"], port, &extra);
     let admin = Api::local(port);

@@ -14,7 +14,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{
-    database, drop_vhost, fresh_vhost, graphiti, park_pending_items, query_value, root, wait_http,
+    database, drop_vhost, fresh_vhost, graphiti, park_pending_items, query_value, root, serve_env,
+    wait_http,
 };
 
 #[derive(Deserialize)]
@@ -169,12 +170,7 @@ async fn srch_1_2_3_paraphrased_questions_find_their_fact_and_never_another_user
     wait_http(&format!("{graphiti_url}/healthz"), Duration::from_secs(60)).await;
     park_pending_items(&db).await;
     let port = free_port();
-    let extra = vec![
-        ("AIDEN_NEO4J_DATABASE", db.clone()),
-        ("AIDEN_AMQP_URI", amqp.clone()),
-        ("AIDEN_GRAPHITI_URL", graphiti_url.clone()),
-        ("AIDEN_UPKEEP_INTERVAL_MS", "0".into()),
-    ];
+    let extra = serve_env(&db, &amqp, &graphiti_url);
     let _serve = spawn_env(&["serve"], port, &extra);
     let mut episodes = spawn_env(&["worker", "--type", "episode"], port, &extra);
     let admin = Api::local(port);

@@ -264,6 +264,27 @@ pub fn cluster_env(vhost: &str) -> Vec<(&'static str, String)> {
 /// call (shown to the model as `slow_call`).
 pub async fn define_agent(api: &Api, upstream: &str, model_url: &str, tag: &str) -> String {
     let _ = define(api, upstream, tag, 0).await;
+    scripted_model_tool(api, model_url, tag).await;
+    let post = |path: &'static str, body: Value| async move {
+        let (s, b) = api.call(reqwest::Method::POST, path, Some(body)).await;
+        assert_eq!(s, 201, "{path}: {b}");
+    };
+    let id = format!("agentproc-{tag}");
+    post(
+        "/v1/processes",
+        json!({"id": id, "name": "fault agent", "initialContext": ["question"],
+        "steps": [{"id": "answer", "tool": format!("model-{tag}"),
+                   "agent": {"tools": [format!("tool-{tag}")]},
+                   "inputs": {"message": "{{question}}"}, "output": {"variable": "a"}}],
+        "outputTemplate": "{{a.text}}"}),
+    )
+    .await;
+    id
+}
+
+/// An `llm_provider` Service `svc-llm-<tag>` and its `llm_call` Tool `model-<tag>` (OpenAI wire)
+/// on the scripted model at `model_url`: the Tool's id.
+pub async fn scripted_model_tool(api: &Api, model_url: &str, tag: &str) -> String {
     let post = |path: &'static str, body: Value| async move {
         let (s, b) = api.call(reqwest::Method::POST, path, Some(body)).await;
         assert_eq!(s, 201, "{path}: {b}");
@@ -286,17 +307,7 @@ pub async fn define_agent(api: &Api, upstream: &str, model_url: &str, tag: &str)
         "outputSchema": {"type": "object"}, "enabled": true}),
     )
     .await;
-    let id = format!("agentproc-{tag}");
-    post(
-        "/v1/processes",
-        json!({"id": id, "name": "fault agent", "initialContext": ["question"],
-        "steps": [{"id": "answer", "tool": format!("model-{tag}"),
-                   "agent": {"tools": [format!("tool-{tag}")]},
-                   "inputs": {"message": "{{question}}"}, "output": {"variable": "a"}}],
-        "outputTemplate": "{{a.text}}"}),
-    )
-    .await;
-    id
+    format!("model-{tag}")
 }
 
 /// Starts a run of `process` with `{q}` as its input and hands back the raw answer (its status

@@ -211,9 +211,11 @@ pub fn server() -> &'static Server {
                     TEST_INSTANCE_ID,
                     aiden_engine::DEFAULT_LEASE_TTL,
                 );
+                let clock = hour_pinned_clock();
                 let engine =
                     aiden_engine::Engine::new(graph.clone(), amqp.clone(), notifier.clone())
-                        .with_lease(lease);
+                        .with_lease(lease)
+                        .with_clock(clock.clone());
                 tokio::spawn(aiden_engine::relay_deltas(amqp.clone(), notifier.clone()));
                 let door = engine.door();
                 tokio::spawn(engine.run());
@@ -237,7 +239,7 @@ pub fn server() -> &'static Server {
                     .with_broker(&amqp)
                     .with_auth_policy(&auth)
                     .with_engine_door(door)
-                    .with_quota_clock(hour_pinned_clock());
+                    .with_clock(clock);
                 app.bootstrap_admin(&token).await.expect("bootstrap admin");
                 // Memory upkeep, ticking fast so its tests settle quickly.
                 tokio::spawn(
@@ -294,9 +296,10 @@ impl Server {
 /// A fresh id with a readable prefix, unique across tests and runs.
 /// A source address no other test of this binary uses (the test server counts failed
 /// authentications per source, USR-4).
-/// Hourly quota windows (AGT-10) are clock hours. The tests' server counts them on a clock that
-/// starts at the top of the hour it started in and runs at the real pace, so no suite (each well
-/// under an hour) sees a window roll over between the starts it races.
+/// Hourly quota windows (AGT-10) are clock hours and spend windows (AGT-14) UTC days. The tests'
+/// server (its API and its engine) counts them on a clock that starts at the top of the hour it
+/// started in and runs at the real pace, so no suite (each well under an hour) sees a window roll
+/// over between the starts and spends it races.
 fn hour_pinned_clock() -> aiden_service::Clock {
     use chrono::Timelike;
     let now = chrono::Utc::now();

@@ -4,6 +4,7 @@
 
 pub mod access;
 pub mod checked;
+pub mod clock;
 pub mod conversation;
 pub mod error;
 pub mod execution;

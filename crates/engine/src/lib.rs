@@ -207,6 +207,13 @@ impl Engine {
         self
     }
 
+    /// The clock that says which day's spend windows (AGT-14) the engine charges: the system
+    /// clock unless a test pins one (the same the API's start checks read).
+    pub fn with_clock(mut self, clock: aiden_domain::clock::Clock) -> Self {
+        self.ledger.clock = clock;
+        self
+    }
+
     pub fn lease(&self) -> Lease {
         self.lease.clone()
     }

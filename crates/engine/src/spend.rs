@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use aiden_domain::clock::Clock;
 use aiden_domain::execution::cost::{day_of, PriceTable};
 use aiden_domain::process::Subject;
 use aiden_graph::Graph;
@@ -20,6 +21,8 @@ pub struct Ledger {
     day: String,
     spent: HashMap<String, u64>,
     loaded: bool,
+    /// Which UTC day it is (the system clock, or the one a test pins).
+    pub clock: Clock,
 }
 
 impl Ledger {
@@ -29,6 +32,7 @@ impl Ledger {
             day: String::new(),
             spent: HashMap::new(),
             loaded: false,
+            clock: Clock::system(),
         }
     }
 
@@ -40,7 +44,7 @@ impl Ledger {
 
     /// Reads today's windows unless they are in memory already.
     pub async fn ensure_today(&mut self, graph: &Graph) -> Result<(), aiden_graph::Error> {
-        let day = day_of(chrono::Utc::now());
+        let day = day_of(self.clock.now());
         if self.loaded && day == self.day {
             return Ok(());
         }

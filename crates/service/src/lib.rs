@@ -37,10 +37,10 @@ pub mod views;
 use aiden_graph::Graph;
 
 pub use admission::Admission;
+pub use aiden_domain::clock::Clock;
 pub use audit::{Auditor, Finding};
 pub use auth::{AuthPolicy, AuthRefusal, NewToken, NewUser, Token, User};
 pub use error::Error;
-pub use limits::Clock;
 pub use processes::ProcessVersion;
 pub use runs::{run_view, RunQuery, RunStarted};
 pub use secrets::{NewSecret, SecretPatch};
@@ -101,7 +101,7 @@ pub struct App {
     /// Where search embeds queries; how retrieved context is chosen (issue #37).
     recall: recall::RecallSettings,
     /// What time it is for quota windows (AGT-10): the system clock, unless a test pins it.
-    quota_clock: limits::Clock,
+    clock: Clock,
 }
 
 impl App {
@@ -126,14 +126,14 @@ impl App {
             door: None,
             admission: Admission::default(),
             recall: recall::RecallSettings::default(),
-            quota_clock: limits::Clock::system(),
+            clock: Clock::system(),
         }
     }
 
-    /// The clock hourly quota windows (AGT-10) read: a test pins it so that racing starts never
-    /// straddle the top of an hour.
-    pub fn with_quota_clock(mut self, clock: limits::Clock) -> Self {
-        self.quota_clock = clock;
+    /// The clock the start checks read: hourly quota windows (AGT-10) and the day of the daily
+    /// spend windows (AGT-14). A test pins it so racing starts never straddle a window's end.
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
         self
     }
 

@@ -14,26 +14,7 @@ use aiden_graph::limits::{self, Subject};
 
 use crate::{Error, Result};
 
-/// What time it is, for the hourly quota windows: the system clock in production; tests pin it
-/// (`App::with_quota_clock`) instead of waiting out the top of an hour.
-#[derive(Clone)]
-pub struct Clock(std::sync::Arc<dyn Fn() -> chrono::DateTime<chrono::Utc> + Send + Sync>);
-
-impl Clock {
-    pub fn system() -> Self {
-        Self::from_fn(chrono::Utc::now)
-    }
-
-    pub fn from_fn(f: impl Fn() -> chrono::DateTime<chrono::Utc> + Send + Sync + 'static) -> Self {
-        Self(std::sync::Arc::new(f))
-    }
-
-    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
-        (self.0)()
-    }
-}
-
-/// Checks and counts one start of `process_id` by `caller`, at `now` (the quota clock's).
+/// Checks and counts one start of `process_id` by `caller`, at `now` (the App's clock).
 pub(crate) async fn check_start(
     tx: &mut aiden_graph::Tx,
     caller: &Caller,
@@ -46,7 +27,7 @@ pub(crate) async fn check_start(
         (Subject::Process(process_id), process_quota),
         (Subject::User(user_id), caller.quota.as_ref()),
     ];
-    check_budgets(tx, &subjects).await?;
+    check_budgets(tx, &subjects, now).await?;
     for (subject, quota) in &subjects {
         if let Some(q) = quota {
             count_start(tx, subject, q, now).await?;
@@ -116,8 +97,8 @@ async fn count_start(
 async fn check_budgets(
     tx: &mut aiden_graph::Tx,
     subjects: &[(Subject<'_>, Option<&Quota>)],
+    now: chrono::DateTime<chrono::Utc>,
 ) -> Result<()> {
-    let now = chrono::Utc::now();
     let day = day_of(now);
     let budgeted: Vec<(String, &Subject<'_>, u64)> = subjects
         .iter()

@@ -231,7 +231,7 @@ impl App {
             let loaded = &cached.loaded;
             check_runnable(caller, process_id, loaded)?;
             let quota = loaded.plan.quota.as_ref();
-            let at = self.quota_clock.now();
+            let at = self.clock.now();
             crate::limits::check_start(&mut tx, caller, process_id, quota, at).await?;
             let loaded_us = clock.elapsed().as_micros() as u64;
             let new_run = cached_run(caller, process_id, &cached, &inputs, trigger.clone())?;

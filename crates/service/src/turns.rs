@@ -138,7 +138,7 @@ impl App {
         at: &Attachment,
     ) -> Result<AgentRun> {
         let loaded = load_runnable(tx, caller, process_id).await?;
-        let quota_now = self.quota_clock.now();
+        let quota_now = self.clock.now();
         let quota = loaded.plan.quota.as_ref();
         crate::limits::check_start(tx, caller, process_id, quota, quota_now).await?;
         if let Some(name) = loaded

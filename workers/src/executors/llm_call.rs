@@ -1,22 +1,19 @@
-//! `llm_call` executor: OpenAI-compatible chat completions or the Anthropic Messages API over
-//! reqwest. The prompt is the Tool's `promptTemplate` (and `systemPrompt`) rendered over the
-//! input; model, temperature and max tokens come from `connectionParams`. Output:
-//! `{"text": …}`, or the parsed JSON with `responseFormat: json`. Telemetry: provider, model,
-//! token usage.
+//! `llm_call` executor: one model exchange through the Tool's [`provider`] (OpenAI-compatible
+//! chat completions or the Anthropic Messages API) over reqwest. A plain step's prompt is the
+//! Tool's `promptTemplate` (and `systemPrompt`) rendered over the input; an agent turn's is the
+//! loop's `{messages, tools}`. Model, temperature and max tokens come from `connectionParams`.
+//! Output: `{"text": …}`, the parsed JSON with `responseFormat: json`, or an agent turn's
+//! `{text, toolCalls}`. Telemetry: provider, model, token usage.
 
 use aiden_domain::execution::interpolate::render_string;
-use aiden_domain::tool::{LlmApi, Operation, ResponseFormat};
-use reqwest::header::HeaderValue;
+use aiden_domain::tool::{Operation, ResponseFormat};
 use serde_json::{json, Value};
 
 use super::http_status::{
     class_of_status, redact, same_origin_redirects, status_failure, transport_failure,
 };
-use super::llm_agent;
+use super::provider::{self, sse_payloads, Provider, Streamed};
 use crate::tool::{FailureClass, Invocation, Telemetry, TokenUsage, Tool, ToolFailure, ToolOutput};
-
-const ANTHROPIC_VERSION: &str = "2023-06-01";
-const DEFAULT_MAX_TOKENS: u64 = 1024;
 
 pub struct LlmCall {
     http: reqwest::Client,
@@ -70,137 +67,53 @@ impl LlmCall {
                 "not an llm_call operation",
             ));
         };
-        let provider = match api {
-            LlmApi::Openai => "openai",
-            LlmApi::Anthropic => "anthropic",
-        };
+        let provider = provider::for_api(api);
         let model = inv.connection.get("model").and_then(Value::as_str);
         let mut telemetry = Telemetry {
-            provider: Some(provider.into()),
+            provider: Some(provider.name().into()),
             model: model.map(str::to_owned),
             token_usage: None,
         };
-        let model = model.ok_or_else(|| {
-            fail(
-                FailureClass::InvalidRequest,
-                "connectionParams.model is required",
-                &telemetry,
-            )
-        })?;
+        let invalid = |message: &str, telemetry: &Telemetry| {
+            fail(FailureClass::InvalidRequest, message, telemetry)
+        };
+        let model =
+            model.ok_or_else(|| invalid("connectionParams.model is required", &telemetry))?;
         let endpoint = inv
             .endpoint()
-            .ok_or_else(|| {
-                fail(
-                    FailureClass::InvalidRequest,
-                    "no endpoint configured",
-                    &telemetry,
-                )
-            })?
+            .ok_or_else(|| invalid("no endpoint configured", &telemetry))?
             .trim_end_matches('/');
-        let render = |t: &str| {
-            render_string(t, inv.input)
-                .map_err(|e| fail(FailureClass::InvalidRequest, e.to_string(), &telemetry))
-        };
-        let (prompt, system) = if inv.agent_turn {
-            (String::new(), None)
-        } else {
-            (
-                render(prompt_template)?,
-                system_prompt.as_deref().map(render).transpose()?,
-            )
-        };
-        let temperature = inv.connection.get("temperature").and_then(Value::as_f64);
-        let max_tokens = inv.connection.get("maxTokens").and_then(Value::as_u64);
         let json_mode = *response_format == ResponseFormat::Json;
-        // Model answers stream (`step.delta`) unless the Tool says its server cannot; a plain
-        // step in JSON mode does not (its answer is data, read whole).
-        let stream = inv.deltas.is_some()
-            && (inv.agent_turn || !json_mode)
-            && inv.connection.get("stream").and_then(Value::as_bool) != Some(false);
-
-        let request = match api {
-            LlmApi::Openai => {
-                let mut messages = Vec::new();
-                if let Some(s) = &system {
-                    messages.push(json!({"role": "system", "content": s}));
-                }
-                messages.push(json!({"role": "user", "content": prompt}));
-                let mut body = json!({"model": model, "messages": messages});
-                if inv.agent_turn {
-                    let (messages, tools) = llm_agent::openai_request(inv.input);
-                    body["messages"] = json!(messages);
-                    if let Some(t) = tools {
-                        body["tools"] = json!(t);
-                    }
-                }
-                if stream {
-                    body["stream"] = json!(true);
-                    body["stream_options"] = json!({"include_usage": true});
-                }
-                if let Some(t) = temperature {
-                    body["temperature"] = json!(t);
-                }
-                if let Some(m) = max_tokens {
-                    body["max_tokens"] = json!(m);
-                }
-                if json_mode {
-                    body["response_format"] = json!({"type": "json_object"});
-                }
-                let mut req = self
-                    .http
-                    .post(format!("{endpoint}/chat/completions"))
-                    .json(&body);
-                if let Some(secret) = inv.secret {
-                    req = req.bearer_auth(secret.as_str());
-                }
-                req
+        // An agent turn's conversation is the loop's own; a plain step's is its rendered prompt.
+        let conversation = if inv.agent_turn {
+            inv.input.clone()
+        } else {
+            let render = |t: &str| {
+                render_string(t, inv.input).map_err(|e| invalid(&e.to_string(), &telemetry))
+            };
+            let mut messages = Vec::new();
+            if let Some(system) = system_prompt.as_deref().map(render).transpose()? {
+                messages.push(json!({"role": "system", "content": system}));
             }
-            LlmApi::Anthropic => {
-                let mut body = json!({"model": model,
-                    "max_tokens": max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-                    "messages": [{"role": "user", "content": prompt}]});
-                let mut system = system;
-                if inv.agent_turn {
-                    let (joined, messages, tools) = llm_agent::anthropic_request(inv.input);
-                    system = joined;
-                    body["messages"] = json!(messages);
-                    if let Some(t) = tools {
-                        body["tools"] = json!(t);
-                    }
-                }
-                if stream {
-                    body["stream"] = json!(true);
-                }
-                if let Some(s) = &system {
-                    body["system"] = json!(s);
-                }
-                if let Some(t) = temperature {
-                    body["temperature"] = json!(t);
-                }
-                let url = if endpoint.ends_with("/v1") {
-                    format!("{endpoint}/messages")
-                } else {
-                    format!("{endpoint}/v1/messages")
-                };
-                let mut req = self
-                    .http
-                    .post(url)
-                    .header("anthropic-version", ANTHROPIC_VERSION)
-                    .json(&body);
-                if let Some(secret) = inv.secret {
-                    let mut key = HeaderValue::from_str(secret).map_err(|_| {
-                        fail(
-                            FailureClass::InvalidRequest,
-                            "the Secret is not a valid x-api-key header value",
-                            &telemetry,
-                        )
-                    })?;
-                    key.set_sensitive(true);
-                    req = req.header("x-api-key", key);
-                }
-                req
-            }
+            messages.push(json!({"role": "user", "content": render(prompt_template)?}));
+            json!({"messages": messages})
         };
+        let call = provider::Call {
+            model,
+            conversation,
+            temperature: inv.connection.get("temperature").and_then(Value::as_f64),
+            max_tokens: inv.connection.get("maxTokens").and_then(Value::as_u64),
+            json_mode,
+            // Model answers stream (`step.delta`) unless the Tool says its server cannot; a
+            // plain step in JSON mode does not (its answer is data, read whole).
+            stream: inv.deltas.is_some()
+                && (inv.agent_turn || !json_mode)
+                && inv.connection.get("stream").and_then(Value::as_bool) != Some(false),
+        };
+        let secret = inv.secret.map(|s| s.as_str());
+        let request = provider
+            .request(&self.http, endpoint, secret, &call)
+            .map_err(|m| invalid(m, &telemetry))?;
         let resp = request.timeout(inv.timeout).send().await.map_err(|e| {
             let mut f = transport_failure(e);
             f.telemetry = telemetry.clone();
@@ -213,8 +126,8 @@ impl LlmCall {
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
-        if stream && streaming && (200..300).contains(&status) {
-            return self.read_stream(api, resp, inv, telemetry).await;
+        if call.stream && streaming && (200..300).contains(&status) {
+            return read_stream(provider, resp, inv, telemetry).await;
         }
         let text = resp.text().await.map_err(|e| {
             let mut f = transport_failure(e);
@@ -234,53 +147,12 @@ impl LlmCall {
                 &telemetry,
             )
         })?;
-        let (content, usage) = match api {
-            LlmApi::Openai => (
-                answer
-                    .pointer("/choices/0/message/content")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-                answer.get("usage").map(|u| TokenUsage {
-                    prompt_tokens: u["prompt_tokens"].as_u64().unwrap_or(0),
-                    completion_tokens: u["completion_tokens"].as_u64().unwrap_or(0),
-                    total_tokens: u["total_tokens"].as_u64().unwrap_or(0),
-                }),
-            ),
-            LlmApi::Anthropic => (
-                answer
-                    .get("content")
-                    .and_then(Value::as_array)
-                    .map(|blocks| {
-                        blocks
-                            .iter()
-                            .filter(|b| b["type"] == "text")
-                            .filter_map(|b| b["text"].as_str())
-                            .collect::<Vec<_>>()
-                            .join("")
-                    }),
-                answer.get("usage").map(|u| {
-                    let (i, o) = (
-                        u["input_tokens"].as_u64().unwrap_or(0),
-                        u["output_tokens"].as_u64().unwrap_or(0),
-                    );
-                    TokenUsage {
-                        prompt_tokens: i,
-                        completion_tokens: o,
-                        total_tokens: i + o,
-                    }
-                }),
-            ),
-        };
         if let Some(m) = answer.get("model").and_then(Value::as_str) {
             telemetry.model = Some(m.to_owned());
         }
-        telemetry.token_usage = usage;
+        telemetry.token_usage = provider.usage(&answer);
         if inv.agent_turn {
-            let turn = match api {
-                LlmApi::Openai => llm_agent::openai_answer(&answer),
-                LlmApi::Anthropic => llm_agent::anthropic_answer(&answer),
-            };
-            let value = turn.ok_or_else(|| {
+            let value = provider.turn(&answer).ok_or_else(|| {
                 fail(
                     FailureClass::ToolError,
                     "provider answer has neither text nor tool calls",
@@ -289,7 +161,7 @@ impl LlmCall {
             })?;
             return Ok(ToolOutput { value, telemetry });
         }
-        let content = content.ok_or_else(|| {
+        let content = provider.text(&answer).ok_or_else(|| {
             fail(
                 FailureClass::ToolError,
                 "provider answer has no message content",
@@ -311,58 +183,52 @@ impl LlmCall {
     }
 }
 
-impl LlmCall {
-    /// A streamed answer: text goes to the deltas sink as it arrives; the output is what the
-    /// non-streamed answer gives (`{text, toolCalls}` for an agent turn, `{text}` otherwise).
-    async fn read_stream(
-        &self,
-        api: &LlmApi,
-        resp: reqwest::Response,
-        inv: &Invocation<'_>,
-        mut telemetry: Telemetry,
-    ) -> Result<ToolOutput, ToolFailure> {
-        use futures::StreamExt;
-        let mut body = resp.bytes_stream();
-        let mut buffer = String::new();
-        let mut answer = llm_agent::Streamed::default();
-        while let Some(chunk) = body.next().await {
-            let chunk = chunk.map_err(|e| {
-                let mut f = transport_failure(e);
-                f.telemetry = telemetry.clone();
-                f
-            })?;
-            buffer.push_str(&String::from_utf8_lossy(&chunk));
-            for data in llm_agent::sse_payloads(&mut buffer) {
-                let text = match api {
-                    LlmApi::Openai => answer.openai(&data),
-                    LlmApi::Anthropic => answer.anthropic(&data),
-                };
-                if let (Some(text), Some(sink)) = (text, inv.deltas) {
-                    let _ = sink.send(text);
-                }
+/// A streamed answer: text goes to the deltas sink as it arrives; the output is what the
+/// non-streamed answer gives (`{text, toolCalls}` for an agent turn, `{text}` otherwise).
+async fn read_stream(
+    provider: &dyn Provider,
+    resp: reqwest::Response,
+    inv: &Invocation<'_>,
+    mut telemetry: Telemetry,
+) -> Result<ToolOutput, ToolFailure> {
+    use futures::StreamExt;
+    let mut body = resp.bytes_stream();
+    let mut buffer = String::new();
+    let mut answer = Streamed::default();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(|e| {
+            let mut f = transport_failure(e);
+            f.telemetry = telemetry.clone();
+            f
+        })?;
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+        for data in sse_payloads(&mut buffer) {
+            let text = provider.stream_event(&mut answer, &data);
+            if let (Some(text), Some(sink)) = (text, inv.deltas) {
+                let _ = sink.send(text);
             }
         }
-        if let Some(m) = answer.model.clone() {
-            telemetry.model = Some(m);
-        }
-        telemetry.token_usage = answer.usage.map(|(i, o)| TokenUsage {
-            prompt_tokens: i,
-            completion_tokens: o,
-            total_tokens: i + o,
-        });
-        let mut value = answer.answer();
-        if !inv.agent_turn {
-            if value["text"].is_null() {
-                return Err(fail(
-                    FailureClass::ToolError,
-                    "provider answer has no message content",
-                    &telemetry,
-                ));
-            }
-            value = json!({"text": value["text"]});
-        }
-        Ok(ToolOutput { value, telemetry })
     }
+    if let Some(m) = answer.model.clone() {
+        telemetry.model = Some(m);
+    }
+    telemetry.token_usage = answer.usage.map(|(i, o)| TokenUsage {
+        prompt_tokens: i,
+        completion_tokens: o,
+        total_tokens: i + o,
+    });
+    let mut value = answer.answer();
+    if !inv.agent_turn {
+        if value["text"].is_null() {
+            return Err(fail(
+                FailureClass::ToolError,
+                "provider answer has no message content",
+                &telemetry,
+            ));
+        }
+        value = json!({"text": value["text"]});
+    }
+    Ok(ToolOutput { value, telemetry })
 }
 
 /// The class of a provider's error answer: by status (429 rate limited, 5xx and Anthropic's

@@ -2,9 +2,9 @@
 
 pub mod graph_query;
 pub mod http_status;
-pub mod llm_agent;
 pub mod llm_call;
 pub mod mcp_call;
+pub mod provider;
 pub mod recall;
 pub mod rest_api;
 

@@ -57,7 +57,7 @@ pub struct TokenUsage {
     pub total_tokens: u64,
 }
 
-/// Seed 002's per-call telemetry that the executor knows (the pool adds latency and retries).
+/// The per-call telemetry the executor knows (the pool adds latency and retries).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Telemetry {
@@ -75,7 +75,7 @@ pub struct ToolOutput {
     pub telemetry: Telemetry,
 }
 
-/// EXEC-4 / seed 002 failure classes. Only the first four are retried.
+/// EXEC-4 failure classes. Only the first four are retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum FailureClass {

@@ -154,9 +154,10 @@ pub enum EngineMessage {
         finished_at: String,
         #[serde(flatten)]
         outcome: StepOutcome,
-        /// Seed 002 telemetry (provider, model, tokenUsage, latencyMs).
+        /// The call's telemetry (provider, model, tokenUsage, latencyMs), kept on its StepRun.
         telemetry: Value,
-        /// Seed 000 §7.4.1 hash of the rendered input (never the input itself).
+        /// The audit hash of the rendered input (`aiden_domain::execution::audit_hash`), never the
+        /// input itself.
         input_hash: Option<String>,
     },
 }

@@ -24,7 +24,7 @@ fn visible_to(row: &EntityRow, caller: &Caller) -> bool {
         || row.owners.iter().any(|o| o == caller.id.as_str())
 }
 
-/// The Entity as the API shows it: `sources` is its provenance (seed 001 EntitySource): the
+/// The Entity as the API shows it: `sources` is its provenance: the
 /// user who created it, and one `graphiti` entry per Episode that mentions it.
 pub fn entity_view(row: &EntityRow) -> EntityView {
     let mut sources = Vec::new();

@@ -66,7 +66,7 @@ pub struct TreeWindow {
     pub to_sequence: i64,
 }
 
-/// An Entity with its provenance (seed 001 EntitySource).
+/// An Entity with its provenance (`sources`: who created it, which Episodes mention it).
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EntityView {

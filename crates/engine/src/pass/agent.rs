@@ -27,7 +27,7 @@ struct AgentInputs {
     preferences: Option<String>,
 }
 
-/// A model turn's reported token usage (seed 002 telemetry `tokenUsage`).
+/// A model turn's reported token usage (its telemetry's `tokenUsage`).
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Usage {
     total: u64,
@@ -431,7 +431,7 @@ impl Pass<'_> {
         self.fail_step_now(run_id, agent, error);
     }
 
-    /// Seed 004 §4.3: one audit record for the whole pipeline (router, policy, the executor's
+    /// AGT-16: one audit record for the whole pipeline (router, policy, the executor's
     /// calls and round trips, post-hooks), beside the per-call records, on the agent's step run.
     fn audit_pipeline(&mut self, run_id: &str, agent: usize, status: &str, output: &Value) {
         let (now, now_ms) = (self.now.clone(), self.now_ms);

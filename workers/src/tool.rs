@@ -32,7 +32,7 @@ pub struct Invocation<'a> {
     pub input: &'a Value,
     /// Per-call deadline (step `execution.timeout`, else the Tool's default).
     pub timeout: Duration,
-    /// A model turn of an agent loop (issue #11): `input` is `{messages, tools}`, and an
+    /// A model turn of an agent loop: `input` is `{messages, tools}`, and an
     /// `llm_call` answers `{text, toolCalls}`.
     pub agent_turn: bool,
     /// Where a streaming executor sends text as it arrives (`step.delta`), when wanted.

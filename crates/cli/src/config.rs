@@ -81,7 +81,7 @@ pub struct ServeArgs {
     pub recall: RecallArgs,
 }
 
-/// Search and retrieved context (issue #37).
+/// Search and retrieved context.
 #[derive(Args, Clone)]
 pub struct RecallArgs {
     /// The Graphiti service, whose embedder turns a query into the vector content is compared

@@ -1,4 +1,4 @@
-//! Entities on the mutation path (issue #9): user-created ones (ENT-1), a Conversation's
+//! Entities on the mutation path: user-created ones (ENT-1), a Conversation's
 //! active entities (HAS_ACTIVE_ENTITY), and the `activeEntities` working memory shows.
 //! Visibility (ENT-2, OWN-2): an Entity is visible to its creator and to the owners of the
 //! conversations it was extracted in or is mentioned by; anything else answers 404.

@@ -205,7 +205,7 @@ pub struct RunView {
     pub created_at: String,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
-    /// Set when no request started the run (memory upkeep, issue #15).
+    /// Set when no request started the run (memory upkeep).
     #[serde(default)]
     pub trigger: Option<RunTrigger>,
     pub steps: Vec<StepView>,

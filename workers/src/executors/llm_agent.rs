@@ -1,4 +1,4 @@
-//! The wire format of an agent's model turn (issue #11): the loop's provider-neutral
+//! The wire format of an agent's model turn: the loop's provider-neutral
 //! `{messages, tools}` as an OpenAI chat-completions or Anthropic Messages request, and the
 //! answer back as `{text, toolCalls: [{id, name, arguments}]}`.
 

@@ -76,7 +76,7 @@ pub struct Step {
     pub output: StepOutput,
     #[serde(default)]
     pub execution: Execution,
-    /// An agent step (issue #11): `tool` is the model (an `llm_call` Tool) and the step runs
+    /// An agent step: `tool` is the model (an `llm_call` Tool) and the step runs
     /// the tool-call loop over `agent.tools`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentSpec>,

@@ -1,4 +1,4 @@
-//! Agent steps (issue #11) inside an engine pass. The loop itself is pure
+//! Agent steps inside an engine pass. The loop itself is pure
 //! (`aiden_domain::execution::agent`); here each of its actions becomes durable state: every
 //! model turn and tool call is a step run of its own (`<step>#m<n>`, `<step>#t<n>`), created
 //! in the pass that decides it, dispatched to its Tool's typed pool like any step (retries,

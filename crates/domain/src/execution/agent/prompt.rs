@@ -141,7 +141,7 @@ pub fn layers_from_memory(memory: &Value, message: &str) -> (Vec<String>, Vec<Me
             _ => {}
         }
     }
-    // Recall (issue #37): the owner's memories and knowledge most like the message, by
+    // Recall: the owner's memories and knowledge most like the message, by
     // similarity, already within working memory's token budget for them.
     for r in memory["retrievedContext"].as_array().into_iter().flatten() {
         if let Some(text) = r["text"].as_str().filter(|t| !t.is_empty()) {

@@ -1,4 +1,4 @@
-//! Agents that use Tools (issue #11), end to end on the real Bolt server and RabbitMQ: an agent
+//! Agents that use Tools, end to end on the real Bolt server and RabbitMQ: an agent
 //! step's loop against a scripted model that speaks the OpenAI chat-completions and Anthropic
 //! Messages wire formats with tool calls, and REST tools on a local upstream that counts calls.
 //!

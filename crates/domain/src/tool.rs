@@ -55,7 +55,7 @@ pub enum HttpMethod {
     Head,
 }
 
-/// What a Tool does, by operation type (contract.md, "operation by Service type").
+/// What a Tool does, by operation type (TOOL-4: it fits the Service's type).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(
     tag = "type",

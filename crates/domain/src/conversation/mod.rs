@@ -230,7 +230,7 @@ pub struct SummaryPatch {
     pub content: Option<String>,
 }
 
-/// The names an agent run's initial context offers (contract: agent-turns).
+/// The names an agent run's initial context offers (`POST …/agent-turns`, AGT-8).
 pub const AGENT_CONTEXT: [&str; 5] = [
     "conversationId",
     "turnId",

@@ -1,5 +1,5 @@
 //! The scheduler: given a run's plan, its step statuses and its variables, what happens next.
-//! Pure; the engine persists whatever it decides. Semantics (contract.md):
+//! Pure; the engine persists whatever it decides. Semantics:
 //! - a `sequential` step waits for every earlier step to settle, a `parallel` step only for
 //!   its `dependsOn`;
 //! - a ready step whose `condition` renders empty/`false`/`0` is `skipped`, its variable `null`;

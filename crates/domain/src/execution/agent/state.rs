@@ -101,7 +101,7 @@ pub struct Decision {
     pub expires_ms: Option<i64>,
 }
 
-/// `POST /v1/runs/{id}/approvals` (contract "Agents").
+/// `POST /v1/runs/{id}/approvals` (AGT-9).
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ApprovalRequest {

@@ -123,9 +123,9 @@ pub fn assemble(layers: &Layers, offers_tools: bool) -> Vec<Message> {
     out
 }
 
-/// Layers 4 and 5 from a working memory value (as `GET …/working-memory` answers it): summaries, active
-/// entities and retrieved context (recall) as layer 4; the immediate path (without the message being
-/// answered, which is its last entry) as history.
+/// Layers 4 and 5 from a working memory value (as `GET …/working-memory` answers it):
+/// summaries, active entities and retrieved context (recall) as layer 4; the immediate path
+/// (without the message being answered, which is its last entry) as history.
 pub fn layers_from_memory(memory: &Value, message: &str) -> (Vec<String>, Vec<Message>) {
     let mut retrieved = Vec::new();
     for s in memory["summaries"].as_array().into_iter().flatten() {

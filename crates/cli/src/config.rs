@@ -1,4 +1,5 @@
-//! Settings: flags with `AIDEN_*` environment fallbacks and the contract's defaults.
+//! Settings: flags with `AIDEN_*` environment fallbacks and their defaults (README.md,
+//! "Programs and configuration").
 
 use anyhow::Context;
 use clap::Args;

@@ -625,7 +625,7 @@ fn text_of(map: &Value, key: &str) -> Option<String> {
     map.get(key).and_then(Value::as_str).map(str::to_owned)
 }
 
-/// The contract's run shape.
+/// A run as the API shows it.
 pub fn run_view(row: &runs::RunRow) -> Result<RunView> {
     let r = &row.run;
     let live = in_flight(r);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The conversation benchmark (issue #4): one conversation 1,000 turns deep with 3 alternatives
+# The conversation benchmark: one conversation 1,000 turns deep with 3 alternatives
 # per turn, built through the public API of a release `aiden serve` on the local stack; prints
 # p50/p99 per operation (append, add alternative, switch, working memory at depth 10/100/1000,
 # tree). No workers are needed: every turn is a user turn.

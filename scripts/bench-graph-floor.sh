@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The graph server's floor (issue #10): Neo4j's CPU per row for the cheapest durable writes,
+# The graph server's floor: Neo4j's CPU per row for the cheapest durable writes,
 # batched as the engine's passes are, on a warm JVM and an empty graph (the stack's bench
 # instance, wiped before and stopped after).
 # One JSON line per shape (create, update, create_linked, step); see bench/src/graph_floor.rs.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The knowledge-layer benchmark (issue #9). Each phase runs on its own RabbitMQ virtual host and
+# The knowledge-layer benchmark. Each phase runs on its own RabbitMQ virtual host and
 # its own release `aiden serve` (API + outbox relay), on the stack's main Neo4j:
 #   with      `aiden worker --type episode`, the Graphiti service (graphiti-core on the same
 #             Neo4j database, AIDEN_NEO4J_* of .stack/env) and the scripted OpenAI-compatible LLM (workers/graphiti/fake_llm.py) run

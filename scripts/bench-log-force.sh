@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How Neo4j forces its transaction log under the execution benchmark (issue #35): the graph
+# How Neo4j forces its transaction log under the execution benchmark: the graph
 # server's commits against its fdatasync/fsync calls while `scripts/bench.sh` runs on the running
 # main instance (AIDEN_BENCH_REUSE_STACK=1). Commits are those the stack's processes counted
 # (`aiden_graph_commits_total`, the benchmark's `per_step.graph_commits`: Community has no

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Memory upkeep's report (issue #15): a release `aiden serve` with its upkeep loop, one llm_call
+# Memory upkeep's report: a release `aiden serve` with its upkeep loop, one llm_call
 # worker pool and the scripted model; `aiden-bench-memory` builds a --turns conversation with
 # and without compression and prints working memory (tokens) at the end and on average, the
 # number of compressions and the lag from crossing the budget to the Summary being used.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Where the CPU of a `chain3` step goes, by part and by function (issue #36). Runs the execution
+# Where the CPU of a `chain3` step goes, by part and by function. Runs the execution
 # benchmark's chain3 long enough to sample its steady state (1,000 warm-up runs, then
 # --scale 30: 15,000 runs), and once it is measuring, for --seconds (default 20) after 5 s:
 #   - Neo4j with Java Flight Recorder (settings=profile: jdk.ExecutionSample of Java threads),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The recall benchmark (issue #37): search latency at 10,000 Episodes and the embedder's
+# The recall benchmark: search latency at 10,000 Episodes and the embedder's
 # throughput, on the stack's main Neo4j. A release `aiden serve` (own RabbitMQ virtual host),
 # the episode pool and the Graphiti service with its default embedder (all-MiniLM-L6-v2 on this
 # machine; no LLM, so extraction is off and the Episodes carry content only) ingest N messages

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The execution benchmark (issue #3): everything local — graph, broker, API + engine, one
+# The execution benchmark: everything local — graph, broker, API + engine, one
 # rest_api worker pool, nginx echo on 127.0.0.1:18080 — every step durable in the graph.
 # Prints one JSON line per scenario (chain3, chain3_seq, fanout4, the peers' order), after 1,000
 # unmeasured runs of each workload used (--warmup N), on a graph server and broker it has just
@@ -8,12 +8,12 @@
 #   scripts/bench.sh [--scale 0.1] [--scenarios chain3_seq,chain3] [--warmup N]
 #   scripts/bench.sh --scenarios agent_loop
 #       an agent step (model turn, echo tool call, model turn) against a scripted model, one
-#       run at a time: the loop's overhead per tool call (issue #11's report)
+#       run at a time: the loop's overhead per tool call
 #   scripts/bench.sh --scenarios chain3_history [--history-runs 50000]
 #       chain3 on a new, empty database, then again once it holds 50,000 completed runs
 #       (about 3-4 minutes here), on the stack's third Neo4j instance, wiped first.
 #   AIDEN_BENCH_QUEUE_TYPE=quorum scripts/bench.sh ...
-#       the same on quorum queues (issue #12), in a fresh vhost of their own
+#       the same on quorum queues, in a fresh vhost of their own
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -72,7 +72,7 @@ WORKER_METRICS=127.0.0.1:$((PORT + 1))
 pids+=($!)
 case " $* " in
   *agent_loop*)
-    # The agent scenario's model turns (issue #11) run on the llm_call pool.
+    # The agent scenario's model turns run on the llm_call pool.
     "$BIN/aiden" worker --type llm_call --concurrency 8 >.stack/bench-worker-llm.log 2>&1 &
     pids+=($!)
     ;;
@@ -86,7 +86,7 @@ curl -fsS "http://$AIDEN_HTTP_ADDR/readyz" >/dev/null 2>&1 || {
   exit 1
 }
 # Measure only once this instance's engine drives runs: an engine that died without giving the
-# lease up (a killed test binary) holds it for up to AIDEN_ENGINE_LEASE_MS more (issue #12).
+# lease up (a killed test binary) holds it for up to AIDEN_ENGINE_LEASE_MS more.
 for _ in $(seq 1 60); do
   curl -fsS "http://$AIDEN_HTTP_ADDR/readyz" 2>/dev/null | grep -q "\"holder\":\"$AIDEN_INSTANCE_ID\"" && break
   sleep 0.5

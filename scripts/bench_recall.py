@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The recall benchmark's driver (issue #37), run by scripts/bench-recall.sh.
+"""The recall benchmark's driver, run by scripts/bench-recall.sh.
 
 Writes N user messages (Episodes once bound) over C conversations of one new user through the
 API, waits until the episode pool has bound and embedded them all, then times GET /v1/search

@@ -209,7 +209,7 @@ def condition(svc, dep):
 raw = yaml.safe_load(open(file))
 if isinstance(raw, dict) and "version" in raw:
     fail(f"{os.path.basename(file)} has a top-level `version:` key; the Compose spec has none")
-# A second API instance behind the `ha` profile (issue #12): same image and command, its own
+# A second API instance behind the `ha` profile: same image and command, its own
 # loopback port, and no fixed AIDEN_INSTANCE_ID (two instances sharing one would share the lease).
 api2 = ((raw or {}).get("services") or {}).get("api-2")
 if not api2:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The generated-client test (issue #13): generate a Python client from `aiden openapi` with
+# The generated-client test: generate a Python client from `aiden openapi` with
 # openapi-python-client (PyPI), then use only that client against a real `aiden serve` and a
 # graph_query worker pool to define a Tool and a Process, run it, and read its events.
 set -euo pipefail

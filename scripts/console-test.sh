@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The console's browser test (issue #14): a real `aiden serve` with an llm_call worker pool and
+# The console's browser test: a real `aiden serve` with an llm_call worker pool and
 # the scripted model, driven in Debian's headless Chromium over WebDriver (chromedriver) from
 # Python (selenium from PyPI; no browser is downloaded). Screenshots of every screen go to
 # $AIDEN_SCREENSHOTS (default target/console-screenshots).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Contract fuzzing (issue #13): schemathesis against a real `aiden serve`'s /openapi.json, with
+# Contract fuzzing: schemathesis against a real `aiden serve`'s /openapi.json, with
 # an admin token and then a user token, stateful links included; then `aiden check`.
 #   scripts/fuzz.sh           the long run: every check, >= 10,000 requests
 #   scripts/fuzz.sh --short   the run in scripts/test.sh: a fixed seed, 5 cases per

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Overload held (issue #38, item 4): one `aiden serve` with an admission bound
+# Overload held (admission): one `aiden serve` with an admission bound
 # (AIDEN_ADMIT_QUEUE_BOUND=200 ready messages in the run queues) and one rest_api pool on the
 # tests' stack. Measures the rate the stack sustains, starts runs at ten times that rate for
 # SECONDS (default 60), then prints the starts accepted and refused (503 with Retry-After),

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The top functions of each part of a `scripts/bench-profile.sh` recording (issue #36).
+"""The top functions of each part of a `scripts/bench-profile.sh` recording.
 
 Neo4j: Java Flight Recorder's execution samples, by the method on top of the stack (self
 time) and by the Neo4j component that method belongs to (its package, three levels deep).

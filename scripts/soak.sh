@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The soak (issue #12): 2 minutes of mixed load (Process runs, agent runs calling a Tool,
+# The soak: 2 minutes of mixed load (Process runs, agent runs calling a Tool,
 # conversations answered by agent turns, on the scripted model) against two `aiden serve`
 # instances and the worker pools, while 20 SIGKILLs hit random ones and RabbitMQ and Neo4j
 # are each restarted once. Prints runs lost or stuck, step results recorded twice,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Which documented statuses the test suite never produced (issue #13).
+"""Which documented statuses the test suite never produced.
 
     status-coverage.py OPENAPI_JSON STATUS_LOG
 

@@ -28,7 +28,7 @@ echo "test: cargo fmt --check, clippy -D warnings"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
-# Cypher stays Neo4j 5 (issue #12): Neo4j's own parser and semantic analysis over every
+# Cypher stays Neo4j 5: Neo4j's own parser and semantic analysis over every
 # statement, before it ever reaches the server (tools/cypher-lint, the repository's own).
 echo "test: cypher-lint cypher/ (Neo4j 5 parser and semantic analysis)"
 tools/cypher-lint/cypher-lint cypher/

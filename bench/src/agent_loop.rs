@@ -1,4 +1,4 @@
-//! `agent_loop` (issue #11's report): the overhead of the agent loop per tool call — from the
+//! `agent_loop`: the overhead of the agent loop per tool call — from the
 //! model turn that asks for a tool finishing to the next model turn starting, minus the tool's
 //! own latency — with a scripted OpenAI-compatible model served here (it asks for the echo tool
 //! once, then answers) and the nginx echo as the tool. Timestamps are the workers' own

@@ -1,4 +1,4 @@
-//! `aiden-bench-conversations`: the conversation benchmark (issue #4). Builds one conversation
+//! `aiden-bench-conversations`: the conversation benchmark. Builds one conversation
 //! `--depth` turns deep with `--alternatives` user Alternatives per Turn through the public API,
 //! timing every request, then times switches, working memory at several depths and the whole
 //! tree. Requests are sequential (latency, not throughput). Prints one JSON line per operation:

@@ -1,4 +1,4 @@
-//! Graph statements and broker messages per step (issue #10): the stack's own Prometheus
+//! Graph statements and broker messages per step: the stack's own Prometheus
 //! counters, scraped from `aiden serve` and the worker pool before and after a scenario.
 //! Statements: `aiden_graph_statement_seconds_count{file}` (every statement that succeeded);
 //! messages: `aiden_broker_publish_seconds_count` (confirmed) + `aiden_broker_unconfirmed_total`;

@@ -1,4 +1,4 @@
-//! CPU seconds per part of the stack during a scenario (issue #10's "CPU split per process"):
+//! CPU seconds per part of the stack during a scenario (where a step's CPU goes):
 //! user + system time of every process on the machine, read from `/proc`, grouped by what it
 //! is (graph, broker, engine, workers, nginx, client) and differenced across the scenario.
 //! `other` is whatever else ran meanwhile (this machine is shared), so a noisy window shows.

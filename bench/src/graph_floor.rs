@@ -1,4 +1,4 @@
-//! The graph server's floor (issue #10): what the cheapest durable writes cost it, batched as the
+//! The graph server's floor: what the cheapest durable writes cost it, batched as the
 //! engine batches a pass (one UNWIND statement of `--batch` rows, then COMMIT), on a warm JVM.
 //! It answers "how much graph CPU per step is left once everything of ours is gone": each shape
 //! prints the graph server's CPU (and its JIT's share) per row, next to the wall time per

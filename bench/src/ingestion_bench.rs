@@ -1,4 +1,4 @@
-//! `aiden-bench-ingestion`: the knowledge layer's benchmark (issue #9). Appends `--turns` user
+//! `aiden-bench-ingestion`: the knowledge layer's benchmark. Appends `--turns` user
 //! Turns round-robin over `--conversations` conversations (each Turn under the previous one of
 //! its conversation) at `--rate` Turns per second through the public API, timing every append;
 //! with `--phase with`, it then waits until every binding is final and reports the ingestion lag

@@ -4,7 +4,7 @@
 //! plus `cpu_s`, CPU seconds per part of the stack during the scenario (`cpu.rs`), and
 //! `per_step`, graph statements and broker messages per step (`counts.rs`).
 //! A run's latency is from `POST /v1/processes/{id}/runs` to its `run.completed` SSE event.
-//! `agent_loop` (issue #11) runs an agent step against a scripted model (`agent_loop.rs`).
+//! `agent_loop` runs an agent step against a scripted model (`agent_loop.rs`).
 
 mod agent_loop;
 mod api;
@@ -180,8 +180,8 @@ fn warmup_workloads<'a>(scenarios: &[String], ids: &'a Ids) -> Vec<(&'static str
     used
 }
 
-/// `chain3_history` (issue #10: cost must not grow with history): `chain3` on the graph as it
-/// is (scripts/bench.sh gives this scenario a new, empty database), then filled with completed
+/// `chain3_history` (a step must not cost more as completed runs pile up): `chain3` on the graph as
+/// it is (scripts/bench.sh gives this scenario a new, empty database), then filled with completed
 /// `chain3` runs (unmeasured, 64 in flight) until it holds `history_runs` of them, then `chain3`
 /// again. Prints the second measurement with the first under `empty` and their ratio.
 async fn history(

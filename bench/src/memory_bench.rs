@@ -1,4 +1,4 @@
-//! `aiden-bench-memory`: memory upkeep's report (issue #15). Builds two conversations of
+//! `aiden-bench-memory`: memory upkeep's report. Builds two conversations of
 //! `--turns` user Turns through the public API, one with compression (budget `--budget`, the
 //! compression Process on the scripted model) and one without (a budget it never reaches), and
 //! after every append reads working memory. Prints JSON lines: working memory at the end and

@@ -1,4 +1,4 @@
-// Runs (issue #3): a Run per execution of a Process version, a StepRun per step, an append-only
+// Runs: a Run per execution of a Process version, a StepRun per step, an append-only
 // RunEvent log keyed `runId#seq`, Worker nodes, tool-call audit records, idempotency requests.
 CREATE CONSTRAINT run_id IF NOT EXISTS FOR (n:Run) REQUIRE n.id IS UNIQUE;
 CREATE CONSTRAINT step_run_id IF NOT EXISTS FOR (n:StepRun) REQUIRE n.id IS UNIQUE;

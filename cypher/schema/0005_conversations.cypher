@@ -1,4 +1,4 @@
-// Conversations (issue #4): Conversation, ConversationTurn, Alternative and Summary nodes.
+// Conversations: Conversation, ConversationTurn, Alternative and Summary nodes.
 // Structural facts that never change (a Turn's conversation, depth and parent, an Alternative's
 // Turn and the Alternative it responds to) are kept as properties beside their edges, so reads
 // are index lookups, and `aiden check` audits that the two agree. `Alternative.seqKey` =

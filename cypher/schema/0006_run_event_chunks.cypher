@@ -1,4 +1,4 @@
-// Run events in chunks (issue #10): one RunEventChunk per run per engine pass holds that pass's
+// Run events in chunks: one RunEventChunk per run per engine pass holds that pass's
 // events (a JSON array, in sequence order), instead of one node per event. The log stays
 // append-only and ordered; `key` = `runId#firstSeq` makes an overlapping chunk impossible to
 // commit. RunEvent nodes written before this migration are still read.

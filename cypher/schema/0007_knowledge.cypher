@@ -1,4 +1,4 @@
-// The knowledge layer (issue #9). IngestItem is the outbox: content to ingest, created in the
+// The knowledge layer. IngestItem is the outbox: content to ingest, created in the
 // transaction that makes the content and deleted once its binding is final. Episodic and
 // Entity are graphiti-core's own labels and keys: the Graphiti service writes those nodes into
 // this same database, and creates the two uuid constraints below itself (same names) when it

@@ -1,4 +1,4 @@
-// Content written before the knowledge layer (issue #9) is ingested like new content: every
+// Content written before the knowledge layer is ingested like new content: every
 // Alternative with content and no binding yet gets its outbox item (EPI-3), in one statement.
 MATCH (a:Alternative)
 WHERE a.binding IS NULL AND a.content IS NOT NULL AND trim(a.content) <> ''

@@ -1,4 +1,4 @@
-// One graph you can ask (issue #16): references that were only properties become edges too
+// One graph you can ask: references that were only properties become edges too
 // (GRAPH-1..4, docs/queries.md). New records get them in the statement that writes them; this
 // gives records written before it theirs. The properties stay: hot paths look them up by index.
 CREATE INDEX tool_call_audit_at IF NOT EXISTS FOR (n:ToolCallAudit) ON (n.at);

@@ -1,4 +1,4 @@
-// Memory upkeep (issue #15). One settings node; one claim per loop subject (MEM-6: never two
+// Memory upkeep. One settings node; one claim per loop subject (MEM-6: never two
 // compressions of a conversation, introspections of a user or enrichments of an Entity at
 // once, across API instances); per-conversation counters; the introspection carousel, where
 // `slotKey` (`ownerId#position` while current, `archived:id` after) makes two notes in one

@@ -1,4 +1,4 @@
-// Users and tokens (issue #12): a user holds any number of bearer tokens, each an ApiToken node
+// Users and tokens: a user holds any number of bearer tokens, each an ApiToken node
 // with its own id (to revoke one) and only the SHA-256 of the token (USR-3). Tokens stored on
 // the User before this migration move to an ApiToken each; the bootstrap admin's keeps the id
 // `bootstrap-admin`, which `aiden serve` re-keys from AIDEN_ADMIN_TOKEN at every start.

@@ -1,4 +1,4 @@
-// MetricDefinition / MetricValue (issue #12). `nameKey` (scope + lower-cased name) is unique:
+// MetricDefinition / MetricValue. `nameKey` (scope + lower-cased name) is unique:
 // names are unique within a scope (MET-1) even under concurrent creates. Values are looked up
 // by their definition.
 CREATE CONSTRAINT metric_definition_id IF NOT EXISTS FOR (n:MetricDefinition) REQUIRE n.id IS UNIQUE;

@@ -1,4 +1,4 @@
-// The lean journal (issue #36): a tool step's StepRun is the audit record of its calls, and a
+// The lean journal: a tool step's StepRun is the audit record of its calls, and a
 // static step's Tool is reached through OF_STEP->CALLS_TOOL. Records written before it move to
 // that shape: each tool-call ToolCallAudit's facts onto its StepRun (the last attempt's input
 // hash and duration; retried attempts as `retriedAt`, `retriedMs` and a JSON `retryLog`; the

@@ -1,4 +1,4 @@
-// Recall (issue #37): the indexes search and retrieved context read. Content an Alternative,
+// Recall: the indexes search and retrieved context read. Content an Alternative,
 // Summary or Introspection holds is embedded when it is bound to its Episode and gains the label
 // `Embedded` (one vector index across the three kinds). The dimension is the embedder's (not
 // fixed here: 384 for the default all-MiniLM-L6-v2, another for an OpenAI-compatible endpoint).

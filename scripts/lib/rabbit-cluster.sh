@@ -1,4 +1,4 @@
-# A three-node RabbitMQ cluster on this machine (issue #38), sourced by scripts/stack.sh:
+# A three-node RabbitMQ cluster on this machine, sourced by scripts/stack.sh:
 # nodes aiden-mq1..3@localhost on AMQP ports 5682..5684 (Erlang distribution 25682..25684),
 # data under .stack/mq-cluster/N, one Erlang cookie (the user's), no plugins (so no port is
 # shared). Node 1 starts first; 2 and 3 join it. Every queue the runtime declares is then a

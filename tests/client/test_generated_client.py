@@ -1,4 +1,4 @@
-"""The generated-client test (issue #13), run by scripts/client-test.sh.
+"""The generated-client test, run by scripts/client-test.sh.
 
 Everything here goes through `aiden_client`, the package openapi-python-client generated from
 `aiden openapi`: if the document lies about a body or an answer, the typed models below fail to
@@ -201,7 +201,7 @@ def main():
     check([s.step_id for s in run.steps] == ["first", "second"], f"steps {run.steps}")
     check(all(s.attempts == 1 and s.worker_id for s in run.steps), f"steps {run.steps}")
 
-    # Search (issue #37) through the client: no embedder runs beside this server, so words
+    # Search through the client: no embedder runs beside this server, so words
     # answer and the answer says why meaning did not.
     found = get_v1_search.sync(client=client, q=f"hello {suffix}", kinds="episode,entity", limit=5)
     check(isinstance(found, SearchAnswer), f"search answered {found!r}")

@@ -1,4 +1,4 @@
-"""The web console in a real headless Chromium (issue #14), against a real `aiden serve`, an
+"""The web console in a real headless Chromium, against a real `aiden serve`, an
 llm_call worker pool and the scripted model (scripts/console-test.sh starts them).
 
 Signs in (a wrong token first), creates a conversation, sends a message, watches an agent
@@ -328,7 +328,7 @@ def run(c, token, agent):
     assert "Loading" not in c.one("main").text
     c.shot("16-not-found")
 
-    # Search (issue #37): the nav's Search finds the answer by its words (no embedder runs beside
+    # Search: the nav's Search finds the answer by its words (no embedder runs beside
     # this server, so the page says meaning is unavailable) and links to its conversation.
     c.go("#/search")
     c.one("#search-q").send_keys("Lisbon Porto train", Keys.ENTER)

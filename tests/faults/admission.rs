@@ -1,9 +1,8 @@
-//! Admission under overload (issue #38, item 4): once the run queues hold more ready messages
-//! than `AIDEN_ADMIT_QUEUE_BOUND`, new runs are refused with 503 and `Retry-After` (the
-//! request never waits on the backlog); once a pool drains them, runs are admitted again, and
-//! every run that was acknowledged completes. A test binary of its own, so no other test's
-//! pools drain the queue it fills. `scripts/overload.sh` measures the same at ten times the
-//! sustained rate.
+//! Admission under overload: once the run queues hold more ready messages than
+//! `AIDEN_ADMIT_QUEUE_BOUND`, new runs are refused with 503 and `Retry-After` (the request
+//! never waits on the backlog); once a pool drains them, runs are admitted again, and every run
+//! that was acknowledged completes. A test binary of its own, so no other test's pools drain
+//! the queue it fills. `scripts/overload.sh` measures the same at ten times the sustained rate.
 
 use std::time::{Duration, Instant};
 

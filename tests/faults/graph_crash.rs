@@ -1,4 +1,4 @@
-//! Neo4j crash test (issue #35): the graph server itself is SIGKILLed while runs start and
+//! Neo4j crash test: the graph server itself is SIGKILLed while runs start and
 //! turns are appended through a real `aiden serve` and `aiden worker`. After its restart (Neo4j's
 //! own crash recovery, on its transaction log) every acknowledged run completes with each step
 //! recorded once, every acknowledged turn is there exactly once, nothing unacknowledged is there

@@ -1,5 +1,5 @@
-//! Fault tests (issue #3): real `aiden serve` and `aiden worker` processes, killed and restarted
-//! mid-run (also while an agent Alternative is generating, issue #4), a RabbitMQ restart
+//! Fault tests: real `aiden serve` and `aiden worker` processes, killed and restarted
+//! mid-run (also while an agent Alternative is generating), a RabbitMQ restart
 //! mid-run, and the active one of two `aiden serve` instances killed (engine takeover, issue
 //! #12). Each run must still complete, its step results recorded once, and `aiden check` must
 //! stay clean. One test at a time (they share processes and restart the broker), so everything
@@ -75,7 +75,7 @@ async fn faults_graph_4_agt_4_runs_and_agent_loops_survive_killed_workers_a_brok
 
     // 3. SIGKILL `aiden serve` (API + engine) while step b runs; a new one finishes the run,
     //    and a client's event stream resumes across the restart with `Last-Event-ID` (EXEC-5,
-    //    the lean journal keeps the log durable every pass: issue #36).
+    //    the run's event log is durable at the end of every engine pass).
     let tag = format!("serve-{}", &suffix[20..]);
     let run = start_at_slow_step(&api, &upstream, &up, &tag).await;
     let b = format!("{tag}-b");
@@ -180,7 +180,7 @@ async fn faults_graph_4_agt_4_runs_and_agent_loops_survive_killed_workers_a_brok
     assert_eq!(content, json!({"tag": format!("{tag}-c"), "ok": true}));
     assert_check_clean(None);
 
-    // 5. An agent loop (issue #11, AGT-4): SIGKILL the tool's worker during the first tool call
+    // 5. An agent loop (AGT-4): SIGKILL the tool's worker during the first tool call
     //    (the unrecorded call runs again), then `aiden serve` during the second: the new engine
     //    resumes the loop from the graph; no recorded model turn or tool result is asked again.
     let mut llm_worker = spawn(
@@ -254,7 +254,7 @@ async fn faults_graph_4_agt_4_runs_and_agent_loops_survive_killed_workers_a_brok
     }
     assert_check_clean(None);
 
-    // 6. Memory upkeep (issue #15): SIGKILL `aiden serve` (engine and upkeep loop) while a
+    // 6. Memory upkeep: SIGKILL `aiden serve` (engine and upkeep loop) while a
     //    compression run is in flight: no half-made Summary, and after the restart exactly one
     //    Summary from that one run (its slow step not run again).
     let tag = format!("compress-{}", &suffix[20..]);
@@ -373,7 +373,7 @@ async fn faults_graph_4_agt_4_runs_and_agent_loops_survive_killed_workers_a_brok
     );
     assert_check_clean(None);
 
-    // 7. Two `aiden serve` instances (issue #12): one engine holds the lease, the other only
+    // 7. Two `aiden serve` instances: one engine holds the lease, the other only
     //    serves the API. SIGKILL the active one mid-run: the standby takes the engine over
     //    within 4/3 of the lease's time to live and finishes the run, step b not run again.
     let lease_ms = 3000u64;
@@ -426,7 +426,7 @@ async fn faults_graph_4_agt_4_runs_and_agent_loops_survive_killed_workers_a_brok
         "a stopped instance releases the lease"
     );
 
-    // 8. Traces (issue #12): with an OTLP endpoint set, one trace per run across `aiden serve`
+    // 8. Traces: with an OTLP endpoint set, one trace per run across `aiden serve`
     //    and the worker pool. The trace id is the run id; each step's span (worker) is a child
     //    of its dispatch span (engine) and the parent of its tool call's span.
     let (collector, otlp) = aiden_tests::otlp::start().await;
@@ -516,7 +516,7 @@ async fn faults_graph_4_agt_4_runs_and_agent_loops_survive_killed_workers_a_brok
         assert_eq!(call.attributes["tool.id"], format!("tool-{tag}"));
     }
 
-    // 9. Graph outage (issue #12): the Bolt server stops for 30 s while step b runs. The API
+    // 9. Graph outage: the Bolt server stops for 30 s while step b runs. The API
     //    answers 503 with Retry-After (never a 500, never a hang), the worker's result waits in
     //    RabbitMQ, and once the graph is back the run completes with step b run once.
     let tag = format!("outage-{}", &suffix[20..]);

@@ -1,4 +1,4 @@
-//! Agents that use Tools (issue #11), end to end on the real Bolt server and RabbitMQ: an agent
+//! Agents that use Tools, end to end on the real Bolt server and RabbitMQ: an agent
 //! step's loop against a scripted model that speaks the OpenAI chat-completions and Anthropic
 //! Messages wire formats with tool calls, and REST tools on a local upstream that counts calls.
 //!
@@ -959,10 +959,10 @@ async fn agt_12_model_text_streams_as_deltas_that_are_never_stored() {
     }
 }
 
-/// AGT-13, the post-hook: what an answer proposes to remember (seed 000 §10's structured
+/// AGT-13, the post-hook: what an answer proposes to remember (the structured
 /// `memory_suggestions`) becomes a proposed Entity of the run's owner — never a sensitive one,
-/// never memory until confirmed: it cannot be made active, confirm makes it the owner's,
-/// reject removes it, nobody else can decide it.
+/// never memory until confirmed: it cannot be made active, confirm makes it the owner's, reject
+/// removes it, nobody else can decide it.
 #[tokio::test]
 async fn agt_13_memory_suggestions_are_proposed_then_confirmed_or_rejected() {
     let k = kit().await;

@@ -484,7 +484,7 @@ async fn graph_1_2_3_check_reports_reference_edges_that_disagree_with_their_ids(
     )
     .await;
     assert!(!called.is_empty(), "a tool call is audited on its StepRun");
-    // Tool calls are audited on their StepRun (issue #36); an audit record is an agent step's
+    // Tool calls are audited on their StepRun; an audit record is an agent step's
     // pipeline record (AGT-16), written here as the engine writes one.
     let audit = unique("audit");
     write(
@@ -596,7 +596,7 @@ async fn int_1_sum_1_check_reports_bad_carousel_notes_and_summary_levels() {
     assert_eq!(findings_for(&summary_id).await, Vec::<&str>::new());
 }
 
-/// EXEC-2 (audit; the lean journal, issue #36): a StepRun that a worker's result settled is the
+/// EXEC-2 (audit; the lean journal): a StepRun that a worker's result settled is the
 /// audit record of its tool call. `aiden check` reports one that lost its finish time, or whose
 /// retried attempts' facts are out of step (as many times, durations and records, `failedAt`),
 /// and stops once each is repaired.

@@ -311,7 +311,7 @@ async fn request_ids_are_echoed_or_generated() {
 async fn ops_routes_answer_without_auth() {
     let anon = Client::new("anon", "");
     assert_eq!(anon.get("/healthz").await.status.as_u16(), 200);
-    // Ready, and (issue #12) naming the engine lease's holder: this binary's engine.
+    // Ready, and naming the engine lease's holder: this binary's engine.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
     loop {
         let r = anon.get("/readyz").await;
@@ -350,7 +350,7 @@ async fn ops_routes_answer_without_auth() {
         .as_str()
         .unwrap_or_default()
         .contains("/openapi.json"));
-    // The console (issue #14): its page at `/`, its files under `/ui/`, all from this origin.
+    // The console: its page at `/`, its files under `/ui/`, all from this origin.
     let r = anon.get("/").await;
     let ct = r.headers.get(CONTENT_TYPE).unwrap().to_str().unwrap();
     assert!(r.status.is_success() && ct.starts_with("text/html"), "{ct}");

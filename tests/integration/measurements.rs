@@ -1,4 +1,4 @@
-//! MetricDefinition / MetricValue (issue #12): MET-1 (names unique per scope, typed values of
+//! MetricDefinition / MetricValue: MET-1 (names unique per scope, typed values of
 //! entities that exist), MET-2 (delete with values only by cascade), MET-3 (definition shape),
 //! MET-4 (retention sweep, audited), and aggregation over a range by group.
 

@@ -233,7 +233,7 @@ async fn proc_5_step_inputs_satisfy_the_target() {
 }
 
 /// PROC-6: every variable read comes from initialContext or a step certain to finish first, in
-/// outputTemplate, inputs (also the seed's `{step.x}` form) and conditions.
+/// outputTemplate, inputs (also the single-brace `{step.x}` form) and conditions.
 #[tokio::test]
 async fn proc_6_variables_come_from_context_or_finished_steps() {
     let (u, tool) = setup().await;

@@ -1,4 +1,4 @@
-//! One graph you can ask (issue #16): the reference edges (GRAPH-1..3) and the questions of
+//! One graph you can ask: the reference edges (GRAPH-1..3) and the questions of
 //! `docs/queries.md`, each run as written (`cypher/queries/ask/*.cypher`) against the real
 //! graph after one scripted scenario, with its expected rows. Every query is scoped by the
 //! scenario's own ids (or its rows are filtered to them), because the test graph is shared.
@@ -382,7 +382,7 @@ async fn graph_1_2_3_alternatives_summaries_and_audits_are_linked_by_edges() {
     );
     assert!(copies.iter().all(|r| r["edges"] == 0), "{copies:?}");
 
-    // The StepRun is its tool call's audit record (issue #36): no record of its own.
+    // The StepRun is its tool call's audit record: no record of its own.
     let audits: Vec<Value> = graph_rows(
         aiden_graph_query(
             "MATCH (r:Run {id: $run})-[:HAS_STEP_RUN]->(sr:StepRun)

@@ -1,4 +1,4 @@
-//! Quorum queues (issue #12): with `AIDEN_QUEUE_TYPE=quorum` every durable queue of the topology
+//! Quorum queues: with `AIDEN_QUEUE_TYPE=quorum` every durable queue of the topology
 //! is a quorum queue, with the arguments the runtime relies on (single active consumer on the
 //! engine and episode queues, dead-lettering, retry delays by TTL), and jobs flow through them.
 //! Runs in a vhost of its own: the tests' vhost keeps classic queues.

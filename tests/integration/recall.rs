@@ -1,4 +1,4 @@
-//! Search as a Tool (issue #37): the `recall` operation type runs `GET /v1/search`'s search with
+//! Search as a Tool: the `recall` operation type runs `GET /v1/search`'s search with
 //! the run owner's rights (SRCH-2), in a whole run on the `recall` pool. No embedder answers at
 //! the Tool's endpoint here, so the search runs on words (and says so).
 

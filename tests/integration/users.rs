@@ -1,4 +1,4 @@
-//! Users and tokens (issue #12): disabling and roles (USR-1, USR-2), token rotation and
+//! Users and tokens: disabling and roles (USR-1, USR-2), token rotation and
 //! revocation (USR-3), failed-authentication throttling per source (USR-4).
 
 use std::time::{Duration, Instant};

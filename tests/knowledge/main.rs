@@ -1,4 +1,4 @@
-//! Knowledge-layer tests (issue #9) against real processes: `aiden serve` (API, engine, outbox
+//! Knowledge-layer tests against real processes: `aiden serve` (API, engine, outbox
 //! relay), `aiden worker --type rest_api` and `--type episode`, the Graphiti service
 //! (`workers/graphiti/`, graphiti-core on the tests' Neo4j, in the same database as everything
 //! else) and a scripted OpenAI-compatible LLM + embedder (`workers/graphiti/fake_llm.py`). They use a RabbitMQ virtual host of their
@@ -422,7 +422,7 @@ fn query_value(q: &str) -> String {
         .collect()
 }
 
-/// Recall over what Graphiti extracted (issue #37): an Entity by its name and a fact by its
+/// Recall over what Graphiti extracted: an Entity by its name and a fact by its
 /// sentence, each with the Alternatives that stated it (in `c`), through `GET /v1/search`.
 async fn search_finds_entities_and_facts(w: &World, c: &str) {
     let hits = |answer: &Value| answer["hits"].as_array().cloned().unwrap_or_default();
@@ -1183,7 +1183,7 @@ async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_
         json!([episode_uuid(&u1), episode_uuid(&g2_id)])
     );
 
-    // 6b. Corrections are new Episodes beside the old ones (issue #15): an admin's repair of the
+    // 6b. Corrections are new Episodes beside the old ones: an admin's repair of the
     //     Summary, and an introspection note (group `system_introspection`) and its correction.
     let fixed = w
         .ok(
@@ -1270,7 +1270,7 @@ async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_
     drop_vhost(&vhost);
 }
 
-/// The default embedder (issue #37, item 1): all-MiniLM-L6-v2 from the PyPI package the venv
+/// The default embedder: all-MiniLM-L6-v2 from the PyPI package the venv
 /// holds, run with numpy on this machine (no model hub, no provider), gives the model's own
 /// documented similarity for its example pair, unit vectors of 384 dimensions
 /// (`workers/graphiti/aiden_embedder.py`'s check).

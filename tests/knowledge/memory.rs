@@ -1,4 +1,4 @@
-//! The router's memory intents (issue #37, SRCH-4, SRCH-5) against real processes: the Graphiti
+//! The router's memory intents (SRCH-4, SRCH-5) against real processes: the Graphiti
 //! service with its default embedder (no LLM: extraction off), `aiden serve`, the episode,
 //! `llm_call` and `recall` pools, and a scripted OpenAI-compatible model for the agent. A user
 //! asks, in one conversation, to remember something (`/remember …`: an intent with

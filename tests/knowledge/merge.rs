@@ -1,4 +1,4 @@
-//! Entity merges (issue #37, ENT-5) against real processes: the Graphiti service extracting
+//! Entity merges (ENT-5) against real processes: the Graphiti service extracting
 //! with the scripted LLM (`workers/graphiti/fake_llm.py`, whose embedder is a bag of words),
 //! `aiden serve` and the episode pool. An Entity Graphiti extracted before the user created
 //! theirs of the same name and summary merges into the user's when they create it; one

@@ -1,4 +1,4 @@
-//! Recall (issue #37) against real processes: the Graphiti service with its default embedder
+//! Recall against real processes: the Graphiti service with its default embedder
 //! (all-MiniLM-L6-v2 on this machine, no LLM: extraction off), `aiden serve` and the episode
 //! pool. A corpus of facts, each in its own conversation (`recall_corpus.json`, checked by
 //! `recall_corpus_check.py`: no question shares a content word with its fact), is ingested

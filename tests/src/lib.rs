@@ -205,7 +205,7 @@ pub fn server() -> &'static Server {
                 // The engine and one worker pool per operation type, in this process.
                 let notifier = aiden_engine::Notifier::default();
                 // The test binaries and the processes they spawn share one engine identity, so
-                // each takes the lease over from the last at once (issue #12).
+                // each takes the lease over from the last at once.
                 let lease = aiden_engine::Lease::new(
                     graph.clone(),
                     TEST_INSTANCE_ID,

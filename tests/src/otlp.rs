@@ -1,4 +1,4 @@
-//! A local OTLP/HTTP trace receiver (issue #12): what a collector would get from `aiden serve`
+//! A local OTLP/HTTP trace receiver: what a collector would get from `aiden serve`
 //! and the worker pools, decoded from the real protobuf wire format.
 
 use std::collections::HashMap;

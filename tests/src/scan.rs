@@ -1,4 +1,4 @@
-//! The suite-wide secrets scan (issue #12, SEC-1/SEC-2). With `AIDEN_SCAN_DIR` set (scripts/test.sh
+//! The suite-wide secrets scan (SEC-1/SEC-2). With `AIDEN_SCAN_DIR` set (scripts/test.sh
 //! sets it), the harness keeps a copy of everything a Secret could leak into: every response body
 //! and SSE stream the tests read, the in-process server's log, every spawned process's log, and
 //! each Secret value a test stored. `aiden-secrets-scan` then reads those, the whole graph and the

@@ -1,5 +1,5 @@
 //! A scripted model that speaks the OpenAI chat-completions and Anthropic Messages wire formats
-//! with tool calls (issue #11's tests; no network, no cost). It reads its script from the
+//! with tool calls (for the agent tests; no network, no cost). It reads its script from the
 //! conversation's user message (`script:[…]`): entry k answers the loop's k-th model turn
 //! (k = assistant messages so far): `{"calls": [{"name", "args"}]}` asks for tools,
 //! `{"answer": "x"}` answers `x | <every tool message so far, in order>`; with `"failOnce":

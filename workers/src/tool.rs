@@ -32,7 +32,7 @@ pub struct Invocation<'a> {
     pub input: &'a Value,
     /// Per-call deadline (step `execution.timeout`, else the Tool's default).
     pub timeout: Duration,
-    /// A model turn of an agent loop (issue #11): `input` is `{messages, tools}`, and an
+    /// A model turn of an agent loop: `input` is `{messages, tools}`, and an
     /// `llm_call` answers `{text, toolCalls}`.
     pub agent_turn: bool,
     /// Where a streaming executor sends text as it arrives (`step.delta`), when wanted.
@@ -57,7 +57,7 @@ pub struct TokenUsage {
     pub total_tokens: u64,
 }
 
-/// Seed 002's per-call telemetry that the executor knows (the pool adds latency and retries).
+/// The per-call telemetry the executor knows (the pool adds latency and retries).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Telemetry {
@@ -75,7 +75,7 @@ pub struct ToolOutput {
     pub telemetry: Telemetry,
 }
 
-/// EXEC-4 / seed 002 failure classes. Only the first four are retried.
+/// EXEC-4 failure classes. Only the first four are retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum FailureClass {

@@ -1,4 +1,4 @@
-//! The error shape of contract.md and the one exhaustive mapping from errors to statuses.
+//! The API's one error shape and the one exhaustive mapping from errors to statuses.
 
 use aiden_domain::{Error as Rule, Violation};
 use axum::{

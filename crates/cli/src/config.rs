@@ -1,4 +1,5 @@
-//! Settings: flags with `AIDEN_*` environment fallbacks and the contract's defaults.
+//! Settings: flags with `AIDEN_*` environment fallbacks and their defaults (README.md,
+//! "Programs and configuration").
 
 use anyhow::Context;
 use clap::Args;
@@ -81,7 +82,7 @@ pub struct ServeArgs {
     pub recall: RecallArgs,
 }
 
-/// Search and retrieved context (issue #37).
+/// Search and retrieved context.
 #[derive(Args, Clone)]
 pub struct RecallArgs {
     /// The Graphiti service, whose embedder turns a query into the vector content is compared

@@ -82,7 +82,7 @@ async fn main() -> ExitCode {
 }
 
 async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
-    // A cluster's nodes (AIDEN_AMQP_URIS), else the one broker (issue #38).
+    // A cluster's nodes (AIDEN_AMQP_URIS), else the one broker.
     args.amqp_uri = aiden_jobs::nodes::from_env(&args.amqp_uri);
     // AGT-14: a price table that does not parse must stop the start, not price nothing.
     aiden_domain::execution::cost::PriceTable::from_env().map_err(anyhow::Error::msg)?;
@@ -95,7 +95,7 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
     }
     let vault = vault(args.master_key.as_deref())?;
     let notifier = aiden_engine::Notifier::default();
-    // Streamed model text for this instance's live SSE streams (issue #11).
+    // Streamed model text for this instance's live SSE streams.
     tokio::spawn(aiden_engine::relay_deltas(
         args.amqp_uri.clone(),
         notifier.clone(),
@@ -109,12 +109,12 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
         .with_admission(admission.clone())
         .with_recall_settings(args.recall.settings());
     tokio::spawn(watch_queues(args.amqp_uri.clone(), admission));
-    // The outbox relay: content to ingest reaches RabbitMQ (issue #9).
+    // The outbox relay: content to ingest reaches RabbitMQ.
     tokio::spawn(
         aiden_service::outbox::Relay::new(graph.clone(), args.amqp_uri.clone(), app.outbox_wake())
             .run(),
     );
-    // Memory upkeep: compression, introspection and enrichment runs (issue #15).
+    // Memory upkeep: compression, introspection and enrichment runs.
     if args.upkeep_interval_ms > 0 {
         let every = std::time::Duration::from_millis(args.upkeep_interval_ms);
         tokio::spawn(aiden_service::upkeep::runner::Runner::new(app.clone(), every).run());
@@ -201,7 +201,7 @@ async fn serve_worker_metrics(addr: Option<&str>) -> anyhow::Result<()> {
 }
 
 /// Queue depth and consumers per queue, every second (`aiden_queue_messages`,
-/// `aiden_queue_consumers`), and the run queues' backlog for admission (issue #38).
+/// `aiden_queue_consumers`), and the run queues' backlog for admission.
 async fn watch_queues(amqp_uri: String, admission: aiden_service::Admission) {
     use aiden_jobs::topology::{job_queue, OperationType, ENGINE_QUEUE};
     let run_queues: Vec<String> = OperationType::ALL

@@ -1,4 +1,4 @@
-//! Logs, and traces when asked for (issue #12).
+//! Logs, and traces when asked for.
 //!
 //! Logs go to stderr, filtered by `RUST_LOG` (default info), as JSON lines when
 //! `AIDEN_LOG_FORMAT=json`. Traces are off unless `OTEL_EXPORTER_OTLP_ENDPOINT` (or

@@ -1,4 +1,4 @@
-//! MetricDefinition / MetricValue (seed 001, issue #12): what may be measured, and the rules of
+//! MetricDefinition / MetricValue (docs/operations.md): what may be measured, and the rules of
 //! a measurement.
 //!
 //! - **MET-1** Values are append-only; the definition and the measured entity (of the

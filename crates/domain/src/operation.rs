@@ -32,7 +32,7 @@ pub enum OperationType {
     RestApi,
     /// A tool of an MCP server.
     McpCall,
-    /// A search of what the run's owner knows (issue #37).
+    /// A search of what the run's owner knows.
     Recall,
 }
 

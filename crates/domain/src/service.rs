@@ -12,7 +12,7 @@ pub enum ServiceType {
     RestApi,
     LlmProvider,
     McpServer,
-    // Aiden's own knowledge (issue #37): the Graphiti service, whose embedder the `recall`
+    // Aiden's own knowledge: the Graphiti service, whose embedder the `recall`
     // operation type uses to search what the caller owns. (A doc comment here would turn the
     // schema's enum into a oneOf, and generated clients' ServiceType with it.)
     Knowledge,

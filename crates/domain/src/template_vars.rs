@@ -3,8 +3,8 @@
 //! A deliberately small scanner over `{{ … }}` rather than the handlebars crate's AST, whose
 //! element types are not a stable public API. It knows the helpers we register plus the
 //! built-ins, skips literals, `this`, `@data` and `../` paths, and does not look inside
-//! `#each`/`#with` blocks (whose inner names are relative to the item). The seed's `{step.name}`
-//! form counts as the variable `name`.
+//! `#each`/`#with` blocks (whose inner names are relative to the item). The single-brace
+//! `{step.name}` form counts as the variable `name`.
 
 use std::collections::BTreeSet;
 
@@ -79,7 +79,8 @@ fn push_path(vars: &mut BTreeSet<String>, token: &str) {
     }
 }
 
-/// `{step.name}` or `{step.name.path}` (single braces, seed 001's form) uses the variable `name`.
+/// `{step.name}` or `{step.name.path}` (the single-brace form) uses the variable
+/// `name`.
 fn seed_step_variables(template: &str) -> BTreeSet<String> {
     let mut vars = BTreeSet::new();
     let mut rest = template;

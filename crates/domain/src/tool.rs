@@ -55,7 +55,7 @@ pub enum HttpMethod {
     Head,
 }
 
-/// What a Tool does, by operation type (contract.md, "operation by Service type").
+/// What a Tool does, by operation type (TOOL-4: it fits the Service's type).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(
     tag = "type",
@@ -99,7 +99,7 @@ pub enum Operation {
         #[serde(default = "empty_object")]
         arguments: Value,
     },
-    /// Search what the run's owner owns (issue #37): the input's `q` (and optional
+    /// Search what the run's owner owns: the input's `q` (and optional
     /// `conversationId`), as `GET /v1/search` answers it.
     Recall {
         /// Comma-separated kinds (SRCH-1); all when absent.

@@ -1,4 +1,4 @@
-//! The deltas relay (issue #11): every `aiden serve` binds a private queue to the deltas
+//! The deltas relay: every `aiden serve` binds a private queue to the deltas
 //! fanout and hands each streamed piece of a model turn to its own live SSE streams. Nothing
 //! is stored; a stream opened later sees the turn's final text in its `step.completed`.
 

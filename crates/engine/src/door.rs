@@ -1,4 +1,4 @@
-//! Run starts handed to the engine in-process (issue #10). The API of the instance whose
+//! Run starts handed to the engine in-process. The API of the instance whose
 //! engine holds the lease gives a new run to the engine instead of writing it and publishing a
 //! start message: the run's create then rides in the engine's group commit (one statement per
 //! pass for every run started, stepped and settled in it), and the request is answered once

@@ -1,4 +1,4 @@
-//! Exactly one active engine across `aiden serve` instances (issue #12).
+//! Exactly one active engine across `aiden serve` instances.
 //!
 //! The instances compete for one `EngineLease` node in the graph. The holder renews it every
 //! `ttl / 3`; the others try as often and take it over once it has run out, so a dead holder is

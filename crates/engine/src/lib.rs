@@ -44,18 +44,18 @@ pub struct Engine {
     amqp_uri: String,
     policy: RetryPolicy,
     notifier: Notifier,
-    /// Only the lease's holder consumes `aiden.engine` (issue #12).
+    /// Only the lease's holder consumes `aiden.engine`.
     lease: Lease,
     runs: HashMap<String, RunState>,
     /// Runs this process saw settle (bounded): a late start message for one of them never
     /// trusts the snapshot it carries.
     settled: RecentIds,
-    /// Built-in measurements not yet written, and when they last were (issue #12).
+    /// Built-in measurements not yet written, and when they last were.
     rollup: rollup::Rollup,
     rollup_written: std::time::Instant,
     rollup_every: Duration,
     definitions_ensured: bool,
-    /// When the graph last failed to answer (issue #12): workers' heartbeats could not be
+    /// When the graph last failed to answer: workers' heartbeats could not be
     /// written then either, so none is judged stale until they have had time to resume.
     graph_failed_at: Option<std::time::Instant>,
     /// Runs of passes whose commit failed in flight (the graph went away): the commit may have
@@ -65,7 +65,7 @@ pub struct Engine {
     uncertain: std::collections::HashSet<String>,
     /// AGT-14: model prices and the day's spend windows.
     ledger: spend::Ledger,
-    /// Run starts this process's API hands over (issue #10), and its end of that door.
+    /// Run starts this process's API hands over, and its end of that door.
     door: Door,
     starts: Option<tokio::sync::mpsc::Receiver<door::LocalStart>>,
 }
@@ -568,7 +568,7 @@ impl Engine {
     }
 
     async fn publish(&self, broker: &Broker, mut jobs: Vec<aiden_jobs::Job>, cancels: Vec<String>) {
-        // Traced (issue #12): a span per dispatched job in the run's trace, the worker's step
+        // Traced: a span per dispatched job in the run's trace, the worker's step
         // span its child. They end once the batch is published.
         let _spans: Vec<tracing::Span> = if aiden_jobs::trace::enabled() {
             jobs.iter_mut().map(dispatch_span).collect()

@@ -39,7 +39,7 @@ struct RunEntry {
     settled: bool,
     touched: Option<Instant>,
     live: Option<broadcast::Sender<EventBatch>>,
-    /// Streamed model text for the live streams (issue #11); never kept.
+    /// Streamed model text for the live streams; never kept.
     deltas: Option<broadcast::Sender<Arc<StepDelta>>>,
 }
 

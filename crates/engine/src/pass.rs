@@ -59,7 +59,7 @@ pub struct Pass<'a> {
     /// SRCH-4: memories agent steps routed to a `memory: write` intent keep.
     memories: Vec<aiden_graph::memory::NewMemoryRecord>,
     pub new_runs: Vec<NewRun>,
-    /// Runs handed to this pass to create (`Batch::new_runs`): the engine's door (issue #10).
+    /// Runs handed to this pass to create (`Batch::new_runs`): the engine's door.
     handed: Vec<Value>,
     pub jobs: Vec<Job>,
     pub cancels: Vec<String>,
@@ -69,10 +69,10 @@ pub struct Pass<'a> {
     pub written_events: Vec<crate::Committed>,
     to_advance: VecDeque<String>,
     child_results: VecDeque<ChildResult>,
-    /// Built-in measurements of this pass, kept by the engine once it commits (issue #12).
+    /// Built-in measurements of this pass, kept by the engine once it commits.
     pub rollup: crate::rollup::Rollup,
     /// Each run this pass used, as it was before (`None`: not cached then). A commit that
-    /// fails puts these back, so the retry needs no read of the runs (issue #10).
+    /// fails puts these back, so the retry needs no read of the runs.
     saved: HashMap<String, Option<RunState>>,
     /// AGT-14: the prices and the day's spend windows as committed before this pass.
     ledger: &'a crate::spend::Ledger,

@@ -1,4 +1,4 @@
-//! Built-in measurements (issue #12): the engine, which sees every step result and run outcome,
+//! Built-in measurements: the engine, which sees every step result and run outcome,
 //! counts them in memory and writes one MetricValue per entity, metric and outcome per interval
 //! (a minute by default), so measuring costs one graph statement a minute rather than one a step.
 //! A pass's counts join the rollup only once the pass has committed; an engine that dies loses

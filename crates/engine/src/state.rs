@@ -59,7 +59,7 @@ pub struct RunState {
     pub event_seq: i64,
     /// The agent Alternative the run generates, if any.
     pub alternative_id: Option<String>,
-    /// Agent steps' loops by step index (issue #11), as last written to their step runs.
+    /// Agent steps' loops by step index, as last written to their step runs.
     pub loops: std::collections::BTreeMap<usize, Loop>,
     /// StepRuns listed at creation that the graph does not hold yet: the engine's first write
     /// of the run creates them (`runs::create` says why).
@@ -135,7 +135,7 @@ impl RunState {
             }
             steps.push(step_state(sr_id, status, row));
         }
-        // An agent's calls (issue #11): step runs created by its loop, each carrying its spec.
+        // An agent's calls: step runs created by its loop, each carrying its spec.
         let mut calls: Vec<(i64, PlanStep, &Value)> = row
             .steps
             .iter()

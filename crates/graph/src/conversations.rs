@@ -31,7 +31,7 @@ pub struct ConversationRow {
     pub revision: i64,
     pub created_at: String,
     pub updated_at: String,
-    /// Memory upkeep overrides (issue #15); null: the settings' value.
+    /// Memory upkeep overrides; null: the settings' value.
     #[serde(default)]
     pub compression_token_budget: Option<i64>,
     #[serde(default)]

@@ -1,4 +1,4 @@
-//! The knowledge layer's statements (issue #9): the outbox the relay drains, what the ingestion
+//! The knowledge layer's statements: the outbox the relay drains, what the ingestion
 //! worker reads and writes for a binding, and Entities (user-created, extracted by Graphiti into
 //! this same graph, active in a Conversation, mentioned on a path). How our labels and properties
 //! share the database with graphiti-core's: `docs/knowledge.md`.
@@ -96,7 +96,7 @@ pub struct Target {
     /// An introspection note's content revision: a correction is a new Episode.
     #[serde(default)]
     pub revision: Option<i64>,
-    /// Whether its content's embedding is written (recall, issue #37).
+    /// Whether its content's embedding is written (recall).
     #[serde(default)]
     pub embedded: bool,
 }
@@ -160,7 +160,7 @@ pub async fn bind(graph: &Graph, b: &Bind<'_>, now: &str) -> Result<bool, Error>
     Ok(row.is_some())
 }
 
-/// Recall (issue #37): writes the content's embedding and the model that made it; the node
+/// Recall: writes the content's embedding and the model that made it; the node
 /// becomes `Embedded` (the `recall_embedding` vector index).
 pub async fn embed(
     graph: &Graph,

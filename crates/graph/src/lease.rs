@@ -1,4 +1,4 @@
-//! The engine lease's statements (issue #12): which `aiden serve` drives runs.
+//! The engine lease's statements: which `aiden serve` drives runs.
 
 use serde::Deserialize;
 

@@ -1,4 +1,4 @@
-//! Quotas and money budgets (issue #11): the hourly start counters (AGT-10), unsettled runs,
+//! Quotas and money budgets: the hourly start counters (AGT-10), unsettled runs,
 //! and the daily spend windows (AGT-14).
 
 use std::collections::HashMap;

@@ -1,4 +1,4 @@
-//! MetricDefinition / MetricValue storage (issue #12; rules in `aiden_domain::metric`).
+//! MetricDefinition / MetricValue storage (rules in `aiden_domain::metric`).
 
 use serde::Deserialize;
 
@@ -237,7 +237,7 @@ pub async fn audit(tx: &mut Tx, now_ms: i64) -> Result<Vec<AuditRow>, Error> {
         .await
 }
 
-/// One built-in measurement (issue #12); `scope` names the entity's label (`alternative`: an
+/// One built-in measurement; `scope` names the entity's label (`alternative`: an
 /// agent Alternative whose Conversation is measured).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -1,4 +1,4 @@
-//! Recall's statements (issue #37): one row per hit and signal, already filtered to what the
+//! Recall's statements: one row per hit and signal, already filtered to what the
 //! caller owns (SRCH-2). The fusion is the domain's (`knowledge::recall::fuse`).
 
 use aiden_domain::knowledge::recall::{HitKind, SignalRow, Source};

@@ -1,4 +1,4 @@
-//! Runs (issue #3): `Run`, `StepRun` (the audit record of its tool calls), the run event log,
+//! Runs: `Run`, `StepRun` (the audit record of its tool calls), the run event log,
 //! `RunRequest` idempotency keys. The engine writes a whole batch of state changes in one
 //! transaction with a handful of UNWIND statements (one per kind of change), so a step costs
 //! a few rows, not a few round trips.
@@ -99,8 +99,8 @@ impl NewRun {
 
 /// Creates the Run node only: its StepRuns are listed in `stepRuns` and created by the engine
 /// when it first writes the run (the Batch's `step_runs`), so only the engine's single writer
-/// ever writes StepRun records (issue #10: API inserts and engine updates of the same records
-/// only contended with each other).
+/// ever writes StepRun records (API inserts and engine updates of the same records only
+/// contended with each other).
 pub async fn create(tx: &mut Tx, run: &NewRun, now: &str) -> Result<(), Error> {
     let steps = serde_json::to_string(&run.steps).map_err(|e| Error::Decode(e.to_string()))?;
     let q = cypher(query_file!("run/create_run.cypher"), None)

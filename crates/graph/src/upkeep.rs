@@ -1,4 +1,4 @@
-//! Memory upkeep's statements (issue #15): the settings node, the loop's claims and counters,
+//! Memory upkeep's statements: the settings node, the loop's claims and counters,
 //! the introspection carousel and entity enrichment.
 
 use serde::Deserialize;

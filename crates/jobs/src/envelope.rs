@@ -35,7 +35,7 @@ pub struct Job {
     /// W3C trace context of the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<String>,
-    /// An agent call's input (issue #11), used as is instead of rendering `inputs`: a tool's
+    /// An agent call's input, used as is instead of rendering `inputs`: a tool's
     /// arguments as the model wrote them, or a model turn's `{messages, tools}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub literal_input: Option<Value>,
@@ -74,7 +74,7 @@ impl ErrorInfo {
     }
 }
 
-/// A piece of a model turn's answer as it streams (issue #11, `step.delta`): published by the
+/// A piece of a model turn's answer as it streams (`step.delta`): published by the
 /// worker to the deltas fanout, relayed by every `aiden serve` to the run's live SSE streams,
 /// never stored (the durable log keeps the final text).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -154,9 +154,10 @@ pub enum EngineMessage {
         finished_at: String,
         #[serde(flatten)]
         outcome: StepOutcome,
-        /// Seed 002 telemetry (provider, model, tokenUsage, latencyMs).
+        /// The call's telemetry (provider, model, tokenUsage, latencyMs), kept on its StepRun.
         telemetry: Value,
-        /// Seed 000 §7.4.1 hash of the rendered input (never the input itself).
+        /// The audit hash of the rendered input (`aiden_domain::execution::audit_hash`), never the
+        /// input itself.
         input_hash: Option<String>,
     },
 }

@@ -1,4 +1,4 @@
-//! The ingestion topology (issue #9): content to turn into Graphiti Episodes.
+//! The ingestion topology: content to turn into Graphiti Episodes.
 //!
 //! `aiden.episodes` (direct) → `aiden.episodes.<shard>`, [`SHARDS`] durable queues, each with a
 //! single active consumer and dead-lettering to `aiden.dlx` → `aiden.dlq.episode`. A

@@ -65,8 +65,9 @@ pub enum BrokerError {
     Encode(#[from] serde_json::Error),
 }
 
-/// Seed 000 §5.4 defaults: 3 attempts, 1 s initial delay, ×2, capped at 30 s. Overridable by
-/// `AIDEN_RETRY_MAX_ATTEMPTS`, `AIDEN_RETRY_INITIAL_DELAY_MS`, `AIDEN_RETRY_MAX_DELAY_MS`.
+/// Retries of retryable failures (EXEC-4), by default 3 attempts, 1 s initial delay, ×2, capped
+/// at 30 s. Overridable by `AIDEN_RETRY_MAX_ATTEMPTS`, `AIDEN_RETRY_INITIAL_DELAY_MS`,
+/// `AIDEN_RETRY_MAX_DELAY_MS`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     pub max_attempts: u32,

@@ -1,4 +1,4 @@
-//! One trace per run across processes (issue #12). A run's trace id is its id (a UUID is 16
+//! One trace per run across processes. A run's trace id is its id (a UUID is 16
 //! bytes, like a trace id), so every span of the run finds its trace from the run id alone,
 //! after any restart. Spans hang off a virtual root whose span id is derived from the run id too;
 //! the job carries its parent as a W3C `traceparent`.

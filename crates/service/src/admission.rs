@@ -1,8 +1,8 @@
-//! Admission under overload (issue #38, item 4): once the run queues hold more ready messages
-//! than a bound, new runs are refused with 503 and `Retry-After` instead of piling up without
-//! limit. `aiden serve`'s queue watcher keeps the backlog current (every second); a watcher
-//! that has not reported lately does not refuse anything (the broker being away is answered
-//! where publishing fails).
+//! Admission under overload: once the run queues hold more ready messages than a bound, new
+//! runs are refused with 503 and `Retry-After` instead of piling up without limit. `aiden
+//! serve`'s queue watcher keeps the backlog current (every second); a watcher that has not
+//! reported lately does not refuse anything (the broker being away is answered where publishing
+//! fails).
 
 use std::sync::{
     atomic::{AtomicU64, Ordering},

@@ -19,7 +19,7 @@ use crate::{App, Result};
 pub enum TailItem {
     /// A durable event of the run's log (it has a sequence number: the SSE `id:`).
     Event(EventRow),
-    /// Streamed model text (issue #11), not replayed on resume.
+    /// Streamed model text, not replayed on resume.
     Delta(Arc<StepDelta>),
 }
 
@@ -82,7 +82,7 @@ pub struct RunTail {
     /// The last sequence number sent.
     after: i64,
     buffer: VecDeque<EventRow>,
-    /// Streamed model text received live (issue #11): sent as `step.delta`, without an id.
+    /// Streamed model text received live: sent as `step.delta`, without an id.
     deltas: VecDeque<Arc<StepDelta>>,
     live: Subscription,
     /// Read the graph before waiting for live events (start, gap, lag, timeout).

@@ -1,4 +1,4 @@
-//! Entities on the mutation path (issue #9): user-created ones (ENT-1), a Conversation's
+//! Entities on the mutation path: user-created ones (ENT-1), a Conversation's
 //! active entities (HAS_ACTIVE_ENTITY), and the `activeEntities` working memory shows.
 //! Visibility (ENT-2, OWN-2): an Entity is visible to its creator and to the owners of the
 //! conversations it was extracted in or is mentioned by; anything else answers 404.
@@ -24,7 +24,7 @@ fn visible_to(row: &EntityRow, caller: &Caller) -> bool {
         || row.owners.iter().any(|o| o == caller.id.as_str())
 }
 
-/// The Entity as the API shows it: `sources` is its provenance (seed 001 EntitySource): the
+/// The Entity as the API shows it: `sources` is its provenance: the
 /// user who created it, and one `graphiti` entry per Episode that mentions it.
 pub fn entity_view(row: &EntityRow) -> EntityView {
     let mut sources = Vec::new();

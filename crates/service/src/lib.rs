@@ -94,11 +94,11 @@ pub struct App {
     plans: plans::PlanCache,
     /// Wakes the outbox relay after a commit that recorded content to ingest.
     outbox_wake: std::sync::Arc<tokio::sync::Notify>,
-    /// This process's engine, which creates the runs started here while it leads (issue #10).
+    /// This process's engine, which creates the runs started here while it leads.
     door: Option<aiden_engine::Door>,
-    /// Refuses new runs while the run queues are past their bound (issue #38).
+    /// Refuses new runs while the run queues are past their bound.
     admission: Admission,
-    /// Where search embeds queries; how retrieved context is chosen (issue #37).
+    /// Where search embeds queries; how retrieved context is chosen.
     recall: recall::RecallSettings,
     /// What time it is for quota windows (AGT-10): the system clock, unless a test pins it.
     clock: Clock,
@@ -137,7 +137,7 @@ impl App {
         self
     }
 
-    /// Search and retrieved context embed with this (issue #37); without it they use words and
+    /// Search and retrieved context embed with this; without it they use words and
     /// the graph only.
     pub fn with_recall_settings(mut self, settings: recall::RecallSettings) -> Self {
         self.recall = settings;
@@ -151,7 +151,7 @@ impl App {
         self
     }
 
-    /// Hands run starts to this process's engine while it holds the lease (issue #10).
+    /// Hands run starts to this process's engine while it holds the lease.
     pub fn with_engine_door(mut self, door: aiden_engine::Door) -> Self {
         self.door = Some(door);
         self

@@ -1,4 +1,4 @@
-//! Limits on starts (issue #11), checked in the start's own transaction, before anything is
+//! Limits on starts, checked in the start's own transaction, before anything is
 //! written (a refusal rolls the count back):
 //! - AGT-10: the Process's quota and the caller's own (`PATCH /v1/users/{id}`), each counted in
 //!   its hourly `QuotaWindow` so concurrent starts on any API instance serialize on it;

@@ -1,4 +1,4 @@
-//! MetricDefinition / MetricValue (issue #12): admin-defined metrics, append-only values that
+//! MetricDefinition / MetricValue: admin-defined metrics, append-only values that
 //! clients write for entities they can see, aggregation over a time range, and the retention
 //! sweep. Rules MET-1..4 live in `aiden_domain::metric`.
 

@@ -1,4 +1,4 @@
-//! The outbox relay (issue #9, EPI-3): moves IngestItems — content recorded for Graphiti in the
+//! The outbox relay (EPI-3): moves IngestItems — content recorded for Graphiti in the
 //! transaction that made it — to RabbitMQ, confirmed, then marks them published. A crash
 //! between commit and publish loses nothing (the item is still `new`); a crash between publish
 //! and mark publishes it again, which the ingestion worker absorbs (bindings are idempotent).

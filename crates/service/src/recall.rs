@@ -1,4 +1,4 @@
-//! Recall (issue #37): `GET /v1/search` — hybrid search over what the caller owns (meaning,
+//! Recall: `GET /v1/search` — hybrid search over what the caller owns (meaning,
 //! words and the graph, fused) — and working memory's `retrievedContext`, the same search
 //! seeded with the message being answered. The query is embedded by the Graphiti service's
 //! embedder (the one content is embedded with at binding); without it, words and the graph still

@@ -131,7 +131,7 @@ pub(crate) fn top_level_run(
     }
 }
 
-/// Traced (issue #12): the run's first span, handing it to the engine.
+/// Traced: the run's first span, handing it to the engine.
 fn start_span(run_id: &str, process_id: &str) -> tracing::Span {
     aiden_jobs::trace::run_span(
         run_id,
@@ -274,7 +274,7 @@ impl App {
         Ok(started)
     }
 
-    /// Issue #10: a start this instance's engine can take is handed to it, and created in the
+    /// The engine's door: a start this instance's engine can take is handed to it, and created in the
     /// engine's next group commit instead of by a statement of its own here; the answer comes
     /// once that commit is durable. `None` when it cannot be: no engine lease here, no plan in
     /// the cache (the slow path reads one), or a start that counts against a quota or an
@@ -625,7 +625,7 @@ fn text_of(map: &Value, key: &str) -> Option<String> {
     map.get(key).and_then(Value::as_str).map(str::to_owned)
 }
 
-/// The contract's run shape.
+/// A run as the API shows it.
 pub fn run_view(row: &runs::RunRow) -> Result<RunView> {
     let r = &row.run;
     let live = in_flight(r);
@@ -685,7 +685,7 @@ mod tests {
     use super::*;
 
     /// A tool step's StepRun is written when it settles: until then its run's view takes the
-    /// status, attempt and worker from the run's event log (issue #36).
+    /// status, attempt and worker from the run's event log.
     #[test]
     fn an_unsettled_steps_view_follows_its_latest_event() {
         let part = |events: Value| Value::String(events.to_string());

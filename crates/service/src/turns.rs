@@ -472,7 +472,7 @@ impl App {
     }
 
     /// `GET /v1/conversations/{id}/working-memory`: computed now from the path (WM-1..3), with
-    /// the context retrieved for the message it ends with (issue #37).
+    /// the context retrieved for the message it ends with.
     pub async fn working_memory(
         &self,
         caller: &Caller,

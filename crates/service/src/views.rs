@@ -66,7 +66,7 @@ pub struct TreeWindow {
     pub to_sequence: i64,
 }
 
-/// An Entity with its provenance (seed 001 EntitySource).
+/// An Entity with its provenance (`sources`: who created it, which Episodes mention it).
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EntityView {
@@ -205,7 +205,7 @@ pub struct RunView {
     pub created_at: String,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
-    /// Set when no request started the run (memory upkeep, issue #15).
+    /// Set when no request started the run (memory upkeep).
     #[serde(default)]
     pub trigger: Option<RunTrigger>,
     pub steps: Vec<StepView>,

@@ -1,5 +1,5 @@
 // GRAPH-3: every audit record has exactly one HAS_AUDIT, from the step run it names, and is an
-// agent step's pipeline record (`kind`): a tool call is audited on its StepRun (issue #36).
+// agent step's pipeline record (`kind`): a tool call is audited on its StepRun.
 MATCH (x:ToolCallAudit)
 OPTIONAL MATCH (sr:StepRun)-[:HAS_AUDIT]->(x)
 WITH x, collect(sr.id) AS stepRuns

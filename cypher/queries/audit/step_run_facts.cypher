@@ -1,4 +1,4 @@
-// EXEC-2 (the lean journal, issue #36): a StepRun is the audit record of its tool calls. One
+// EXEC-2 (the lean journal): a StepRun is the audit record of its tool calls. One
 // that a worker's result settled holds at least one attempt and its finish time, and its
 // retried attempts' facts are whole: as many times, durations and records, `failedAt` set.
 MATCH (sr:StepRun)

@@ -1,7 +1,7 @@
-// Admin repair of a Summary (seed 001 Summary, "Update"): tokenCount, and with $rebind new
-// content, which is a new Episode to bind (a new HAS_CONTENT once bound); the old content, its
-// Episode and its HAS_CONTENT edge stay for audit. SUMMARIZES, COVERS_UP_TO, CREATED_BY_PROCESS
-// and compressionLevel never change (SUM-1).
+// Admin repair of a Summary: tokenCount, and with $rebind new content, which is a new Episode
+// to bind (a new HAS_CONTENT once bound); the old content, its Episode and its HAS_CONTENT edge
+// stay for audit. SUMMARIZES, COVERS_UP_TO, CREATED_BY_PROCESS and compressionLevel never
+// change (SUM-1).
 MATCH (s:Summary {id: $id})
 WHERE coalesce(s.revision, 1) = $expectedRevision
 SET s.tokenCount = coalesce($tokenCount, s.tokenCount)

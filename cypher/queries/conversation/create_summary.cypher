@@ -1,5 +1,5 @@
-// A Summary (seed 001 §Summary): HAS_SUMMARY from its Conversation, SUMMARIZES each source in
-// order, COVERS_UP_TO the last Turn it stands in for, CREATED_BY_PROCESS when one made it and
+// A Summary (SUM-1): HAS_SUMMARY from its Conversation, SUMMARIZES each source in order,
+// COVERS_UP_TO the last Turn it stands in for, CREATED_BY_PROCESS when one made it and
 // GENERATED_BY the run that made it, when named.
 MATCH (c:Conversation {id: $conversationId}), (t:ConversationTurn {id: $coversUpToTurnId})
 CREATE (s:Summary {id: $id, conversationId: $conversationId, content: $content,

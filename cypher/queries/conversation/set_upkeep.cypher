@@ -1,4 +1,4 @@
-// Memory upkeep's overrides of one Conversation (issue #15): its compression budget and
+// Memory upkeep's overrides of one Conversation: its compression budget and
 // Process; null inherits the settings'.
 MATCH (c:Conversation {id: $id})
 SET c.compressionTokenBudget = $budget, c.compressionProcessId = $processId

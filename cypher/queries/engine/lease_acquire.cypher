@@ -1,4 +1,4 @@
-// Acquire or renew the engine lease (issue #12). Granted when nobody holds it, when the caller
+// Acquire or renew the engine lease. Granted when nobody holds it, when the caller
 // already does, or when the holder's lease ran out; `epoch` grows with every change of holder.
 // The first SET takes the node's write lock before the holder is read, so two instances racing
 // for an expired lease cannot both see it expired (Neo4j reads committed data).

@@ -1,4 +1,4 @@
-// Give the engine lease up at shutdown (issue #12), so a standby takes over at its next try
+// Give the engine lease up at shutdown, so a standby takes over at its next try
 // instead of after the lease runs out.
 MATCH (l:EngineLease {id: 'engine'})
 WHERE l.holder = $holder

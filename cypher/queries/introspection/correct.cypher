@@ -1,5 +1,5 @@
 // A correction: new content, a new Episode to bind (a new HAS_CONTENT edge once bound); the
-// old Episode and its HAS_CONTENT edge stay for audit (seed 001 Introspection).
+// old Episode and its HAS_CONTENT edge stay for audit: what a note said is never lost (INT-1).
 MATCH (i:Introspection {id: $id, ownerId: $ownerId})
 WHERE i.status = 'current' AND i.revision = $expectedRevision
 SET i.previousContents = coalesce(i.previousContents, []) + [i.content],

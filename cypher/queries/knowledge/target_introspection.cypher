@@ -1,6 +1,6 @@
 // What the ingestion worker needs of an Introspection note: its content and binding. Its
-// Episode's group is `system_introspection` (seed 001), and a correction (revision > 1) is a
-// new Episode.
+// Episode's group is `system_introspection`, apart from every conversation's, and a correction
+// (revision > 1) is a new Episode.
 MATCH (i:Introspection {id: $id})
 RETURN i.id AS id, 'system_introspection' AS conversationId, null AS speaker,
        i.content AS content, coalesce(i.correctedAt, i.createdAt) AS createdAt,

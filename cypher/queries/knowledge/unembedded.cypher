@@ -1,4 +1,4 @@
-// Recall (issue #37): bound content without an embedding of its current revision — bound before
+// Recall: bound content without an embedding of its current revision — bound before
 // embeddings existed, or whose embedding failed — for the episode pool's backfill at start.
 MATCH (x)
 WHERE (x:Alternative OR x:Summary OR x:Introspection OR x:Memory)

@@ -1,4 +1,4 @@
-// A built-in MetricDefinition (issue #12), created once by id when the engine starts. A name an
+// A built-in MetricDefinition, created once by id when the engine starts. A name an
 // admin's definition already took in the scope keeps it (MET-1): the built-in is then left out.
 OPTIONAL MATCH (taken:MetricDefinition {nameKey: $nameKey})
 WITH taken

@@ -1,4 +1,4 @@
-// The engine's built-in measurements for one scope (issue #12), one statement per interval:
+// The engine's built-in measurements for one scope, one statement per interval:
 // appended like any value (MET-1), for entities that still exist and definitions still there.
 UNWIND $values AS v
 MATCH (d:MetricDefinition {id: v.metricId})

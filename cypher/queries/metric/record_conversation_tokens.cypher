@@ -1,4 +1,4 @@
-// Conversation tokens (issue #12): counted by the agent Alternative that used them, written to
+// Conversation tokens: counted by the agent Alternative that used them, written to
 // the Conversation that Alternative's Turn belongs to.
 UNWIND $values AS v
 MATCH (d:MetricDefinition {id: v.metricId})

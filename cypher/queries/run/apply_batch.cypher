@@ -3,18 +3,20 @@
 // then run changes with their new events (the pass's events, one JSON array, appended to the
 // Run's `events` list and their first and last sequence numbers to `eventRanges`: the log costs
 // no record of its own). `WITH count(*)` joins the parts and yields one row even when a part has
-// no rows. A tool step's StepRun is its calls' audit record (the lean journal, issue #36): it is
-// written when the step settles, and a retried attempt's facts are appended to it. A run that generates an agent
-// Alternative settles it in the same statement: content written once, from `generating` only,
-// and its content is recorded for Graphiti ingestion (IngestItem, the outbox) with it.
+// no rows. A tool step's StepRun is its calls' audit record (the lean journal): it is written
+// when the step settles, and a retried attempt's facts are appended to it. A run that generates
+// an agent Alternative settles it in the same statement: content written once, from
+// `generating` only, and its content is recorded for Graphiti ingestion (IngestItem, the
+// outbox) with it.
 // Every lookup by a key that may be null goes through coalesce(key, ''), so that a null key
 // is an index seek that finds nothing, never a label scan.
 // Last, runs started in this pass are linked to their ProcessVersion, User, ProcessSteps and
 // Tools (run/create_run.cypher says why that is not done at creation).
 // First the Runs handed to the engine to create (the API of the instance holding the engine
-// lease hands a start over instead of writing it: issue #10), each only if its Process is still
-// at the plan's revision, enabled and on its version (run/create_run.cypher's rule); the RETURN
-// says which were made, and the engine undoes a pass that missed one.
+// lease hands a start over instead of writing it, so the engine is the one writer of runs),
+// each only if its Process is still at the plan's revision, enabled and on its version
+// (run/create_run.cypher's rule); the RETURN says which were made, and the engine undoes a pass
+// that missed one.
 UNWIND $newRuns AS nr
 MATCH (p:Process {id: nr.processId})-[:HAS_VERSION]->(v:ProcessVersion {id: nr.versionId})
 WHERE nr.expectedRevision IS NULL

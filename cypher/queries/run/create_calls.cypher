@@ -1,4 +1,4 @@
-// An agent loop's new calls (issue #11): each model turn and tool call is a StepRun of the run,
+// An agent loop's new calls: each model turn and tool call is a StepRun of the run,
 // `queued`, carrying the spec it is dispatched from (`callSpec`, so a restarted engine can
 // dispatch it again), HAS_CALL from the agent's step run and INVOKES_TOOL to what it calls.
 // Written by the engine's single writer, before the pass's batch that may update them.

@@ -1,4 +1,4 @@
-// Recall over content (issue #37): Alternatives (kind `episode`), Summaries, Introspections and
+// Recall over content: Alternatives (kind `episode`), Summaries, Introspections and
 // Memories (SRCH-4),
 // found by meaning (the vector index, over-fetched; or, when $exact, a scan of the caller's own
 // embedded content), by words (full-text) and through the Entities found for the query (graph:

@@ -1,4 +1,4 @@
-// Recall over Entities (issue #37): graphiti-core's Entity nodes and the user's own, by the
+// Recall over Entities: graphiti-core's Entity nodes and the user's own, by the
 // meaning of their name (vector index on graphiti's `name_embedding`) and by the words of their
 // name and summary (full-text). Visible as ENT-2 says (creator, or owner of the conversation —
 // or memory group, SRCH-4 — the Entity was extracted in or is mentioned by); its sources are up to five mentioning

@@ -1,4 +1,4 @@
-// An Entity's page (issue #37): the caller's Alternatives whose Episodes mention it (latest 20,
+// An Entity's page: the caller's Alternatives whose Episodes mention it (latest 20,
 // with whether each is its Turn's active one) and its facts still valid in the caller's
 // conversations, each with the Entity at its other end (its neighbours).
 MATCH (n:Entity {uuid: $uuid})

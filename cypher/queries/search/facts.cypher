@@ -1,4 +1,4 @@
-// Recall over facts (issue #37): graphiti-core's RELATES_TO edges between Entities, by the
+// Recall over facts: graphiti-core's RELATES_TO edges between Entities, by the
 // meaning of the fact (vector index on `fact_embedding`) and its words (full-text); only facts
 // still valid (not expired by a later Episode), of conversations the caller owns or of their
 // memory group (SRCH-4). Its sources are

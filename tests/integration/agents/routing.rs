@@ -1,4 +1,4 @@
-//! The router (AGT-15) and the pipeline's audit record (seed 004 §4.3), against the scripted
+//! The router (AGT-15) and the pipeline's audit record (AGT-16), against the scripted
 //! model: its `{"route": …}` script entry answers the router's turn.
 
 use aiden_tests::{aiden_graph_query, graph_rows, step_of as step, unique};

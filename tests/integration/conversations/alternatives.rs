@@ -48,8 +48,8 @@ async fn one_active(u: &Client, turn: &str) -> (Value, String) {
 /// graph), the Conversation's current position agrees with it, and no switch created or
 /// removed an Alternative. Every switch succeeds: within one API server, writes to one Turn
 /// queue on an in-process stripe (docs/conversations.md, Concurrency); only across servers may
-/// a switch that lost the race answer 409 CONFLICT (the contract's "concurrent modification
-/// lost"), never 5xx.
+/// a switch that lost the race answer 409 CONFLICT (a concurrent modification was
+/// lost), never 5xx.
 #[tokio::test]
 async fn turn_2_exactly_one_active_alternative_under_50_concurrent_switches() {
     let u = user().await;

@@ -252,7 +252,7 @@ async fn wm_3_the_deepest_covering_summary_replaces_the_covered_path_and_foreign
     );
 }
 
-/// WM-3 and the agent-turn contract: `userMessage` is the parent Alternative's content even
+/// WM-3 and what an agent turn is given (AGT-8): `userMessage` is the parent Alternative's content even
 /// when a Summary covers the parent Turn (the Summary replaces it in the working memory, not in
 /// what the agent is asked to answer).
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! Branching conversations (issue #4) end to end, against the real Bolt server and RabbitMQ:
+//! Branching conversations end to end, against the real Bolt server and RabbitMQ:
 //! CONV-1..3, TURN-1..8, WM-1..3 and SUM-1 each by name, a scripted six-turn scenario, the
 //! concurrency rules, bad input that must leave the graph exactly as it was, and the audit.
 //! One file per concern; the fixtures and helpers they share are here.
@@ -295,7 +295,7 @@ async fn regen_start(u: &Client, turn: &str, process: &str, parent_alt: Option<&
         .post(&format!("/v1/turns/{turn}/alternatives"), body)
         .await;
     let g = r.ok(202).clone();
-    // The created Alternative, like a user edit's answer (issue #13), at its Location.
+    // The created Alternative, like a user edit's answer, at its Location.
     assert_eq!(g["cacheStatus"], "generating", "{g}");
     assert_eq!(g["turnId"], json!(turn));
     assert!(g["runId"].is_string(), "{g}");

@@ -556,7 +556,7 @@ async fn turn_4_no_route_edits_or_deletes_turns_or_alternatives() {
     assert_eq!(rows[0].content.as_deref(), r["content"].as_str());
 }
 
-/// The windowed tree (issue #10): `?fromSequence=&toSequence=` answers exactly the whole tree's
+/// The windowed tree: `?fromSequence=&toSequence=` answers exactly the whole tree's
 /// Turns of those depths — `cacheStatus` and `hasChildren` derived across the window's edges
 /// the same way — and refuses an empty or inverted window.
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! Memory upkeep (issue #15): compression when working memory passes its budget (MEM-6), the
+//! Memory upkeep: compression when working memory passes its budget (MEM-6), the
 //! introspection carousel (INT-1, MEM-2), entity enrichment (MEM-4, ENT-4) and the settings'
 //! rules (MEM-1..5). The upkeep loop ticks in the test server; the model is the scripted
 //! OpenAI-compatible server.

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::*;
 
-/// Caches (issue #10) never outlive a change: after a run has filled the API's plan cache and
+/// Caches never outlive a change: after a run has filled the API's plan cache and
 /// the worker's Tool cache, disabling the Tool fails the next run's step (PROC-8), disabling the
 /// Process refuses the next start (PROC-8), and a new version is what the next run executes.
 #[tokio::test]
@@ -58,7 +58,7 @@ async fn proc_8_holds_after_runs_have_filled_the_plan_and_tool_caches() {
     assert_eq!(k.up.calls_with("q", "v2b").len(), 1);
 }
 
-/// Issue #10's door: a start this instance's engine creates in its own pass is held to the same
+/// The engine's door: a start this instance's engine creates in its own pass is held to the same
 /// rule as a start written by the API. When another instance changed the Process after this one
 /// cached its plan, the engine's pass creates nothing for the stale plan, and the start is
 /// decided again on a fresh read: it runs the new version, and a disabled Process is refused

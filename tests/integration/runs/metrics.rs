@@ -1,4 +1,4 @@
-//! Operations (issue #12): the metrics runs leave.
+//! Operations: the metrics runs leave.
 
 use aiden_tests::admin;
 use serde_json::json;
@@ -14,7 +14,7 @@ fn sample(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
         .and_then(|v| v.parse().ok())
 }
 
-/// Operations (issue #12): `/metrics` is the Prometheus exporter's rendering of what the API,
+/// Operations: `/metrics` is the Prometheus exporter's rendering of what the API,
 /// the engine and the worker pools recorded through the `metrics` facade: requests by route
 /// template (never by id), runs started and settled by outcome, step latency by operation type,
 /// Tool and outcome, engine passes, broker publishes, graph statements by query file.
@@ -85,7 +85,7 @@ async fn metrics_count_requests_by_route_runs_by_outcome_and_steps_by_tool() {
     );
 }
 
-/// Built-in measurements (issue #12): the engine writes MetricValues for the runtime's own
+/// Built-in measurements: the engine writes MetricValues for the runtime's own
 /// definitions: calls and latency per Tool, settled runs per Process, by outcome.
 #[tokio::test]
 async fn met_1_the_runtime_measures_tool_calls_latency_and_process_runs() {

@@ -1,4 +1,4 @@
-//! Process execution through the HTTP API, end to end (issue #3): the in-process engine and
+//! Process execution through the HTTP API, end to end: the in-process engine and
 //! worker pools run real jobs over RabbitMQ against a REST upstream served by this test process
 //! (one per test, so every call it records belongs to that test), and every state change is
 //! read back through the API. Covers EXEC-1..5, PROC-4, PROC-7, PROC-8, TOOL-3, SEC-6 and WRK-1

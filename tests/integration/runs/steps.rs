@@ -10,7 +10,7 @@ use super::*;
 
 /// EXEC-1: three sequential steps, each one job on the rest_api queue; outputs flow on by path
 /// access, exact `{{name}}` inputs keep their JSON type, `{{json v}}` embeds JSON and the
-/// seed's `{step.name}` form works; the run output is the outputTemplate.
+/// single-brace `{step.name}` form works; the run output is the outputTemplate.
 #[tokio::test]
 async fn exec_1_sequential_chain_passes_outputs_with_their_json_types() {
     let u = user().await;

@@ -1,4 +1,4 @@
-//! `aiden-overload [SECONDS]` (run by `scripts/overload.sh`; issue #38, item 4): one `aiden
+//! `aiden-overload [SECONDS]` (run by `scripts/overload.sh`): one `aiden
 //! serve` with an admission bound and one `rest_api` pool on the tests' stack. It measures the
 //! rate the stack sustains (closed loop), then starts runs at ten times that rate for SECONDS
 //! (default 60), then measures how long throughput takes to return. Prints the starts accepted

@@ -1,5 +1,5 @@
 //! `aiden-secrets-scan DIR`: after the test suite, looks for Secret plaintexts and ciphertexts
-//! everywhere they must never be (issue #12, SEC-1/SEC-2): the response bodies, SSE streams and
+//! everywhere they must never be (SEC-1/SEC-2): the response bodies, SSE streams and
 //! logs and dead-lettered messages the harness captured in DIR (`tests/src/scan.rs`), every node and relationship property
 //! in the graph (a Secret's own `encryptedValue` excepted), and every message left in the test
 //! virtual host's queues, dead-letter queues included.

@@ -1,4 +1,4 @@
-//! `aiden-soak [SECONDS] [KILLS]` (run by `scripts/soak.sh`; issue #12): mixed load — Process
+//! `aiden-soak [SECONDS] [KILLS]` (run by `scripts/soak.sh`): mixed load — Process
 //! runs, agent runs that call a Tool, conversations answered by an agent turn, all on the
 //! scripted model — against two `aiden serve` instances and one worker pool per type in use,
 //! while KILLS SIGKILLs (default 20) hit random processes and RabbitMQ and Neo4j are

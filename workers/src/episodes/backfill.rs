@@ -1,4 +1,4 @@
-//! Recall (issue #37): content bound before embeddings existed, or whose embedding failed, is
+//! Recall: content bound before embeddings existed, or whose embedding failed, is
 //! embedded when an episode pool starts — 32 texts per call to the embedder, until none is left;
 //! then the task ends (until the next start). Without it, such content is found by its words
 //! only. Several pools starting at once may embed the same rows: the write is idempotent.

@@ -38,7 +38,7 @@ pub enum Outcome {
 pub struct Ingestor {
     pub graph: Graph,
     pub graphiti: Graphiti,
-    /// Embeds the content at binding, for recall (issue #37).
+    /// Embeds the content at binding, for recall.
     pub embedder: Embedder,
 }
 
@@ -215,7 +215,7 @@ impl Ingestor {
         }
     }
 
-    /// Recall (issue #37): embeds the bound content (without the speaker prefix its Episode
+    /// Recall: embeds the bound content (without the speaker prefix its Episode
     /// has; a model reads the first few hundred tokens only, so a long text is cut for the
     /// request's sake) and writes the vector, for this revision. After binding, so that the
     /// binding never waits for it. An unreachable service waits like the binding would; a

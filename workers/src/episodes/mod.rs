@@ -1,4 +1,4 @@
-//! The ingestion pool (issue #9): Alternatives and Summaries become Graphiti Episodes, bound
+//! The ingestion pool: Alternatives and Summaries become Graphiti Episodes, bound
 //! back to them; graphiti-core writes the Episodes and the Entities it extracts into this same
 //! graph.
 

@@ -1,4 +1,4 @@
-//! Mapping HTTP statuses and reqwest errors to failure classes (EXEC-4, seed 002), shared by the
+//! Mapping HTTP statuses and reqwest errors to failure classes (EXEC-4), shared by the
 //! HTTP executors (`rest_api`, `llm_call`).
 //!
 //! Messages carry the status and a short excerpt of the remote body, never a request header or

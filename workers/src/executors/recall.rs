@@ -1,4 +1,4 @@
-//! `recall` executor (issue #37): the search `GET /v1/search` answers, over what the run's owner
+//! `recall` executor: the search `GET /v1/search` answers, over what the run's owner
 //! owns (SRCH-2), so that agent loops and Processes (enrichment, introspection) can search.
 //! Input `{q}` (a `conversationId` beside it narrows the search); the operation fixes `kinds`
 //! and `limit`. The query is embedded

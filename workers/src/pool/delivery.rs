@@ -22,7 +22,7 @@ pub(super) async fn handle(shared: &Shared, broker: &Broker, slot: usize, delive
         Ok(job) => job,
         Err(reason) => return poison(shared, broker, slot, &delivery, &reason).await,
     };
-    // Traced (issue #12): the step's span in its run's trace, a child of the engine's dispatch.
+    // Traced: the step's span in its run's trace, a child of the engine's dispatch.
     let span = aiden_jobs::trace::run_span(&job.run_id, job.traceparent.as_deref(), || {
         tracing::info_span!(
             "step",
@@ -53,9 +53,9 @@ async fn run_job(shared: &Shared, broker: &Broker, slot: usize, delivery: Delive
     let may_repeat = delivery.redelivered || job.redispatch || job.attempt > 1;
     let first_take = shared.seen.lock().await.insert(job.message_id());
     // A restarted engine re-dispatches the steps it finds unsettled (a tool step's start is not
-    // written: issue #36). When this pool is running that step now, the copy waits for it: a
-    // result that reached the broker will be recorded, so the copy is skipped; one that could
-    // not be published leaves the step to the copy.
+    // written to the graph, only its settling is). When this pool is running that step now, the
+    // copy waits for it: a result that reached the broker will be recorded, so the copy is skipped;
+    // one that could not be published leaves the step to the copy.
     if may_repeat && reported_here(shared, &job).await {
         tracing::info!(step = %job.step_run_id, "re-dispatched job for a step run here skipped");
         tracing::Span::current().record("outcome", "skipped");
@@ -100,7 +100,7 @@ async fn run_job(shared: &Shared, broker: &Broker, slot: usize, delivery: Delive
     tokio::pin!(canceled);
     // A step that finishes quickly is reported once, with its start time, in its result; a
     // slower one is also announced as started, so `running` shows while it works.
-    // A model's streamed text goes to the deltas fanout as it arrives (issue #11), in order,
+    // A model's streamed text goes to the deltas fanout as it arrives, in order,
     // from one forwarding task; it ends when the call drops its sender.
     let deltas = (job.agent_turn || job.operation_type == OperationType::LlmCall).then(|| {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();

@@ -130,7 +130,7 @@ pub(super) async fn execute(
                     ..
                 }
             );
-            // A write that timed out may have committed: never retried (seed 002).
+            // A write that timed out may have committed: never retried, or it could apply twice.
             let retryable = f.class.retryable() && !(write && f.class == FailureClass::Timeout);
             let mut err = ErrorInfo::new(class_code(f.class), f.message);
             err.retryable = retryable;

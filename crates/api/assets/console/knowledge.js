@@ -1,4 +1,4 @@
-// Recall in the console (issue #37): a search over everything the signed-in user said, was
+// Recall in the console: a search over everything the signed-in user said, was
 // answered or had extracted (GET /v1/search), and an Entity's page (GET /v1/entities/{uuid}/context):
 // its summary and facets, the messages that mention it, its facts and neighbours.
 

@@ -1,4 +1,4 @@
-//! The web console (issue #14): static files compiled into the binary, served at `/` and under
+//! The web console: static files compiled into the binary, served at `/` and under
 //! `/ui/`. It is a client of the public API like any other: no route here reads data.
 
 use axum::{

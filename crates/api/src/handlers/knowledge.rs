@@ -1,4 +1,4 @@
-//! Entities and a Conversation's active entities (issue #9).
+//! Entities and a Conversation's active entities.
 
 use aiden_domain::knowledge::memory::NewMemory;
 use aiden_domain::knowledge::{ActiveEntityFlags, NewEntity};
@@ -132,7 +132,7 @@ pub struct SearchQuery {
     limit: Option<i64>,
 }
 
-/// `GET /v1/search` (issue #37): the caller's own content and knowledge by meaning, words and
+/// `GET /v1/search`: the caller's own content and knowledge by meaning, words and
 /// the graph, with provenance (SRCH-1, SRCH-2).
 pub async fn search(
     S(st): S<State>,
@@ -150,7 +150,7 @@ pub async fn search(
     Ok(ok(st.app.search(&c, search).await?))
 }
 
-/// `GET /v1/entities/{uuid}/context` (issue #37): the Entity, its mentions, facts and neighbours.
+/// `GET /v1/entities/{uuid}/context`: the Entity, its mentions, facts and neighbours.
 pub async fn entity_page(
     S(st): S<State>,
     Auth(c): Auth,

@@ -1,4 +1,4 @@
-//! MetricDefinition / MetricValue (issue #12, MET-1..4).
+//! MetricDefinition / MetricValue (MET-1..4).
 
 use aiden_domain::metric::{MetricDefinitionPatch, NewMetricDefinition};
 use aiden_service::measurements::{MetricValueQuery, NewMetricValue};

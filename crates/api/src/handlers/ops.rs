@@ -34,7 +34,7 @@ pub struct Readiness {
     engine: EngineLease,
 }
 
-/// Which `aiden serve` instance's engine drives runs (issue #12); not part of readiness: every
+/// Which `aiden serve` instance's engine drives runs; not part of readiness: every
 /// instance serves the API, and one of them holds the engine lease.
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -1,4 +1,4 @@
-//! Memory upkeep (issue #15): the settings and the introspection carousel.
+//! Memory upkeep: the settings and the introspection carousel.
 
 use aiden_domain::conversation::upkeep::SettingsPatch;
 use aiden_service::upkeep::{NewIntrospection, NoteCorrection};

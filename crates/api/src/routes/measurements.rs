@@ -1,4 +1,4 @@
-//! Routes: Metric definitions and values (issue #20).
+//! Routes: Metric definitions and values.
 
 use aiden_service::Page;
 

@@ -81,7 +81,7 @@ pub struct WorkingMemory {
     pub current_alternative_id: Option<String>,
     pub immediate_path: Vec<PathEntry>,
     pub summaries: Vec<SummaryEntry>,
-    /// Chosen (`HAS_ACTIVE_ENTITY`) and path-mentioned Entities (issue #9).
+    /// Chosen (`HAS_ACTIVE_ENTITY`) and path-mentioned Entities.
     pub active_entities: Vec<EntityReference>,
     /// The owner's introspection carousel (user-scoped, INT-1), by position.
     pub introspection_context: Vec<IntrospectionRef>,

@@ -1,6 +1,6 @@
-//! Conversations (seed 001 §Conversation, §ConversationTurn, §WorkingMemory, §Summary): the
-//! commands the API accepts, the facts the graph hands back, and the rules CONV-*, TURN-*, WM-*
-//! and SUM-1 as pure functions over them.
+//! Conversations, Turns, Alternatives, working memory and Summaries (docs/domain.md,
+//! "Conversations"): the commands the API accepts, the facts the graph hands back, and the rules
+//! CONV-*, TURN-*, WM-* and SUM-1 as pure functions over them.
 
 pub mod memory;
 pub mod rules;
@@ -218,7 +218,7 @@ pub struct NewSummary {
     pub token_count: Option<i64>,
 }
 
-/// `PATCH /v1/summaries/{id}` (admin repair, seed 001 Summary "Update"): `tokenCount`, and/or
+/// `PATCH /v1/summaries/{id}` (admin repair of a Summary, SUM-1): `tokenCount`, and/or
 /// corrected `content` (a new Episode; the old content and Episode are kept).
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -230,7 +230,7 @@ pub struct SummaryPatch {
     pub content: Option<String>,
 }
 
-/// The names an agent run's initial context offers (contract: agent-turns).
+/// The names an agent run's initial context offers (`POST …/agent-turns`, AGT-8).
 pub const AGENT_CONTEXT: [&str; 5] = [
     "conversationId",
     "turnId",

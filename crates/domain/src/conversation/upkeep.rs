@@ -1,4 +1,4 @@
-//! Memory upkeep (issue #15): the settings and their rules (MEM-1..5), which span a compression
+//! Memory upkeep: the settings and their rules (MEM-1..5), which span a compression
 //! covers (MEM-6), which carousel position an introspection replaces (INT-1), and what an
 //! enrichment may write (ENT-4). Pure: the service loads the facts and applies the result.
 

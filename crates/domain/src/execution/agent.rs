@@ -1,11 +1,11 @@
-//! The agent loop (issue #11; seed 000 §2-§4, §8.1; seed 004 phases 2-3) as a pure state
-//! machine. The engine persists [`Loop`] on the agent's step run after every transition and
-//! performs the [`Action`]s it returns: each model turn and each tool call is a step run of its
-//! own on the Tool's typed pool, so the loop is as durable as any step. Nothing here does I/O.
+//! The agent loop (docs/agents.md: the pipeline's gate and loop, the prompt, the caps) as a pure
+//! state machine. The engine persists [`Loop`] on the agent's step run after every transition and
+//! performs the [`Action`]s it returns: each model turn and each tool call is a step run of its own
+//! on the Tool's typed pool, so the loop is as durable as any step. Nothing here does I/O.
 //!
 //! - [`gate`]: the deterministic policy gate. The model is offered only the tools it allows; a
 //!   call to anything else is refused without running, and recorded.
-//! - [`assemble`]: the five prompt layers of seed 000 §2, in order.
+//! - [`assemble`]: the five prompt layers, in order (AGT-5).
 //! - [`Loop::answered`] / [`Loop::tool_settled`]: what follows a model answer or a tool result,
 //!   with the caps (`maxIterations`, `maxToolCalls`, the total timeout) ending the loop with the
 //!   best answer so far and a recorded reason, never a hang.

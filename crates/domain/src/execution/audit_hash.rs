@@ -1,13 +1,15 @@
-//! The audit input hash of seed 000 §7.4.1: SHA-256, lowercase hex, over canonical JSON
-//! (object keys sorted) after every PII/secret-looking key's value is replaced by
-//! `[REDACTED]`, so the raw input of a secret-bearing call is never what is hashed or stored.
+//! The audit input hash, so a step run can prove what it was given without storing it: SHA-256,
+//! lowercase hex, over canonical JSON (object keys sorted) after every PII/secret-looking key's
+//! value is replaced by `[REDACTED]`, so the raw input of a secret-bearing call is never what
+//! is hashed or stored.
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 pub const REDACTED: &str = "[REDACTED]";
 
-/// Key fragments (case-insensitive) of §7.4.1's exclusion patterns.
+/// Key fragments (case-insensitive) that mark a value as personal or secret: its value is
+/// replaced by [`REDACTED`] before hashing.
 const EXCLUDED: &[&str] = &[
     "password",
     "secret",

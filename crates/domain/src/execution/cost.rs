@@ -1,5 +1,6 @@
-//! Money (AGT-14; seed 000 §4.1.1 pre-flight cost, §7.2 cost control). Amounts are kept as
-//! whole micro-dollars (`u64`), so sums never drift; USD figures are only for the wire.
+//! Money (AGT-14): every call is priced before it is dispatched (the pre-flight estimate) and
+//! checked against its budgets (cost control). Amounts are kept as whole micro-dollars (`u64`), so
+//! sums never drift; USD figures are only for the wire.
 //!
 //! - [`PriceTable`]: a model's price per million input and output tokens, from the
 //!   deployment's configuration (`AIDEN_MODEL_PRICES`), by the model name a Tool's

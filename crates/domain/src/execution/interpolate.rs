@@ -1,7 +1,7 @@
-//! Step-input interpolation with Handlebars in strict mode (contract.md, "Processes and runs").
+//! Step-input interpolation with Handlebars in strict mode (PROC-5, PROC-6).
 //!
 //! - A template that is exactly one expression (`{{name}}`, `{{a.b}}`, `{{pluck rows "uuid"}}`,
-//!   or the seed's `{step.name}`) yields that expression's JSON value unchanged.
+//!   or the single-brace `{step.name}`) yields that expression's JSON value unchanged.
 //! - Anything else renders to a string; `{{json x}}` embeds a value as JSON text.
 //! - A missing variable is an error, never an empty string (strict mode).
 
@@ -127,7 +127,7 @@ fn sole_expression(template: &str) -> Option<&str> {
     plain.then_some(inner)
 }
 
-/// The seed's `{step.name}` means `{{name}}`; double braces are left alone.
+/// The single-brace `{step.name}` means `{{name}}`; double braces are left alone.
 fn normalize_seed_form(template: &str) -> String {
     const OPEN: &str = "{step.";
     let mut out = String::with_capacity(template.len());

@@ -1,5 +1,5 @@
 //! The scheduler: given a run's plan, its step statuses and its variables, what happens next.
-//! Pure; the engine persists whatever it decides. Semantics (contract.md):
+//! Pure; the engine persists whatever it decides. Semantics:
 //! - a `sequential` step waits for every earlier step to settle, a `parallel` step only for
 //!   its `dependsOn`;
 //! - a ready step whose `condition` renders empty/`false`/`0` is `skipped`, its variable `null`;
@@ -104,7 +104,7 @@ pub struct PlanStep {
     pub output: StepOutput,
     pub timeout_ms: u64,
     pub target: Target,
-    /// Set on the model turns and tool calls of an agent step (issue #11): the agent step's
+    /// Set on the model turns and tool calls of an agent step: the agent step's
     /// id. They are dispatched by the loop, never by the scheduler.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_of: Option<String>,

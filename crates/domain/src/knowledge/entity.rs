@@ -1,4 +1,4 @@
-//! Entities (seed 001 Entity, WorkingMemory): the user-created kind (ENT-1) and the
+//! Entities (docs/domain.md, "Knowledge"): the user-created kind (ENT-1) and the
 //! `activeEntities` of working memory — user-chosen ones plus those mentioned on the active
 //! path — with their relevance and token cost (WM-2).
 
@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::execution::budget::estimate_text_tokens;
 use crate::Error;
 
-/// The faceted type system's categories (seed 001 `EntityTyping.category`).
+/// The categories an Entity may have (`category`), beside its free `facets`.
 pub const CATEGORIES: [&str; 7] = [
     "Person",
     "Organization",
@@ -134,7 +134,8 @@ pub struct MentionedEntity {
     pub mentioned_at: String,
 }
 
-/// seed 001 EntityReference, plus the tokens it adds to `totalTokens`.
+/// An Entity as working memory's `activeEntities` holds it, plus the tokens it adds to
+/// `totalTokens` (WM-2).
 #[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EntityReference {

@@ -22,7 +22,7 @@ pub enum EpisodeSource {
     Message,
     /// A Summary's content (Graphiti `EpisodeType.text`, source description `summary`).
     Summary,
-    /// An introspection note (`EpisodeType.text`, group `system_introspection`, issue #15).
+    /// An introspection note (`EpisodeType.text`, group `system_introspection`).
     Introspection,
     /// A memory its owner asked to keep (`EpisodeType.text`, group `memory_<ownerId>`, SRCH-4).
     Memory,

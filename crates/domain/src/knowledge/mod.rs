@@ -1,4 +1,4 @@
-//! The knowledge layer (issue #9): what an Alternative or Summary becomes in Graphiti (its
+//! The knowledge layer: what an Alternative or Summary becomes in Graphiti (its
 //! Episode: identity, name, group, content), the binding lifecycle that links it back, and the
 //! Entities working memory carries. Pure: no graph, no network.
 

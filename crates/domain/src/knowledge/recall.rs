@@ -1,4 +1,4 @@
-//! Recall (issue #37): what a search asks, how its signals fuse into one ranking, and which hits
+//! Recall: what a search asks, how its signals fuse into one ranking, and which hits
 //! become an agent's retrieved context. Pure: the graph queries give one row per hit and signal
 //! (`vector`, `text`, `graph`); this decides the order.
 //!

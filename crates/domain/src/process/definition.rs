@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use crate::{Error, Id};
 
-/// Seed 000 §7.3: per-tool default and maximum, per-workflow (a called Process) maximum, in ms.
+/// Timeouts, in ms: a Tool call's default and maximum, and the maximum for a called Process.
 pub const TOOL_DEFAULT_TIMEOUT_MS: u64 = 30_000;
 pub const TOOL_MAX_TIMEOUT_MS: u64 = 60_000;
 pub const PROCESS_MAX_TIMEOUT_MS: u64 = 120_000;
@@ -76,13 +76,13 @@ pub struct Step {
     pub output: StepOutput,
     #[serde(default)]
     pub execution: Execution,
-    /// An agent step (issue #11): `tool` is the model (an `llm_call` Tool) and the step runs
+    /// An agent step: `tool` is the model (an `llm_call` Tool) and the step runs
     /// the tool-call loop over `agent.tools`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentSpec>,
 }
 
-/// An agent step's tools, governed system prompt and caps (seed 000 §8.1 defaults). Its
+/// An agent step's tools, governed system prompt and caps (AGT-7, with defaults). Its
 /// inputs: `message` (required: what to answer), `memory` (working memory, optional),
 /// `preferences` (optional).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -214,7 +214,7 @@ pub struct Definition {
     pub token_budget: Option<u64>,
     #[serde(default = "default_depth")]
     pub max_recursion_depth: u32,
-    /// Seed 000 §5.5 (AGT-10): how often and how many at once the Process may be started.
+    /// AGT-10: how often and how many at once the Process may be started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quota: Option<Quota>,
 }

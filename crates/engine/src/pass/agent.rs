@@ -1,4 +1,4 @@
-//! Agent steps (issue #11) inside an engine pass. The loop itself is pure
+//! Agent steps inside an engine pass. The loop itself is pure
 //! (`aiden_domain::execution::agent`); here each of its actions becomes durable state: every
 //! model turn and tool call is a step run of its own (`<step>#m<n>`, `<step>#t<n>`), created
 //! in the pass that decides it, dispatched to its Tool's typed pool like any step (retries,
@@ -27,7 +27,7 @@ struct AgentInputs {
     preferences: Option<String>,
 }
 
-/// A model turn's reported token usage (seed 002 telemetry `tokenUsage`).
+/// A model turn's reported token usage (its telemetry's `tokenUsage`).
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Usage {
     total: u64,
@@ -431,7 +431,7 @@ impl Pass<'_> {
         self.fail_step_now(run_id, agent, error);
     }
 
-    /// Seed 004 §4.3: one audit record for the whole pipeline (router, policy, the executor's
+    /// AGT-16: one audit record for the whole pipeline (router, policy, the executor's
     /// calls and round trips, post-hooks), beside the per-call records, on the agent's step run.
     fn audit_pipeline(&mut self, run_id: &str, agent: usize, status: &str, output: &Value) {
         let (now, now_ms) = (self.now.clone(), self.now_ms);

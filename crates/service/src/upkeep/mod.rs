@@ -1,4 +1,4 @@
-//! Memory upkeep (issue #15): the settings API (MEM-1..5), the introspection carousel API
+//! Memory upkeep: the settings API (MEM-1..5), the introspection carousel API
 //! (INT-1) and, in `runner.rs`, the background loop that starts compression, introspection and
 //! enrichment runs of seeded Processes and applies their results.
 

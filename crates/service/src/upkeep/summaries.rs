@@ -1,4 +1,4 @@
-//! Admin repair of Summaries (seed 001 Summary): adjust `tokenCount`, correct the content (a
+//! Admin repair of Summaries (SUM-1; docs/memory.md): adjust `tokenCount`, correct the content (a
 //! new Episode; the old content, Episode and HAS_CONTENT edge kept), delete (working memory
 //! falls back to the uncompressed path; the upkeep loop may compress again).
 

@@ -240,7 +240,7 @@ impl Loop {
     }
 
     /// The tool call `step_id` settled with `result` (its output, or an error the model reads:
-    /// seed 000 §9.2, the model may continue without it).
+    /// a failed tool does not fail the step, the model may answer without it).
     pub fn tool_settled(
         &mut self,
         agent_step: &str,

@@ -1,5 +1,5 @@
-//! The deterministic policy gate (seed 004 phase 2): which declared tools the model is offered,
-//! and why each other one is not.
+//! The deterministic policy gate (AGT-3; docs/agents.md, "The pipeline"): which declared tools
+//! the model is offered, and why each other one is not.
 
 use serde::{Deserialize, Serialize};
 
@@ -21,7 +21,7 @@ pub struct PolicyDecision {
 }
 
 impl PolicyDecision {
-    /// Seed 004's required permissions: the capabilities the allowed tools need approved
+    /// The permissions the offer requires: the capabilities the allowed tools need approved
     /// (AGT-9), each once.
     pub fn capabilities(&self) -> Vec<String> {
         let mut caps: Vec<String> = self
@@ -42,7 +42,7 @@ pub struct Forbidden {
     pub reason: String,
 }
 
-/// Seed 004 phase 2: a pure function of the caller, the step's declared tools and, when the
+/// The gate (AGT-3): a pure function of the caller, the step's declared tools and, when the
 /// step has a router, the intent it chose. A tool is allowed when it is enabled (PROC-8), the
 /// caller may use it (TOOL-3: their own or shared) and the intent names it (AGT-15);
 /// everything else is forbidden with the rule that says why.

@@ -1,10 +1,10 @@
-//! The router (seed 004 phase 1; AGT-15): before the loop, the message is classified into one
-//! of the agent step's declared intents, and the policy gate offers the model only the tools
-//! that intent names. The classification is one model turn with no tools that answers
-//! `{"intent", "confidence"}`; a message starting with an intent's `prefix` (`/search …`) skips
-//! it. An answer that does not parse, names no declared intent, or is less confident than
-//! `minConfidence` routes to the fallback intent: the router can narrow what the model may
-//! call, never widen it past the step's declared tools.
+//! The router (AGT-15, the pipeline's first stage): before the loop, the message is classified into
+//! one of the agent step's declared intents, and the policy gate offers the model only the tools
+//! that intent names. The classification is one model turn with no tools that answers `{"intent",
+//! "confidence"}`; a message starting with an intent's `prefix` (`/search …`) skips it. An answer
+//! that does not parse, names no declared intent, or is less confident than `minConfidence` routes
+//! to the fallback intent: the router can narrow what the model may call, never widen it past the
+//! step's declared tools.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -47,8 +47,8 @@ pub struct Intent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = r"^/[a-z0-9_-]{1,31}$"))]
     pub prefix: Option<String>,
-    /// What the intent does with the user's memory (seed 004's `memory_read` and
-    /// `memory_write`); none: nothing beyond the turn.
+    /// What the intent does with the user's memory: recall it before the first turn
+    /// (SRCH-5) or keep the message as a Memory (SRCH-4); none: nothing beyond the turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryUse>,
 }

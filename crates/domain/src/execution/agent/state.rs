@@ -8,11 +8,12 @@ use super::policy::intent_forbids;
 use super::{router, AgentTool, Forbidden, Message, PolicyDecision, TOOL_GUARDRAIL};
 use crate::execution::{budget, cost};
 
-/// Seed 000 §3.2's graceful degradation when the loop ends without any answer text.
+/// Graceful degradation: what the step answers when the loop ends without any answer text, so
+/// a user is told the limits stopped it rather than shown nothing (AGT-7).
 pub const NO_ANSWER: &str = "I was unable to complete this task within the limits set for it. \
 Please try breaking it into smaller requests.";
 
-/// The limits of one loop (seed 000 §8.1 defaults).
+/// The limits of one loop (AGT-7), with their defaults (docs/agents.md, "Defining one").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Caps {
@@ -100,7 +101,7 @@ pub struct Decision {
     pub expires_ms: Option<i64>,
 }
 
-/// `POST /v1/runs/{id}/approvals` (contract "Agents").
+/// `POST /v1/runs/{id}/approvals` (AGT-9).
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ApprovalRequest {
@@ -352,7 +353,7 @@ impl Loop {
         actions
     }
 
-    /// Seed 004 §4.3: the pipeline as the loop saw it (router, policy, executor), for its one
+    /// AGT-16: the pipeline as the loop saw it (router, policy, executor), for its one
     /// audit record; the engine adds the calls' step runs and the post-hooks.
     pub fn pipeline(&self) -> Value {
         let decision = PolicyDecision {

@@ -3,11 +3,11 @@
 
 use serde_json::Value;
 
-/// Seed 000 §10 (AGT-13): what an answer proposes to remember. The structured form first (the
-/// answer is `{"content", "memory_suggestions": [...]}`), else `[REMEMBER: …]` tags, which are
-/// cut from the text. At most 5 suggestions of at most 200 characters; one that looks
-/// sensitive (a password, secret, key, token, credential, or a long opaque string) is dropped,
-/// never proposed. Returns the text to show, the suggestions and how many were dropped.
+/// The memory post-hook (AGT-13): what an answer proposes to remember. The structured form first
+/// (the answer is `{"content", "memory_suggestions": [...]}`), else `[REMEMBER: …]` tags, which are
+/// cut from the text. At most 5 suggestions of at most 200 characters; one that looks sensitive (a
+/// password, secret, key, token, credential, or a long opaque string) is dropped, never proposed.
+/// Returns the text to show, the suggestions and how many were dropped.
 pub fn memory_suggestions(answer: &str) -> (String, Vec<String>, usize) {
     let structured = serde_json::from_str::<Value>(answer.trim())
         .ok()

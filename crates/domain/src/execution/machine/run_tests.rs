@@ -1,4 +1,4 @@
-//! Every transition of a run's lifecycle (issue #36).
+//! Every transition of a run's lifecycle.
 
 use serde_json::json;
 

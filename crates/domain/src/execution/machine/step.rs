@@ -4,7 +4,7 @@
 //! write the StepRun (a typed [`StepPatch`]), append a retried attempt, record an event, add a
 //! `RAN_ON`/`LOST_ON` edge, publish the step's job, tell the run the step settled.
 //!
-//! The lean journal (issue #36) is a rule of this table: dispatching and starting write
+//! The lean journal is a rule of this table: dispatching and starting write
 //! nothing to the StepRun (their facts travel in the run's event log and the returned state);
 //! a retried attempt and a settled step each write it once, with the attempt's audit facts.
 

@@ -1,4 +1,4 @@
-//! Every transition of a step's lifecycle (issue #36): what state it leaves and which effects
+//! Every transition of a step's lifecycle: what state it leaves and which effects
 //! the engine executes, in order.
 
 use serde_json::{json, Map, Value};

@@ -145,7 +145,7 @@ fn outputs_obey_required_and_budgets() {
     assert!(accept_output(&p, 1, json!("abc"), &vars).is_ok());
 }
 
-/// Issue #11: an agent's calls are dispatched by its loop, never by the scheduler, and a failed
+/// An agent's calls (AGT-4) are dispatched by its loop, never by the scheduler, and a failed
 /// call (the model reads the error) does not fail the run.
 #[test]
 fn agent_calls_are_neither_scheduled_nor_fatal() {

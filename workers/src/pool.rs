@@ -17,7 +17,7 @@ use aiden_domain::OperationType;
 use aiden_graph::Graph;
 use aiden_jobs::topology::{job_queue, CONTROL_CATALOG_CHANGED, CONTROL_EXCHANGE};
 use aiden_jobs::{Broker, RetryPolicy};
-use aiden_service::Vault;
+use aiden_vault::Vault;
 use futures::StreamExt;
 use lapin::options::{BasicConsumeOptions, BasicQosOptions, QueueBindOptions, QueueDeclareOptions};
 use lapin::types::FieldTable;

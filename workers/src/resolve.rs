@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use aiden_domain::service::{HealthStatus, Service};
 use aiden_domain::tool::Tool as ToolRecord;
 use aiden_graph::{runs, Graph};
-use aiden_service::Vault;
+use aiden_vault::Vault;
 use jsonschema::Validator;
 use tokio::sync::Mutex;
 use zeroize::Zeroizing;

@@ -23,6 +23,12 @@ pub enum Error {
     Internal(String),
 }
 
+impl From<aiden_vault::VaultError> for Error {
+    fn from(e: aiden_vault::VaultError) -> Self {
+        Error::Vault(e.0)
+    }
+}
+
 impl From<aiden_graph::Error> for Error {
     fn from(e: aiden_graph::Error) -> Self {
         match e {

@@ -15,7 +15,7 @@ mod knowledge;
 mod limits;
 pub mod measurements;
 pub mod memories;
-pub mod merges;
+pub use aiden_recall::merges;
 pub mod outbox;
 mod plans;
 mod probe;
@@ -31,13 +31,13 @@ mod tools;
 mod turns;
 mod tx;
 pub mod upkeep;
-pub mod vault;
 pub mod views;
 
 use aiden_graph::Graph;
 
 pub use admission::Admission;
 pub use aiden_domain::clock::Clock;
+pub use aiden_vault::Vault;
 pub use audit::{Auditor, Finding};
 pub use auth::{AuthPolicy, AuthRefusal, NewToken, NewUser, Token, User};
 pub use error::Error;
@@ -45,7 +45,6 @@ pub use processes::ProcessVersion;
 pub use runs::{run_view, RunQuery, RunStarted};
 pub use secrets::{NewSecret, SecretPatch};
 pub use turns::{AlternativeAdded, Generating};
-pub use vault::Vault;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

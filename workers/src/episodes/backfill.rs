@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use aiden_graph::knowledge::{self as kg, TargetKind};
 use aiden_graph::Graph;
-use aiden_service::recall::{EmbedError, Embedder};
+use aiden_recall::{EmbedError, Embedder};
 
 const BATCH: i64 = 32;
 

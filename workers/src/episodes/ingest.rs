@@ -9,8 +9,8 @@ use aiden_domain::knowledge::episode::{self, Binding};
 use aiden_graph::knowledge::{self as kg, ContextItem, Target, TargetKind};
 use aiden_graph::Graph;
 
-use aiden_service::merges;
-use aiden_service::recall::{EmbedError, Embedder};
+use aiden_recall::merges;
+use aiden_recall::{EmbedError, Embedder};
 
 use super::graphiti::{Graphiti, GraphitiError};
 

@@ -62,14 +62,14 @@ pub async fn run(config: EpisodePoolConfig) -> anyhow::Result<()> {
         ingestor: Ingestor {
             graph: config.graph.clone(),
             graphiti: super::graphiti::Graphiti::new(&config.graphiti_url, config.extract_timeout),
-            embedder: aiden_service::recall::Embedder::new(&config.graphiti_url),
+            embedder: aiden_recall::Embedder::new(&config.graphiti_url),
         },
         permits: Semaphore::new(config.concurrency.max(1)),
         lanes: Mutex::new(HashMap::new()),
     });
     tokio::spawn(super::backfill::run(
         config.graph.clone(),
-        aiden_service::recall::Embedder::new(&config.graphiti_url),
+        aiden_recall::Embedder::new(&config.graphiti_url),
     ));
     loop {
         if let Err(e) = session(&shared, &config).await {

@@ -11,7 +11,7 @@
 
 use aiden_domain::knowledge::recall::check_search;
 use aiden_domain::tool::Operation;
-use aiden_service::recall::{search, Embedder};
+use aiden_recall::{search, Embedder};
 use serde_json::Value;
 
 use crate::tool::{FailureClass, Invocation, Telemetry, Tool, ToolFailure, ToolOutput};
@@ -47,10 +47,7 @@ impl Tool for Recall {
         .map_err(|_| ToolFailure::new(FailureClass::Timeout, "search timed out"))?
         .map_err(|e| {
             let class = match &e {
-                aiden_service::Error::Graph(aiden_graph::Error::Unavailable(_)) => {
-                    FailureClass::ConnectionError
-                }
-                aiden_service::Error::Domain(_) => FailureClass::InvalidRequest,
+                aiden_graph::Error::Unavailable(_) => FailureClass::ConnectionError,
                 _ => FailureClass::UpstreamError,
             };
             ToolFailure::new(class, e.to_string())

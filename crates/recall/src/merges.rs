@@ -7,7 +7,7 @@
 use aiden_domain::knowledge::merge::{choose, cosine, Candidate, Merge, MERGE_SIMILARITY};
 use aiden_graph::{merges as store, Graph};
 
-use crate::recall::{EmbedError, Embedder};
+use crate::{EmbedError, Embedder};
 
 #[derive(Debug, thiserror::Error)]
 pub enum MergeError {
@@ -49,7 +49,7 @@ pub async fn merge_similar(
     if chosen.is_empty() {
         return Ok(chosen);
     }
-    let now = crate::now();
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let mut tx = graph.begin().await?;
     let mut done = Vec::new();
     for m in chosen {

@@ -1,6 +1,9 @@
 //! Secret encryption (SEC-2): XChaCha20-Poly1305 under the master key, with the Secret's id as
 //! associated data so a ciphertext cannot be moved to another Secret. Stored as
 //! `v1:<base64(nonce ‖ ciphertext)>`. The key is never printed (no Debug of its bytes).
+//!
+//! A crate of its own so that what decrypts a Service's Secret to call it (the worker pools)
+//! does not link the service layer and the engine.
 
 use base64::{engine::general_purpose::STANDARD, Engine};
 use chacha20poly1305::{
@@ -9,7 +12,10 @@ use chacha20poly1305::{
 };
 use zeroize::Zeroizing;
 
-use crate::Error;
+/// Why a key, a ciphertext or a plaintext was refused. Never carries key or secret material.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct VaultError(pub &'static str);
 
 const PREFIX: &str = "v1:";
 const NONCE_LEN: usize = 24;
@@ -27,21 +33,21 @@ impl std::fmt::Debug for Vault {
 
 impl Vault {
     /// `AIDEN_MASTER_KEY`: base64 of exactly 32 bytes.
-    pub fn from_base64(key: &str) -> Result<Self, Error> {
+    pub fn from_base64(key: &str) -> Result<Self, VaultError> {
         let bytes = Zeroizing::new(
             STANDARD
                 .decode(key.trim())
-                .map_err(|_| Error::Vault("master key is not base64"))?,
+                .map_err(|_| VaultError("master key is not base64"))?,
         );
         if bytes.len() != 32 {
-            return Err(Error::Vault("master key must be 32 bytes"));
+            return Err(VaultError("master key must be 32 bytes"));
         }
-        let cipher = XChaCha20Poly1305::new_from_slice(&bytes)
-            .map_err(|_| Error::Vault("bad master key"))?;
+        let cipher =
+            XChaCha20Poly1305::new_from_slice(&bytes).map_err(|_| VaultError("bad master key"))?;
         Ok(Self { cipher })
     }
 
-    pub fn encrypt(&self, secret_id: &str, plaintext: &str) -> Result<String, Error> {
+    pub fn encrypt(&self, secret_id: &str, plaintext: &str) -> Result<String, VaultError> {
         let nonce = XChaCha20Poly1305::generate_nonce(&mut OsRng);
         let ct = self
             .cipher
@@ -52,21 +58,21 @@ impl Vault {
                     aad: secret_id.as_bytes(),
                 },
             )
-            .map_err(|_| Error::Vault("encryption failed"))?;
+            .map_err(|_| VaultError("encryption failed"))?;
         let mut blob = nonce.to_vec();
         blob.extend_from_slice(&ct);
         Ok(format!("{PREFIX}{}", STANDARD.encode(blob)))
     }
 
-    pub fn decrypt(&self, secret_id: &str, stored: &str) -> Result<Zeroizing<String>, Error> {
+    pub fn decrypt(&self, secret_id: &str, stored: &str) -> Result<Zeroizing<String>, VaultError> {
         let blob = stored
             .strip_prefix(PREFIX)
-            .ok_or(Error::Vault("unknown ciphertext format"))?;
+            .ok_or(VaultError("unknown ciphertext format"))?;
         let blob = STANDARD
             .decode(blob)
-            .map_err(|_| Error::Vault("corrupt ciphertext"))?;
+            .map_err(|_| VaultError("corrupt ciphertext"))?;
         if blob.len() < NONCE_LEN {
-            return Err(Error::Vault("corrupt ciphertext"));
+            return Err(VaultError("corrupt ciphertext"));
         }
         let (nonce, ct) = blob.split_at(NONCE_LEN);
         let pt = self
@@ -78,10 +84,10 @@ impl Vault {
                     aad: secret_id.as_bytes(),
                 },
             )
-            .map_err(|_| Error::Vault("ciphertext does not authenticate under this key"))?;
+            .map_err(|_| VaultError("ciphertext does not authenticate under this key"))?;
         String::from_utf8(pt)
             .map(Zeroizing::new)
-            .map_err(|_| Error::Vault("plaintext is not UTF-8"))
+            .map_err(|_| VaultError("plaintext is not UTF-8"))
     }
 }
 

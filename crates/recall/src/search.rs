@@ -1,0 +1,156 @@
+//! The search (SRCH-1, SRCH-2): hybrid over what one caller owns — meaning (the query's
+//! embedding against the vector indexes), words (full-text) and the graph (content that mentions
+//! the Entities the query finds) — fused into one ranking. Without an embedder, or when the
+//! stored vectors do not fit the query's, words and the graph still answer, and the answer says
+//! so.
+
+use std::collections::HashMap;
+
+use aiden_domain::knowledge::recall::{self, Hit, HitKind, Search, SignalRow, MAX_LIMIT};
+use aiden_graph::recall::{self as graph_recall, Ask};
+use serde::Serialize;
+
+use crate::Embedder;
+
+type Result<T> = std::result::Result<T, aiden_graph::Error>;
+
+/// `GET /v1/search`'s answer.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchAnswer {
+    /// Best first.
+    pub hits: Vec<Hit>,
+    /// The signals that ran: `vector` (meaning), `text` (words), `graph` (through Entities).
+    pub signals: Vec<String>,
+    /// The embedder's model, when the query was embedded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embedder: Option<String>,
+    /// Why a signal did not run (the embedder unreachable).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}
+
+/// How many Entities found for the query lead to the content that mentions them.
+const GRAPH_SEEDS: usize = 5;
+
+/// The search (SRCH-2: over what `caller_id` owns): the API's, working memory's, and the
+/// `recall` operation type's in the worker pools.
+pub async fn search(
+    graph: &aiden_graph::Graph,
+    embedder: Option<&Embedder>,
+    caller_id: &str,
+    s: &Search,
+) -> Result<SearchAnswer> {
+    let (vector, model) = match embedder {
+        None => (None, None),
+        Some(e) => match e.embed(&[s.q.as_str()]).await {
+            Ok(mut x) => (x.vectors.pop(), Some(x.model)),
+            Err(err) => {
+                // The detail (an address, an upstream's words) is for the log, not the caller.
+                tracing::warn!(error = %err, "search without meaning: the query was not embedded");
+                (None, None)
+            }
+        },
+    };
+    match ranked(graph, caller_id, s, vector.as_deref()).await {
+        Ok(mut answer) => {
+            if vector.is_some() {
+                answer.embedder = model;
+            } else {
+                answer.warning = Some(NO_MEANING.into());
+            }
+            Ok(answer)
+        }
+        // The query's vector does not fit the stored ones (the embedder changed): words and
+        // the graph still answer.
+        Err(aiden_graph::Error::Query(e)) if vector.is_some() => {
+            tracing::warn!(error = %e, "search without meaning: the vector query failed");
+            let mut answer = ranked(graph, caller_id, s, None).await?;
+            answer.warning = Some(NO_MEANING.into());
+            Ok(answer)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// What a search without its vector signal says.
+const NO_MEANING: &str = "searched by words and the graph only: the query could not be embedded";
+
+/// The signals, fused.
+async fn ranked(
+    graph: &aiden_graph::Graph,
+    caller_id: &str,
+    s: &Search,
+    vector: Option<&[f32]>,
+) -> Result<SearchAnswer> {
+    let started = std::time::Instant::now();
+    let text = recall::text_query(&s.q);
+    let ask = Ask {
+        caller_id,
+        conversation_id: s.conversation_id.as_deref(),
+        vector,
+        text: &text,
+        k: (s.limit as i64 * 10).clamp(50, (MAX_LIMIT * 10) as i64),
+    };
+    let wants = |k: HitKind| s.kinds.contains(&k);
+    let content_kinds: Vec<HitKind> = s.kinds.iter().copied().filter(|k| k.is_content()).collect();
+    let mut rows: Vec<SignalRow> = Vec::new();
+    let mut seeds: Vec<String> = Vec::new();
+    if wants(HitKind::Entity) || wants(HitKind::Episode) {
+        let entities = graph_recall::entities(graph, &ask).await?;
+        let ranked = recall::fuse(entities.clone(), &HashMap::new(), GRAPH_SEEDS);
+        seeds = ranked.into_iter().map(|h| h.id).collect();
+        if wants(HitKind::Entity) {
+            rows.extend(entities);
+        }
+    }
+    if wants(HitKind::Fact) {
+        rows.extend(graph_recall::facts(graph, &ask).await?);
+    }
+    let knowledge_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let mut exact = false;
+    if !content_kinds.is_empty() {
+        let graph_seeds = if wants(HitKind::Episode) {
+            &seeds[..]
+        } else {
+            &[]
+        };
+        let mut content =
+            graph_recall::content(graph, &ask, &content_kinds, graph_seeds, false).await?;
+        // The index's nearest may be mostly other users' content: then scan the caller's own.
+        let by_meaning = content.iter().filter(|r| r.signal == "vector").count();
+        if vector.is_some() && by_meaning < s.limit {
+            exact = true;
+            content = graph_recall::content(graph, &ask, &content_kinds, graph_seeds, true).await?;
+        }
+        rows.extend(content);
+    }
+    tracing::debug!(
+        knowledge_ms,
+        total_ms = started.elapsed().as_secs_f64() * 1000.0,
+        exact,
+        rows = rows.len(),
+        "recall"
+    );
+    let entity_rank: HashMap<String, usize> = seeds
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (id.clone(), i + 1))
+        .collect();
+    let mut signals: Vec<String> = Vec::new();
+    if vector.is_some() {
+        signals.push("vector".into());
+    }
+    if !text.is_empty() {
+        signals.push("text".into());
+    }
+    if !seeds.is_empty() && wants(HitKind::Episode) {
+        signals.push("graph".into());
+    }
+    Ok(SearchAnswer {
+        hits: recall::fuse(rows, &entity_rank, s.limit),
+        signals,
+        embedder: None,
+        warning: None,
+    })
+}

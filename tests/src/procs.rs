@@ -86,14 +86,50 @@ pub fn admin_token() -> String {
 /// leaves an engine or worker behind to serve the next test binary's queues.
 /// Its log goes to the secrets scan's capture when that is on (`scan::child_stderr`); a failing
 /// test then prints the log's tail.
-pub struct Proc(pub Child, Option<PathBuf>);
+/// The third field says the log is a temporary file of [`Proc::start_logged`]'s, removed on drop.
+pub struct Proc(pub Child, Option<PathBuf>, bool);
 
 impl Proc {
     /// Starts `cmd` with its stdout discarded and its stderr captured or inherited.
     pub fn start(cmd: &mut Command) -> std::io::Result<Self> {
         let (stderr, log) = crate::scan::child_stderr();
         let child = cmd.stdout(Stdio::null()).stderr(stderr).spawn()?;
-        Ok(Self(child, log))
+        Ok(Self(child, log, false))
+    }
+
+    /// Like [`Proc::start`], with its stderr always kept in a file the test reads
+    /// ([`Proc::log`], [`Proc::wait_log`]): the capture's when the scan is on.
+    pub fn start_logged(cmd: &mut Command) -> std::io::Result<Self> {
+        let (file, path, temporary) = crate::scan::child_log_file();
+        let child = cmd.stdout(Stdio::null()).stderr(file).spawn()?;
+        Ok(Self(child, Some(path), temporary))
+    }
+
+    /// What the process has logged so far (empty when its stderr is not kept in a file).
+    pub fn log(&self) -> String {
+        self.1
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .unwrap_or_default()
+    }
+
+    /// How many times `needle` occurs in the log so far.
+    pub fn log_count(&self, needle: &str) -> usize {
+        self.log().matches(needle).count()
+    }
+
+    /// Waits until the log holds `needle` at least `count` times: a barrier on something the
+    /// process demonstrably did, instead of a sleep.
+    pub async fn wait_log(&self, needle: &str, count: usize, within: Duration) {
+        let deadline = Instant::now() + within;
+        while self.log_count(needle) < count {
+            assert!(
+                Instant::now() < deadline,
+                "waited {within:?} for {count} × {needle:?} in the log of {:?}",
+                self.1
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 }
 
@@ -102,6 +138,9 @@ impl Drop for Proc {
         sigkill(self);
         if let (true, Some(log)) = (std::thread::panicking(), &self.1) {
             crate::scan::print_tail(log, 40);
+        }
+        if let (true, Some(log)) = (self.2, &self.1) {
+            let _ = std::fs::remove_file(log);
         }
     }
 }
@@ -256,6 +295,26 @@ pub fn spawn_env(args: &[&str], http_port: u16, extra: &[(&str, String)]) -> Pro
             .envs(extra.iter().map(|(k, v)| (*k, v.as_str()))),
     )
     .expect("spawn aiden")
+}
+
+/// Like [`spawn_env`], with the process's log kept for the test to read ([`Proc::wait_log`]).
+pub fn spawn_logged(args: &[&str], http_port: u16, extra: &[(&str, String)]) -> Proc {
+    Proc::start_logged(
+        Command::new(binary())
+            .args(args)
+            .envs(envs(http_port))
+            .envs(extra.iter().map(|(k, v)| (*k, v.as_str()))),
+    )
+    .expect("spawn aiden")
+}
+
+/// `RUST_LOG` for a spawned process whose log lines a test waits on: the usual level
+/// ([`crate::scan::child_log_level`]) with `directives` added (e.g. `aiden_workers=info`).
+pub fn log_level_with(directives: &str) -> (&'static str, String) {
+    (
+        "RUST_LOG",
+        format!("{},{directives}", crate::scan::child_log_level()),
+    )
 }
 
 /// `aiden check` on `database` (the tests' own unless given) must report no violation.

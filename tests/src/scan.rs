@@ -95,19 +95,45 @@ pub fn record_exchange(
 /// `AIDEN_CHILD_LOG_DIR` when that is set (the soak); the caller shows its tail if the test
 /// fails. Otherwise the test's own stderr.
 pub fn child_stderr() -> (std::process::Stdio, Option<PathBuf>) {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    let Some(dir) = dir().or_else(|| std::env::var_os("AIDEN_CHILD_LOG_DIR").map(PathBuf::from))
-    else {
+    let Some(dir) = kept_log_dir() else {
         return (std::process::Stdio::inherit(), None);
     };
+    let (file, path) = log_file_in(&dir);
+    (file.into(), Some(path))
+}
+
+/// Where spawned processes' logs are kept: the capture, or `AIDEN_CHILD_LOG_DIR`.
+fn kept_log_dir() -> Option<PathBuf> {
+    dir().or_else(|| std::env::var_os("AIDEN_CHILD_LOG_DIR").map(PathBuf::from))
+}
+
+fn log_file_in(dir: &std::path::Path) -> (File, PathBuf) {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
     let path = dir.join(format!(
         "proc-{}-{}.txt",
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     ));
-    let file = File::create(&path).expect("AIDEN_SCAN_DIR is not writable");
-    (file.into(), Some(path))
+    let file =
+        File::create(&path).unwrap_or_else(|e| panic!("{} is not writable: {e}", dir.display()));
+    (file, path)
+}
+
+/// A file for a spawned process's stderr that the test itself reads (a log line as a barrier):
+/// in the capture or `AIDEN_CHILD_LOG_DIR` as [`child_stderr`] puts it, else a temporary file,
+/// which the caller removes (`true`).
+pub fn child_log_file() -> (File, PathBuf, bool) {
+    match kept_log_dir() {
+        Some(dir) => {
+            let (file, path) = log_file_in(&dir);
+            (file, path, false)
+        }
+        None => {
+            let (file, path) = log_file_in(&std::env::temp_dir());
+            (file, path, true)
+        }
+    }
 }
 
 /// The log level of spawned processes: `info` while scanning (more lines to search), else

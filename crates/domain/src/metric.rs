@@ -101,6 +101,23 @@ impl DataType {
     }
 }
 
+/// A metric definition as stored and as shown: the graph reads it into this type directly (an
+/// unknown scope, aggregation or dataType in the graph is a decode error, not a value).
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MetricDefinition {
+    pub id: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub scope: Scope,
+    pub aggregation: Aggregation,
+    pub data_type: DataType,
+    pub retention_days: Option<i64>,
+    pub revision: i64,
+    pub created_at: Option<String>,
+    pub updated_at: Option<String>,
+}
+
 /// `POST /v1/metric-definitions`.
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

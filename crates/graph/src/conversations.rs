@@ -430,11 +430,13 @@ pub async fn switch_active(
     tx.run(q).await
 }
 
-/// One Alternative with its Turn's columns, as `tree` and `turn/view` return them.
+/// One Alternative (the domain's row, flattened) with its Turn's columns, as `tree` and
+/// `turn/view` return them.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AltWithTurn {
-    pub turn_id: String,
+    #[serde(flatten)]
+    pub alt: AltRow,
     pub conversation_id: String,
     pub speaker: String,
     pub turn_type: String,
@@ -442,24 +444,6 @@ pub struct AltWithTurn {
     pub parent_turn_id: Option<String>,
     pub via_alternative: Option<String>,
     pub timestamp: String,
-    pub id: String,
-    pub sequence: i64,
-    pub is_active: bool,
-    pub content: Option<String>,
-    pub created_at: String,
-    pub responds_to: Option<String>,
-    pub process_id: Option<String>,
-    pub process_version: Option<i64>,
-    pub run_id: Option<String>,
-    pub state: String,
-    pub episode_id: Option<String>,
-    #[serde(default)]
-    pub binding: Option<String>,
-    #[serde(default)]
-    pub bound_at: Option<String>,
-    #[serde(default)]
-    pub extracted_at: Option<String>,
-    pub error: Option<String>,
     #[serde(default)]
     pub has_children: bool,
     #[serde(default)]
@@ -469,7 +453,7 @@ pub struct AltWithTurn {
 impl AltWithTurn {
     pub fn turn_row(&self) -> TurnRow {
         TurnRow {
-            id: self.turn_id.clone(),
+            id: self.alt.turn_id.clone(),
             conversation_id: self.conversation_id.clone(),
             speaker: self.speaker.clone(),
             turn_type: self.turn_type.clone(),
@@ -481,24 +465,7 @@ impl AltWithTurn {
     }
 
     pub fn alt_row(self) -> AltRow {
-        AltRow {
-            id: self.id,
-            turn_id: self.turn_id,
-            sequence: self.sequence,
-            is_active: self.is_active,
-            content: self.content,
-            created_at: self.created_at,
-            responds_to: self.responds_to,
-            process_id: self.process_id,
-            process_version: self.process_version,
-            run_id: self.run_id,
-            state: self.state,
-            episode_id: self.episode_id,
-            binding: self.binding,
-            bound_at: self.bound_at,
-            extracted_at: self.extracted_at,
-            error: self.error,
-        }
+        self.alt
     }
 }
 

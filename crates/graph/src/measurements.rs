@@ -1,23 +1,9 @@
 //! MetricDefinition / MetricValue storage (rules in `aiden_domain::metric`).
 
+use aiden_domain::metric::MetricDefinition;
 use serde::Deserialize;
 
 use crate::{bolt, cypher, query_file, tx::IdRow, Error, Kind, Tx};
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DefinitionRow {
-    pub id: String,
-    pub name: String,
-    pub description: Option<String>,
-    pub scope: String,
-    pub aggregation: String,
-    pub data_type: String,
-    pub retention_days: Option<i64>,
-    pub revision: i64,
-    pub created_at: Option<String>,
-    pub updated_at: Option<String>,
-}
 
 /// A definition's state as written (create and update).
 pub struct DefinitionState<'a> {
@@ -119,7 +105,7 @@ pub async fn name_taken(tx: &mut Tx, d: &DefinitionState<'_>) -> Result<bool, Er
     Ok(tx.count(q).await? > 0)
 }
 
-pub async fn get_definition(tx: &mut Tx, id: &str) -> Result<Option<DefinitionRow>, Error> {
+pub async fn get_definition(tx: &mut Tx, id: &str) -> Result<Option<MetricDefinition>, Error> {
     tx.one(cypher(query_file!("metric/get_definition.cypher"), None).param("id", id))
         .await
 }
@@ -128,7 +114,7 @@ pub async fn list_definitions(
     tx: &mut Tx,
     after: &str,
     limit: i64,
-) -> Result<Vec<DefinitionRow>, Error> {
+) -> Result<Vec<MetricDefinition>, Error> {
     tx.rows(
         cypher(query_file!("metric/list_definitions.cypher"), None)
             .param("after", after)

@@ -42,13 +42,13 @@ pub struct UserUpdate<'a> {
 }
 
 /// A token as recorded: never its hash.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TokenRow {
     pub id: String,
     pub name: Option<String>,
     pub created_at: Option<String>,
-    #[serde(default)]
+    /// The token `AIDEN_ADMIN_TOKEN` stands for (re-keyed by the variable, not the API).
     pub bootstrap: bool,
     pub revoked_at: Option<String>,
 }

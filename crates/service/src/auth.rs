@@ -65,28 +65,21 @@ pub struct NewToken {
     pub name: Option<String>,
 }
 
-/// A token as listed: never its value or hash; `token` only in the response that created it.
+/// A token as listed: its record (never its value or hash), and `token` only in the response
+/// that created it.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Token {
-    pub id: String,
-    pub name: Option<String>,
-    pub created_at: Option<String>,
-    /// The token `AIDEN_ADMIN_TOKEN` stands for (re-keyed by the variable, not the API).
-    pub bootstrap: bool,
-    pub revoked_at: Option<String>,
+    #[serde(flatten)]
+    pub record: aiden_graph::users::TokenRow,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
 }
 
 impl From<aiden_graph::users::TokenRow> for Token {
-    fn from(r: aiden_graph::users::TokenRow) -> Self {
+    fn from(record: aiden_graph::users::TokenRow) -> Self {
         Self {
-            id: r.id,
-            name: r.name,
-            created_at: r.created_at,
-            bootstrap: r.bootstrap,
-            revoked_at: r.revoked_at,
+            record,
             token: None,
         }
     }

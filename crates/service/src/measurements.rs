@@ -6,12 +6,15 @@ use aiden_domain::{
     access::ensure_admin,
     metric::{
         aggregate, check_definition, check_dimensions, check_immutable, epoch_ms, typed_value,
-        Aggregation, DataType, MetricDefinitionPatch, NewMetricDefinition, Point, Scope,
+        Aggregation, MetricDefinitionPatch, NewMetricDefinition, Point,
     },
     user::Caller,
     Error as Rule, Id,
 };
-use aiden_graph::measurements::{self as store, DefinitionRow, DefinitionState, ValueRow};
+use aiden_graph::measurements::{self as store, DefinitionState, ValueRow};
+
+/// A metric definition as shown: the domain's, which the graph reads directly.
+pub use aiden_domain::metric::MetricDefinition;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -20,43 +23,6 @@ use crate::{
     tx::{read_tx, write_tx},
     App, Page, PageRequest, Result,
 };
-
-/// A metric definition as shown.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct MetricDefinition {
-    pub id: String,
-    pub name: String,
-    pub description: Option<String>,
-    pub scope: Scope,
-    pub aggregation: Aggregation,
-    pub data_type: DataType,
-    pub retention_days: Option<i64>,
-    pub revision: i64,
-    pub created_at: Option<String>,
-    pub updated_at: Option<String>,
-}
-
-impl TryFrom<DefinitionRow> for MetricDefinition {
-    type Error = crate::Error;
-
-    fn try_from(r: DefinitionRow) -> Result<Self> {
-        let bad = |what: &str| crate::Error::Internal(format!("metric {} has {what}", r.id));
-        Ok(Self {
-            scope: Scope::parse(&r.scope).ok_or_else(|| bad("an unknown scope"))?,
-            aggregation: Aggregation::parse(&r.aggregation)
-                .ok_or_else(|| bad("an unknown aggregation"))?,
-            data_type: DataType::parse(&r.data_type).ok_or_else(|| bad("an unknown dataType"))?,
-            id: r.id,
-            name: r.name,
-            description: r.description,
-            retention_days: r.retention_days,
-            revision: r.revision,
-            created_at: r.created_at,
-            updated_at: r.updated_at,
-        })
-    }
-}
 
 /// An RFC 3339 time, as the schema states it (the server refuses any other text).
 fn date_time(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
@@ -203,7 +169,7 @@ impl App {
 
     async fn metric_definition_row(&self, id: &str) -> Result<MetricDefinition> {
         let row = read_tx!(self, |tx| { Ok(store::get_definition(&mut tx, id).await?) })?;
-        row.ok_or(Rule::NotFound)?.try_into()
+        Ok(row.ok_or(Rule::NotFound)?)
     }
 
     pub async fn metric_definitions(
@@ -217,10 +183,7 @@ impl App {
         let rows = read_tx!(self, |tx| {
             Ok(store::list_definitions(&mut tx, &after, limit + 1).await?)
         })?;
-        let mut items = rows
-            .into_iter()
-            .map(MetricDefinition::try_from)
-            .collect::<Result<Vec<_>>>()?;
+        let mut items = rows;
         let next_cursor = if items.len() as i64 > limit {
             items.truncate(limit as usize);
             items.last().map(|d| d.id.clone())
@@ -243,8 +206,7 @@ impl App {
         write_tx!(self, |tx| {
             let current: MetricDefinition = store::get_definition(&mut tx, id)
                 .await?
-                .ok_or(Rule::NotFound)?
-                .try_into()?;
+                .ok_or(Rule::NotFound)?;
             check_immutable(&patch, current.scope, current.data_type)?;
             let aggregation = patch.aggregation.unwrap_or(current.aggregation);
             let retention = patch.retention_days.unwrap_or(current.retention_days);
@@ -319,8 +281,9 @@ impl App {
         write_tx!(self, |tx| {
             let definition: MetricDefinition = store::get_definition(&mut tx, &input.metric_id)
                 .await?
-                .ok_or_else(|| Rule::invariant("MET-1", "/metricId", "no such metric definition"))?
-                .try_into()?;
+                .ok_or_else(|| {
+                    Rule::invariant("MET-1", "/metricId", "no such metric definition")
+                })?;
             let measured = typed_value(definition.data_type, &input.value)?;
             let kind = store::scope_kind(definition.scope);
             if !store::entity_visible(
@@ -459,8 +422,7 @@ impl App {
         read_tx!(self, |tx| {
             let definition: MetricDefinition = store::get_definition(&mut tx, &q.metric_id)
                 .await?
-                .ok_or(Rule::NotFound)?
-                .try_into()?;
+                .ok_or(Rule::NotFound)?;
             if !caller.is_admin() {
                 let entity = q.entity_id.as_deref().ok_or_else(|| {
                     Rule::Forbidden("name an entityId you can see (or ask an admin)".into())

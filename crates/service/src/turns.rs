@@ -54,7 +54,7 @@ fn one_turn(rows: Vec<AltWithTurn>) -> Result<TurnView> {
             ctx.active_of_turn.insert(p.clone(), a.clone());
         }
         if r.has_children {
-            ctx.responded_to.insert(r.id.clone());
+            ctx.responded_to.insert(r.alt.id.clone());
         }
     }
     let turn = rows
@@ -452,7 +452,7 @@ impl App {
         let mut alts = Vec::with_capacity(rows.len());
         for r in rows {
             turns
-                .entry(r.turn_id.clone())
+                .entry(r.alt.turn_id.clone())
                 .or_insert_with(|| r.turn_row());
             alts.push(r.alt_row());
         }

@@ -3,5 +3,6 @@ MATCH (u:User {id: $userId})
 CREATE (u)-[:HAS_TOKEN]->(t:ApiToken {id: $tokenId, userId: $userId, hash: $tokenHash,
                                       name: $name, bootstrap: false, createdAt: $now,
                                       createdBy: $by})
-RETURN t.id AS id, t.name AS name, t.createdAt AS createdAt, t.bootstrap AS bootstrap,
+RETURN t.id AS id, t.name AS name, t.createdAt AS createdAt,
+       coalesce(t.bootstrap, false) AS bootstrap,
        t.revokedAt AS revokedAt

@@ -2,5 +2,6 @@
 // first revocation's time stays.
 MATCH (t:ApiToken {id: $tokenId, userId: $userId})
 SET t.revokedAt = coalesce(t.revokedAt, $now), t.revokedBy = coalesce(t.revokedBy, $by)
-RETURN t.id AS id, t.name AS name, t.createdAt AS createdAt, t.bootstrap AS bootstrap,
+RETURN t.id AS id, t.name AS name, t.createdAt AS createdAt,
+       coalesce(t.bootstrap, false) AS bootstrap,
        t.revokedAt AS revokedAt

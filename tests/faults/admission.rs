@@ -48,7 +48,11 @@ async fn overload_past_the_bound_is_refused_with_retry_after_and_admitted_again_
     let mut pool = spawn_env(&["worker", "--type", "rest_api"], 0, &[]);
     let mut accepted: Vec<String> = Vec::new();
     admitted_again(&api, &process, &mut accepted).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // The pool has drained the queue once the run just admitted has completed: its jobs were
+    // queued behind whatever an earlier run left.
+    let drained = accepted.last().expect("a run admitted");
+    let settled = api.wait_settled(drained, Duration::from_secs(60)).await;
+    assert_eq!(settled["status"], "completed", "{settled}");
     sigkill(&mut pool);
 
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -14,13 +14,15 @@ use serde_json::json;
 const VHOST: &str = "aiden-test";
 const QUEUE: &str = "aiden.jobs.rest_api";
 
-/// The number (1-3) of the node that leads `queue` now.
-fn leader_of(queue: &str) -> String {
+/// The number (1-3) of the node that leads `queue` now, as node `ask` (1-3) sees it (none while
+/// a leader is being elected).
+fn leader_of(queue: &str, ask: &str) -> Option<String> {
+    let node = format!("aiden-mq{ask}@localhost");
     let out = Command::new("rabbitmqctl")
         .args([
             "-q",
             "-n",
-            "aiden-mq1@localhost",
+            node.as_str(),
             "list_queues",
             "-p",
             VHOST,
@@ -32,12 +34,13 @@ fn leader_of(queue: &str) -> String {
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text
         .lines()
-        .find(|l| l.split_whitespace().next() == Some(queue))
-        .unwrap_or_else(|| panic!("no queue {queue} in {text}"));
-    let node = line.split_whitespace().nth(1).expect("a leader");
-    node.trim_start_matches("aiden-mq")
-        .trim_end_matches("@localhost")
-        .to_owned()
+        .find(|l| l.split_whitespace().next() == Some(queue))?;
+    let node = line.split_whitespace().nth(1)?;
+    Some(
+        node.trim_start_matches("aiden-mq")
+            .trim_end_matches("@localhost")
+            .to_owned(),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -68,9 +71,23 @@ async fn a_sigkilled_queue_leader_loses_nothing_and_runs_the_step_under_one_key(
         up.calls_for(&slow) == 1
     })
     .await;
-    let leader = leader_of(QUEUE);
+    let leader = leader_of(QUEUE, "1").unwrap_or_else(|| panic!("no leader of {QUEUE}"));
     stack_args(&["mq-kill", &leader]);
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // The killed node stays down until the queue has a new leader on another node (asked of a
+    // surviving node): the cluster has demonstrably moved on without it.
+    let survivor = if leader == "1" { "2" } else { "1" };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let now = leader_of(QUEUE, survivor);
+        if now.as_ref().is_some_and(|n| *n != leader) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no new leader of {QUEUE} after node {leader}'s SIGKILL: {now:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     stack_args(&["mq-up", &leader]);
 
     let deadline = Instant::now() + Duration::from_secs(90);

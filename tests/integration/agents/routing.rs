@@ -40,7 +40,7 @@ fn of_kind<'a>(ev: &'a [Value], kind: &str) -> Vec<&'a Value> {
 }
 
 #[tokio::test]
-async fn agt_15_the_router_narrows_the_tools_to_its_intent_and_the_pipeline_is_audited_once() {
+async fn agt_15_16_the_router_narrows_the_tools_to_its_intent_and_the_pipeline_is_audited_once() {
     let k = kit().await;
     let p = routed_process(&k).await;
     let script = json!([
@@ -122,6 +122,11 @@ async fn agt_15_the_router_narrows_the_tools_to_its_intent_and_the_pipeline_is_a
         .collect();
     assert_eq!(calls, ["answer#r1", "answer#m2", "answer#t3", "answer#m4"]);
     assert_eq!(pipeline["postHooks"]["memorySuggestions"], 0);
+    // AGT-16: the pipeline record holds what was decided, never a call's arguments or result.
+    let recorded = rows[0]["pipeline"].as_str().unwrap();
+    for leaked in ["kigali", "CAT", "sunny"] {
+        assert!(!recorded.contains(leaked), "{leaked} in {recorded}");
+    }
     let per_call: Vec<Value> = graph_rows(
         aiden_graph_query(
             "MATCH (:Run {id: $run})-[:HAS_STEP_RUN]->(sr:StepRun)

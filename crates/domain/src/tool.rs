@@ -148,10 +148,6 @@ impl Operation {
         }
     }
 
-    pub fn type_name(&self) -> &'static str {
-        self.operation_type().as_str()
-    }
-
     /// TOOL-4: the Service type this operation runs against.
     pub fn service_type(&self) -> ServiceType {
         match self {
@@ -407,7 +403,7 @@ impl ToolContext<'_> {
                 "/operation/type",
                 format!(
                     "{} operations need a {} Service, not {}",
-                    tool.structure.operation.type_name(),
+                    tool.structure.operation.operation_type().as_str(),
                     tool.structure.operation.service_type().as_str(),
                     service.structure.service_type.as_str()
                 ),

@@ -5,10 +5,11 @@
 //! twice, and `aiden check` is clean. A test binary of its own: it stops the tests' Neo4j, which
 //! no other test may use meanwhile (cargo runs test binaries one after another).
 
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::time::Duration;
 
 use aiden_tests::chaos::{define, stack, start_upstream};
-use aiden_tests::procs::{assert_check_clean, free_port, sigkill, spawn, Api};
+use aiden_tests::procs::{assert_check_clean, free_port, sigkill, spawn, wait_until, Api};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -47,13 +48,16 @@ async fn graph_crash_loses_nothing_acknowledged(
     assert_eq!(s, 201, "{conv}");
     let conv = conv["id"].as_str().unwrap().to_owned();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // What the load has seen so far: runs and turns acknowledged, requests refused.
+    let counts = std::sync::Arc::new(Counts::default());
     let load = {
-        let (api, process, conv, tag, stop) = (
+        let (api, process, conv, tag, stop, seen) = (
             api.clone(),
             process.clone(),
             conv.clone(),
             tag.clone(),
             stop.clone(),
+            counts.clone(),
         );
         tokio::spawn(async move {
             let (mut runs, mut turns, mut parent) = (Vec::new(), Vec::new(), None::<String>);
@@ -70,7 +74,9 @@ async fn graph_crash_loses_nothing_acknowledged(
                     .await;
                 if s == 202 {
                     runs.push(b["runId"].as_str().unwrap().to_owned());
+                    seen.runs.fetch_add(1, SeqCst);
                 } else {
+                    seen.refused.fetch_add(1, SeqCst);
                     *refused
                         .entry(format!("run {s} {}", b["error"]["code"]))
                         .or_default() += 1;
@@ -90,7 +96,9 @@ async fn graph_crash_loses_nothing_acknowledged(
                 if s == 201 {
                     parent = b["id"].as_str().map(str::to_owned);
                     turns.push(content);
+                    seen.turns.fetch_add(1, SeqCst);
                 } else {
+                    seen.refused.fetch_add(1, SeqCst);
                     *refused
                         .entry(format!("turn {s} {}", b["error"]["code"]))
                         .or_default() += 1;
@@ -101,12 +109,22 @@ async fn graph_crash_loses_nothing_acknowledged(
             (runs, turns, i, refused)
         })
     };
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // Barriers, not pauses: the crash comes once the load has been acknowledged a few times,
+    // the graph comes back once the load has been refused (the outage reached the API's
+    // clients), and the load stops once it has been acknowledged a few times again.
+    counts.acknowledged_more(0, 0, 3).await;
     stack("graph-kill");
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let refused = counts.refused.load(SeqCst);
+    wait_until(
+        "a request refused while the graph is down",
+        Duration::from_secs(60),
+        || counts.refused.load(SeqCst) > refused,
+    )
+    .await;
     stack("graph-up");
     api.wait_ready().await;
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    let (runs, turns) = (counts.runs.load(SeqCst), counts.turns.load(SeqCst));
+    counts.acknowledged_more(runs, turns, 3).await;
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     let (runs, turns, attempts, refused) = load.await.expect("load");
     assert!(
@@ -158,4 +176,24 @@ async fn graph_crash_loses_nothing_acknowledged(
         up.calls_for(&format!("{tag}-a"))
     );
     assert_check_clean(None);
+}
+
+/// What the load around the crash has seen so far.
+#[derive(Default)]
+struct Counts {
+    runs: AtomicUsize,
+    turns: AtomicUsize,
+    refused: AtomicUsize,
+}
+
+impl Counts {
+    /// Waits until `more` runs and `more` turns beyond `runs` and `turns` are acknowledged.
+    async fn acknowledged_more(&self, runs: usize, turns: usize, more: usize) {
+        wait_until(
+            "runs and turns acknowledged",
+            Duration::from_secs(90),
+            || self.runs.load(SeqCst) >= runs + more && self.turns.load(SeqCst) >= turns + more,
+        )
+        .await;
+    }
 }

@@ -10,7 +10,9 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use aiden_tests::procs::{assert_check_clean, free_port, sigkill, spawn_env, Api, Proc};
+use aiden_tests::procs::{
+    assert_check_clean, free_port, log_level_with, sigkill, spawn_env, spawn_logged, Api, Proc,
+};
 use aiden_tests::{ask_query, setting};
 use axum::{extract::Query, routing::get, Json, Router};
 use reqwest::Method;
@@ -481,6 +483,40 @@ async fn search_finds_entities_and_facts(w: &World, c: &str) {
     );
 }
 
+/// What the ingestion pool logs when Graphiti (or the graph) cannot be reached: it waits.
+const GRAPHITI_WAIT: &str = "ingestion waiting for graphiti or the graph";
+
+/// Waits until the ingestion pool `episodes` has logged that it is done with the message of the
+/// Alternative `alt` (its binding, extraction and merge all behind it).
+async fn wait_ingested(episodes: &Proc, alt: &str) {
+    let id = format!("message:{alt}");
+    aiden_tests::procs::wait_until(
+        "the ingestion pool done with the message",
+        Duration::from_secs(60),
+        || {
+            episodes
+                .log()
+                .lines()
+                .any(|l| l.contains("ingested") && l.contains(&id))
+        },
+    )
+    .await;
+}
+
+/// Whether a request waits unread at the (paused) process listening on 127.0.0.1:`port`: an
+/// established connection to it with bytes in its receive queue (Linux's `/proc/net/tcp`).
+fn request_waiting_at(port: u16) -> bool {
+    let local = format!("0100007F:{port:04X}");
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    table.lines().skip(1).any(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let unread = f.get(4).and_then(|q| q.split(':').nth(1));
+        f.get(1) == Some(&local.as_str())
+            && f.get(3) == Some(&"01")
+            && unread.is_some_and(|rx| u64::from_str_radix(rx, 16).is_ok_and(|n| n > 0))
+    })
+}
+
 fn episode_uuid(alternative_id: &str) -> String {
     aiden_domain::knowledge::episode::episode_uuid(
         aiden_domain::knowledge::EpisodeSource::Message,
@@ -527,7 +563,13 @@ async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_
     ];
     let serve = spawn_env(&["serve"], port, &extra);
     let rest = spawn_env(&["worker", "--type", "rest_api"], port, &extra);
-    let mut episodes = spawn_env(&["worker", "--type", "episode"], port, &extra);
+    // The ingestion pool's log is read: what it has ingested, and when it waits for Graphiti.
+    let episode_env = [
+        extra.clone(),
+        vec![log_level_with("aiden_workers::episodes=debug")],
+    ]
+    .concat();
+    let mut episodes = spawn_logged(&["worker", "--type", "episode"], port, &episode_env);
     let api = Api {
         http: reqwest::Client::new(),
         base: format!("http://127.0.0.1:{port}"),
@@ -850,6 +892,9 @@ async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_
     );
 
     // SIGKILL the ingestion worker while Graphiti is extracting: the LLM is paused mid-call.
+    // Not before the pool is done with the follow-up (its Entities' merge embeds through the
+    // LLM after the binding is recorded): then the paused LLM holds up nothing but the next.
+    wait_ingested(&episodes, &u4).await;
     let llm_pid = _llm.0.id().to_string();
     let signal = |sig: &str| {
         Command::new("kill").args([sig, &llm_pid]).status().unwrap();
@@ -864,10 +909,16 @@ async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_
         t5["alternatives"][0]["id"].as_str().unwrap().to_owned(),
     );
     w.wait_binding(&t5_id, &u5, &["bound"], long).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Mid-call: a request (the embedding or the extraction of u5) waits unread at the LLM.
+    aiden_tests::procs::wait_until(
+        "a request waiting at the paused LLM",
+        Duration::from_secs(30),
+        || request_waiting_at(llm_port),
+    )
+    .await;
     sigkill(&mut episodes);
     signal("-CONT");
-    episodes = spawn_env(&["worker", "--type", "episode"], port, &extra);
+    episodes = spawn_logged(&["worker", "--type", "episode"], port, &episode_env);
     w.wait_binding(&t5_id, &u5, &["extracted"], long).await;
     one_node(u5.clone()).await;
     let completed = w
@@ -886,6 +937,7 @@ async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_
     // 3. Never on the user's path: with Graphiti stopped, appends and switches still answer
     // (their latency is printed; the benchmark measures it), items wait, and bind once it is back.
     sigkill(&mut service);
+    let waits_before = episodes.log_count(GRAPHITI_WAIT);
     let mut latencies = Vec::new();
     let mut parent = t5_id.clone();
     let mut waiting = Vec::new();
@@ -917,7 +969,11 @@ async fn epi_1_to_7_ent_1_to_3_episodes_bind_once_extract_on_their_own_path_and_
         latencies[latencies.len() / 2],
         latencies.last().unwrap()
     );
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // The pool has taken the first of them and found Graphiti gone: it waits (in order per
+    // conversation, the rest wait behind it), and nothing is bound meanwhile.
+    episodes
+        .wait_log(GRAPHITI_WAIT, waits_before + 1, Duration::from_secs(60))
+        .await;
     for (turn, alt) in &waiting {
         let a = w
             .wait_binding(turn, alt, &["pending"], Duration::from_secs(5))

@@ -205,7 +205,17 @@ async fn turn_6_a_canceled_run_leaves_a_failed_alternative() {
     assert_eq!(a["cacheStatus"], "failed", "{a}");
     assert_eq!(a["content"], Value::Null);
     assert!(!a["error"].is_null(), "{a}");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The step's end: the worker dropped the call when the cancel reached it, or finished it
+    // and the engine ignored the late result.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !server().logs().lines().any(|l| {
+        l.contains(&run)
+            && (l.contains("job canceled mid-call; acked")
+                || l.contains("result for a settled step ignored"))
+    }) {
+        assert!(Instant::now() < deadline, "the canceled step never ended");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     assert_eq!(
         alternative(u, &turn, &alt).await["content"],
         Value::Null,

@@ -151,6 +151,7 @@ async fn run_job(shared: &Shared, broker: &Broker, slot: usize, delivery: Delive
     let Some((result, hash)) = result else {
         // Canceled mid-call: the engine already settled the step.
         let _ = delivery.acker.ack(BasicAckOptions::default()).await;
+        tracing::debug!(step = %job.step_run_id, "job canceled mid-call; acked");
         report.done(true).await;
         set_job(shared, slot, None, Some(true)).await;
         return;

@@ -17,7 +17,28 @@ pub fn binary() -> PathBuf {
     BUILT
         .get_or_init(|| {
             let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-            let status = Command::new(env!("CARGO"))
+            // Without what cargo set for this test binary (`CARGO_PKG_NAME`, `CARGO_CRATE_NAME`,
+            // `CARGO_MANIFEST_DIR`, …): inherited, they make the build of `aiden`'s dependencies
+            // look changed, and every test binary then rebuilt them (some 20 s each) and left
+            // them stale for the next plain `cargo build`.
+            let mut cargo = Command::new(env!("CARGO"));
+            for (key, _) in std::env::vars_os() {
+                let key = key.to_string_lossy();
+                if key.starts_with("CARGO_PKG_")
+                    || [
+                        "CARGO_MANIFEST_DIR",
+                        "CARGO_MANIFEST_PATH",
+                        "CARGO_CRATE_NAME",
+                        "CARGO_BIN_NAME",
+                        "CARGO_PRIMARY_PACKAGE",
+                        "CARGO_TARGET_TMPDIR",
+                    ]
+                    .contains(&&*key)
+                {
+                    cargo.env_remove(&*key);
+                }
+            }
+            let status = cargo
                 .args(["build", "--quiet", "--bin", "aiden"])
                 .current_dir(&root)
                 .status()

@@ -114,6 +114,8 @@ fn memory_hits(answer: &Value) -> Vec<String> {
 async fn srch_4_5_memory_write_then_a_new_conversations_memory_read_recalls_it_for_its_owner_only()
 {
     let _serial = super::SERIAL.lock().await;
+    // Not beside the Episode tests' processes (one engine lease, one relay per database).
+    super::episodes::retire();
     let db = database();
     let (vhost, amqp) = fresh_vhost();
     let graphiti_port = free_port();

@@ -78,6 +78,8 @@ async fn edges(graph: &aiden_graph::Graph, uuid: &str) -> Edges {
 async fn ent_5_a_users_entity_and_an_extracted_one_of_the_same_thing_become_one_with_every_source_and_edge(
 ) {
     let _serial = super::SERIAL.lock().await;
+    // Not beside the Episode tests' processes (one engine lease, one relay per database).
+    super::episodes::retire();
     let db = database();
     let (vhost, amqp) = fresh_vhost();
     let llm_port = free_port();

@@ -157,6 +157,8 @@ fn hit_ids(answer: &Value) -> Vec<String> {
 async fn srch_1_2_3_paraphrased_questions_find_their_fact_and_never_another_users_or_a_sibling_branch(
 ) {
     let _serial = super::SERIAL.lock().await;
+    // Not beside the Episode tests' processes (one engine lease, one relay per database).
+    super::episodes::retire();
     let corpus: Corpus = serde_json::from_str(
         &std::fs::read_to_string(root().join("tests/knowledge/recall_corpus.json")).unwrap(),
     )

@@ -126,6 +126,11 @@ impl Proc {
         Ok(Self(child, Some(path), temporary))
     }
 
+    /// The log file of [`Proc::start_logged`]'s when it is a temporary one (removed on drop).
+    pub fn temporary_log(&self) -> Option<&std::path::Path> {
+        self.1.as_deref().filter(|_| self.2)
+    }
+
     /// What the process has logged so far (empty when its stderr is not kept in a file).
     pub fn log(&self) -> String {
         self.1

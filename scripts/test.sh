@@ -7,6 +7,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 # The wall time of the whole command, printed at the end (docs/dev/performance.md keeps them).
 STARTED=$SECONDS
+# Each phase's line says when it began, so a slower run shows where its time went.
+phase() { echo "test: [$((SECONDS - STARTED)) s] $*"; }
 
 # A clean run needs about 3.5 GB (target directory and .stack/); say what the disk has, so a
 # run that fails for want of it says so near the top of its log.
@@ -24,16 +26,18 @@ scripts/graphiti.sh install
 # shellcheck disable=SC1091
 . .stack/test-env
 
-echo "test: cargo fmt --check, clippy -D warnings"
+phase "cargo fmt --check, clippy -D warnings"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 # Cypher stays Neo4j 5: Neo4j's own parser and semantic analysis over every
 # statement, before it ever reaches the server (tools/cypher-lint, the repository's own).
-echo "test: cypher-lint cypher/ (Neo4j 5 parser and semantic analysis)"
+phase "cypher-lint cypher/ (Neo4j 5 parser and semantic analysis)"
 tools/cypher-lint/cypher-lint cypher/
 
-echo "test: cargo test (unit + integration against the local stack)"
+phase "cargo test: build the test binaries"
+cargo test --workspace --no-run --quiet
+phase "cargo test: run (unit + integration against the local stack)"
 # Every answered request's route and status, for the status coverage report below.
 AIDEN_STATUS_LOG=$(mktemp)
 export AIDEN_STATUS_LOG
@@ -43,33 +47,33 @@ AIDEN_SCAN_DIR=$(mktemp -d)
 export AIDEN_SCAN_DIR
 date -u +%Y-%m-%dT%H:%M:%S.000Z >"$AIDEN_SCAN_DIR/started-at"
 cargo test --workspace --quiet
-echo "test: secrets scan (no Secret plaintext or ciphertext in responses, SSE, logs, queues or the graph)"
+phase "secrets scan (no Secret plaintext or ciphertext in responses, SSE, logs, queues or the graph)"
 # The scanner cargo test just built (cargo run would resolve features anew and rebuild).
 "${CARGO_TARGET_DIR:-target}/debug/aiden-secrets-scan" "$AIDEN_SCAN_DIR"
 rm -rf "$AIDEN_SCAN_DIR"
 unset AIDEN_SCAN_DIR
 cargo run --bin aiden --quiet -- openapi >"$AIDEN_STATUS_LOG.openapi.json"
-echo "test: documented statuses the suite never produced (docs/api.md says why)"
+phase "documented statuses the suite never produced (docs/api.md says why)"
 python3 scripts/status-coverage.py "$AIDEN_STATUS_LOG.openapi.json" "$AIDEN_STATUS_LOG"
 rm -f "$AIDEN_STATUS_LOG" "$AIDEN_STATUS_LOG.openapi.json"
 unset AIDEN_STATUS_LOG
 
-echo "test: the Graphiti service against the scripted LLM (workers/graphiti/smoke_test.py)"
+phase "the Graphiti service against the scripted LLM (workers/graphiti/smoke_test.py)"
 scripts/graphiti.sh smoke
 
-echo "test: contract fuzzing, short (schemathesis against /openapi.json; the long run is scripts/fuzz.sh)"
+phase "contract fuzzing, short (schemathesis against /openapi.json; the long run is scripts/fuzz.sh)"
 scripts/fuzz.sh --short
 
-echo "test: a client generated from /openapi.json (openapi-python-client) defines, runs and watches a Process"
+phase "a client generated from /openapi.json (openapi-python-client) defines, runs and watches a Process"
 scripts/client-test.sh
 
-echo "test: the web console in headless Chromium (branch a conversation, watch a run, the catalog)"
+phase "the web console in headless Chromium (branch a conversation, watch a run, the catalog)"
 scripts/console-test.sh
 
-echo "test: seed round trip (apply twice, audit)"
+phase "seed round trip (apply twice, audit)"
 scripts/e2e-seed.sh
 
-echo "test: compose.yaml"
+phase "compose.yaml"
 scripts/check-compose.sh
 
 echo "test: all passed in $((SECONDS - STARTED)) s"

@@ -46,8 +46,20 @@ async fn cancel_settles_the_run_and_later_steps_never_run() {
     let events = sse(&u, &id, None).await;
     assert_eq!(kinds(&events).last().unwrap(), "run.canceled", "{events:?}");
 
-    // Past the moment the hanging call would have answered: nothing more happened.
-    tokio::time::sleep(Duration::from_millis(5500).saturating_sub(sent.elapsed())).await;
+    // The hanging call's end: the upstream saw the request end, and the worker was done with
+    // the job (dropped the call when the cancel reached it, or finished it and the engine
+    // ignored the late result). Only then can nothing more happen.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while k.up.hold(&tag).and_then(|h| h.end).is_none()
+        || !server().logs().lines().any(|l| {
+            l.contains(&id)
+                && (l.contains("job canceled mid-call; acked")
+                    || l.contains("result for a settled step ignored"))
+        })
+    {
+        assert!(Instant::now() < deadline, "the canceled call never ended");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let hold = k.up.hold(&tag).unwrap();
     assert!(
         hold.abandoned,

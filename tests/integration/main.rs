@@ -11,6 +11,7 @@ mod http;
 mod identity;
 mod mcp;
 mod measurements;
+mod memories;
 mod processes;
 mod providers;
 mod queries;

@@ -232,6 +232,15 @@ async fn srch_4_5_memory_write_then_a_new_conversations_memory_read_recalls_it_f
     .await;
     assert!(memory_hits(&search(&a, QUESTION, "").await).is_empty());
     assert!(memory_hits(&search(&a, "Ines cello Porto", "").await).is_empty());
+    // Nor does its Episode keep the text: it stays bound, blank.
+    let episodes: Vec<Value> = aiden_tests::graph_rows(
+        aiden_tests::aiden_graph_query(
+            "MATCH (:Memory {id: $id})-[:HAS_CONTENT]->(e:Episodic) RETURN e.content AS content",
+        )
+        .param("id", memory_id.clone()),
+    )
+    .await;
+    assert_eq!(episodes, [json!({"content": ""})], "{episodes:?}");
     let left = ok(&a, Method::GET, "/v1/memories", None, 200).await;
     assert_eq!(left["items"], json!([]));
     drop_vhost(&vhost);

@@ -49,14 +49,17 @@ impl App {
         })
     }
 
-    /// `DELETE /v1/memories/{id}`: forgotten (archived, its content and embedding dropped).
+    /// `DELETE /v1/memories/{id}`: forgotten (archived, its content and embedding dropped), and
+    /// with it what Graphiti kept of it: its Episode's text, and the facts and extracted
+    /// Entities only that Episode supports.
     pub async fn forget(&self, caller: &Caller, id: &str) -> Result<()> {
         write_tx!(self, |tx| {
-            if store::forget(&mut tx, id, caller.id.as_str(), &now()).await? {
-                Ok(())
-            } else {
-                Err(Rule::NotFound.into())
+            let at = now();
+            if !store::forget(&mut tx, id, caller.id.as_str(), &at).await? {
+                return Err(Rule::NotFound.into());
             }
+            store::forget_episode(&mut tx, id, &at).await?;
+            Ok(())
         })
     }
 }

@@ -201,6 +201,15 @@ impl Ingestor {
         .await
         .map_err(graph_error)?;
         self.merge(&extraction.entities).await;
+        if kind == TargetKind::Memory {
+            // SRCH-4: forgotten while this worker ingested it (after its content was read):
+            // what Graphiti just kept of it goes, as the forgetting itself would have done.
+            if let Err(e) =
+                aiden_graph::memory::forget_episode_autocommit(&self.graph, &t.id, &now()).await
+            {
+                tracing::warn!(id = %t.id, error = %e, "a forgotten memory's episode not blanked");
+            }
+        }
         Ok(Outcome::Final(binding))
     }
 

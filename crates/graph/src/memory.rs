@@ -56,18 +56,21 @@ pub async fn list(graph: &Graph, owner_id: &str, limit: i64) -> Result<Vec<Memor
 /// Blanks what Graphiti keeps of the forgotten memory `id` (its Episode's text, the facts and
 /// extracted Entities only that Episode supports); whether it had an Episode.
 pub async fn forget_episode(tx: &mut Tx, id: &str, now: &str) -> Result<bool, Error> {
-    let q = cypher(query_file!("memory/forget_episode.cypher"), None)
-        .param("id", id)
-        .param("now", now);
-    Ok(!tx.rows::<IdRow>(q).await?.is_empty())
+    Ok(!tx
+        .rows::<IdRow>(forget_episode_query(id, now))
+        .await?
+        .is_empty())
 }
 
 /// [`forget_episode`] as its own transaction (the ingestion worker's, after an extraction).
 pub async fn forget_episode_autocommit(graph: &Graph, id: &str, now: &str) -> Result<(), Error> {
-    let q = cypher(query_file!("memory/forget_episode.cypher"), None)
+    graph.run_autocommit(forget_episode_query(id, now)).await
+}
+
+fn forget_episode_query(id: &str, now: &str) -> neo4rs::Query {
+    cypher(query_file!("memory/forget_episode.cypher"), None)
         .param("id", id)
-        .param("now", now);
-    graph.run_autocommit(q).await
+        .param("now", now)
 }
 
 /// Whether the owner's memory `id` was there to forget.

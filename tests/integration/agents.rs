@@ -386,7 +386,8 @@ async fn agt_7_iteration_and_tool_call_caps_hold() {
     assert_eq!(r["status"], "completed", "{r}");
     assert_eq!(
         step(&r, "answer")["output"]["finishReason"],
-        "iteration_limit"
+        "iteration_limit",
+        "{r}"
     );
     assert_eq!(
         k.calls("search:"),

@@ -242,11 +242,30 @@ pub async fn list(tx: &mut Tx, f: &RunFilter<'_>) -> Result<Vec<RunListRow>, Err
     tx.rows(q).await
 }
 
+/// A run and its step runs, in two statements: the Run first, so a settled Run comes with its
+/// final StepRuns (Neo4j reads are read-committed; `run/get_run.cypher` says more).
 pub async fn get(tx: &mut Tx, id: &str) -> Result<Option<RunRow>, Error> {
-    let row: Option<RunRow> = tx
+    #[derive(Deserialize)]
+    struct RunOnly {
+        run: Value,
+    }
+    #[derive(Deserialize)]
+    struct Steps {
+        steps: Vec<Value>,
+    }
+    let run: Option<RunOnly> = tx
         .one(cypher(query_file!("run/get_run.cypher"), None).param("id", id))
         .await?;
-    Ok(row.filter(|r| !r.run.is_null()))
+    let Some(RunOnly { run }) = run.filter(|r| !r.run.is_null()) else {
+        return Ok(None);
+    };
+    let steps: Option<Steps> = tx
+        .one(cypher(query_file!("run/step_runs.cypher"), None).param("id", id))
+        .await?;
+    Ok(Some(RunRow {
+        run,
+        steps: steps.map(|s| s.steps).unwrap_or_default(),
+    }))
 }
 
 #[derive(Debug, Clone, Deserialize)]

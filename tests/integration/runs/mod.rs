@@ -12,6 +12,7 @@ mod events;
 mod jobs;
 mod metrics;
 mod outputs;
+mod reads;
 mod retries;
 mod steps;
 

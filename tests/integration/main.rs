@@ -7,6 +7,7 @@ mod catalog;
 mod concurrency;
 mod connections;
 mod conversations;
+mod entities;
 mod http;
 mod identity;
 mod mcp;

@@ -163,10 +163,11 @@ async fn ent_5_a_users_entity_and_an_extracted_one_of_the_same_thing_become_one_
     let uuid = mine["uuid"].as_str().unwrap().to_owned();
     assert_eq!(mine["name"], NAME, "the user's name first");
     assert_eq!(source_types(&mine), ["user", "graphiti"], "{mine}");
-    let (s, _) = a
+    // The merged uuid is no Entity any more: it redirects (308) to the one it merged into.
+    let (s, moved) = a
         .call(Method::GET, &format!("/v1/entities/{first_uuid}"), None)
         .await;
-    assert_eq!(s, 404, "the merged uuid is no Entity any more");
+    assert_eq!((s, &moved["uuid"]), (200, &json!(uuid)), "{moved}");
     let survivor = edges(&graph, &uuid).await;
     assert_eq!(
         (survivor.facts, survivor.mentions, survivor.stale),

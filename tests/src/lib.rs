@@ -414,6 +414,15 @@ impl Client {
         }
     }
 
+    /// The same caller, with redirects answered rather than followed (to see a 3xx itself).
+    pub fn not_following(mut self) -> Self {
+        self.http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("an HTTP client");
+        self
+    }
+
     /// The same caller, its requests counted as coming from `ip` (USR-4): a test that sends
     /// unknown tokens on purpose uses a source of its own, so no other test's is throttled.
     pub fn from_source(mut self, ip: &str) -> Self {

@@ -371,6 +371,17 @@ pub async fn get_entity_autocommit(graph: &Graph, uuid: &str) -> Result<Option<E
     Ok(graph.read_rows(q).await?.into_iter().next())
 }
 
+/// ENT-5: the uuid a merged Entity's tombstone names, if `uuid` is one.
+pub async fn merged_into(graph: &Graph, uuid: &str) -> Result<Option<String>, Error> {
+    #[derive(Deserialize)]
+    struct Into {
+        into: Option<String>,
+    }
+    let q = cypher(query_file!("entity/merged_into.cypher"), None).param("uuid", uuid);
+    let rows: Vec<Into> = graph.read_rows(q).await?;
+    Ok(rows.into_iter().next().and_then(|r| r.into))
+}
+
 #[derive(Deserialize)]
 struct UuidRow {
     uuid: String,

@@ -118,6 +118,19 @@ impl App {
         }
     }
 
+    /// ENT-5: the Entity a merged uuid names now (its tombstone's `mergedInto`), when the caller
+    /// may see it; `None` for any other uuid. Only an extracted Entity merges, into a user's, so
+    /// the survivor is no tombstone itself. The API answers such a uuid with a redirect.
+    pub async fn survivor_of(&self, caller: &Caller, uuid: &str) -> Result<Option<String>> {
+        let Some(into) = kg::merged_into(&self.graph, uuid).await? else {
+            return Ok(None);
+        };
+        let visible = kg::get_entity_autocommit(&self.graph, &into)
+            .await?
+            .is_some_and(|r| visible_to(&r, caller));
+        Ok(visible.then_some(into))
+    }
+
     /// `GET /v1/entities/{uuid}`.
     pub async fn get_entity(&self, caller: &Caller, uuid: &str) -> Result<EntityView> {
         let row = kg::get_entity_autocommit(&self.graph, uuid)

@@ -2,12 +2,14 @@
 
 use aiden_domain::knowledge::memory::NewMemory;
 use aiden_domain::knowledge::{ActiveEntityFlags, NewEntity};
+use aiden_domain::user::Caller;
 use axum::{
     extract::{Path, Query, State as S},
-    http::StatusCode,
+    http::{header, StatusCode},
     response::{IntoResponse, Response},
 };
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::catalog::{created, ok};
 use crate::{
@@ -50,7 +52,48 @@ pub async fn get_entity(
     Auth(c): Auth,
     Path(uuid): Path<String>,
 ) -> ApiResult<Response> {
-    Ok(ok(st.app.get_entity(&c, &uuid).await?))
+    match st.app.get_entity(&c, &uuid).await {
+        Err(e) if is_not_found(&e) => merged_or(&st, &c, &uuid, "", e).await,
+        answer => Ok(ok(answer?)),
+    }
+}
+
+/// ENT-5: where a merged Entity's uuid leads (308's body; `Location` names the same).
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EntityMerged {
+    /// The Entity it merged into.
+    merged_into: String,
+}
+
+fn is_not_found(e: &aiden_service::Error) -> bool {
+    matches!(
+        e,
+        aiden_service::Error::Domain(aiden_domain::Error::NotFound)
+    )
+}
+
+/// An Entity the caller cannot find: a merged one's uuid answers 308 to the Entity it merged
+/// into (`suffix` keeps the sub-resource), when the caller may see that one; any other, the
+/// 404 it was.
+async fn merged_or(
+    st: &State,
+    c: &Caller,
+    uuid: &str,
+    suffix: &str,
+    not_found: aiden_service::Error,
+) -> ApiResult<Response> {
+    let Some(into) = st.app.survivor_of(c, uuid).await? else {
+        return Err(not_found.into());
+    };
+    let location = format!("/v1/entities/{into}{suffix}");
+    let body = EntityMerged { merged_into: into };
+    Ok((
+        StatusCode::PERMANENT_REDIRECT,
+        [(header::LOCATION, location)],
+        axum::Json(body),
+    )
+        .into_response())
 }
 
 /// `POST /v1/entities/{uuid}/confirm` (AGT-13).
@@ -156,5 +199,8 @@ pub async fn entity_page(
     Auth(c): Auth,
     Path(uuid): Path<String>,
 ) -> ApiResult<Response> {
-    Ok(ok(st.app.entity_page(&c, &uuid).await?))
+    match st.app.entity_page(&c, &uuid).await {
+        Err(e) if is_not_found(&e) => merged_or(&st, &c, &uuid, "/context", e).await,
+        answer => Ok(ok(answer?)),
+    }
 }

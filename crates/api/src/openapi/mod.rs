@@ -253,11 +253,17 @@ impl Spec {
         };
         responses.insert(status.to_string(), success);
         for (status, description, schema) in &op.also {
-            responses.insert(
-                status.to_string(),
-                json!({"description": description, "content": {"application/json": {"schema": schema(g)}},
-                       "headers": {"Location": {"description": "The new resource", "required": true, "schema": {"type": "string"}}}}),
-            );
+            let mut r = json!({"description": description, "content": {"application/json": {"schema": schema(g)}}});
+            // Only an answer that names a resource carries its Location.
+            let location = match status {
+                201 | 202 => Some("The new resource"),
+                300..=399 => Some("Where the resource is now"),
+                _ => None,
+            };
+            if let Some(l) = location {
+                r["headers"] = json!({"Location": {"description": l, "required": true, "schema": {"type": "string"}}});
+            }
+            responses.insert(status.to_string(), r);
         }
         for status in op.error_statuses(!path_names.is_empty()) {
             let mut r = json!({"description": reason(status), "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}});

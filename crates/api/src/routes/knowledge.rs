@@ -8,6 +8,10 @@ use super::{route, Table};
 use crate::handlers::knowledge as k;
 use crate::openapi::Op;
 
+/// ENT-5: a merged Entity's uuid redirects to the Entity it merged into.
+const MERGED: &str = "The Entity merged into another (ENT-5): `Location` names the same route \
+                      of the Entity it merged into, which the caller may see";
+
 pub(super) fn routes(t: Table) -> Table {
     use aiden_domain::knowledge::{entity::EntityReference, ActiveEntityFlags, NewEntity};
     use aiden_service::views::{EntityView, Items, ProposalDecision};
@@ -37,7 +41,9 @@ pub(super) fn routes(t: Table) -> Table {
         GET,
         "/v1/entities/{id}",
         k::get_entity,
-        Op::new("An Entity with its sources (creator, mentioning Episodes)").ok::<EntityView>()
+        Op::new("An Entity with its sources (creator, mentioning Episodes)")
+            .ok::<EntityView>()
+            .also::<k::EntityMerged>(308, MERGED)
     );
     let t = route!(
         t,
@@ -46,6 +52,7 @@ pub(super) fn routes(t: Table) -> Table {
         k::entity_page,
         Op::new("An Entity's page: the Entity, the caller's Alternatives that mention it, its facts and neighbours")
             .ok::<aiden_service::recall::EntityPage>()
+            .also::<k::EntityMerged>(308, MERGED)
     );
     let t = route!(
         t,

@@ -100,6 +100,17 @@ async fn embedded_memories(a: &Api, within: Duration) -> Vec<Value> {
     }
 }
 
+/// The Memories in a working memory's `retrievedContext`.
+fn recalled_memories(wm: &Value) -> Vec<&str> {
+    wm["retrievedContext"]
+        .as_array()
+        .expect("retrievedContext")
+        .iter()
+        .filter(|r| r["kind"] == "memory")
+        .map(|r| r["id"].as_str().unwrap())
+        .collect()
+}
+
 fn memory_hits(answer: &Value) -> Vec<String> {
     answer["hits"]
         .as_array()
@@ -207,14 +218,13 @@ async fn srch_4_5_memory_write_then_a_new_conversations_memory_read_recalls_it_f
         200,
     )
     .await;
-    let recalled: Vec<&str> = wm["retrievedContext"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["kind"] == "memory")
-        .map(|r| r["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(recalled, [memory_id.as_str()], "{wm}");
+    assert_eq!(recalled_memories(&wm), [memory_id.as_str()], "{wm}");
+    // The agent's run was given the same (its turn searched before its write transaction).
+    assert_eq!(
+        recalled_memories(&run["inputs"]["workingMemory"]),
+        [memory_id.as_str()],
+        "{run}"
+    );
 
     // SRCH-4: a blank memory is refused; a forgotten one is found by nothing.
     let (s, body) = a

@@ -36,8 +36,8 @@ impl Embedder {
         Self::with_timeout(base, Duration::from_secs(30))
     }
 
-    /// For a query: a search (or an agent turn's working memory, computed in its transaction)
-    /// goes on without meaning rather than wait long for it.
+    /// For a query: a search (or an agent turn's retrieved context) goes on without meaning
+    /// rather than wait long for it.
     pub fn for_queries(base: &str) -> Self {
         Self::with_timeout(base, Duration::from_secs(2))
     }

@@ -18,6 +18,13 @@ pub use aiden_recall::{search, EmbedError, Embedded, Embedder, SearchAnswer};
 use crate::conversations::ensure_own;
 use crate::{App, Result};
 
+/// A retrieved-context search made before a write transaction, for the message it searched.
+pub(crate) struct Prefetched {
+    message: String,
+    /// `None`: the search failed (the answer goes on without retrieved context).
+    hits: Option<Vec<recall::Hit>>,
+}
+
 /// What `aiden serve` configures: where queries are embedded, and how retrieved context is
 /// chosen.
 #[derive(Clone, Default)]
@@ -78,12 +85,14 @@ impl App {
     /// AGT-5 layer 4 (SRCH-3): working memory's `retrievedContext` for the message it ends
     /// with — the owner's memories and knowledge most similar to it, within the token budget;
     /// of this conversation only Alternatives of `on_path` that the path does not show. A
-    /// failed search leaves it empty (the turn goes on without it).
+    /// failed search leaves it empty (the turn goes on without it). `prefetched` is the search
+    /// already made for that message, if it was (see [`App::prefetch_context`]).
     pub(crate) async fn with_retrieved_context(
         &self,
         wm: WorkingMemory,
         owner_id: &str,
         on_path: &HashSet<String>,
+        prefetched: Option<&Prefetched>,
     ) -> WorkingMemory {
         let Some(message) = wm
             .immediate_path
@@ -96,6 +105,38 @@ impl App {
         if self.recall.context.max_tokens == 0 {
             return wm;
         }
+        let hits = match prefetched.filter(|p| p.message == message) {
+            Some(p) => p.hits.clone(),
+            None => {
+                self.context_hits(owner_id, &message, &wm.conversation_id)
+                    .await
+            }
+        };
+        let Some(hits) = hits else {
+            return wm;
+        };
+        let shown: HashSet<String> = wm
+            .immediate_path
+            .iter()
+            .map(|p| p.alternative_id.clone())
+            .collect();
+        let items = recall::retrieved_context(
+            hits,
+            &wm.conversation_id,
+            on_path,
+            &shown,
+            self.recall.context,
+        );
+        wm.with_retrieved(items)
+    }
+
+    /// The search behind `retrievedContext` for `message` (`None` when it failed).
+    async fn context_hits(
+        &self,
+        owner_id: &str,
+        message: &str,
+        conversation_id: &str,
+    ) -> Option<Vec<recall::Hit>> {
         let s = Search {
             q: message.chars().take(recall::MAX_QUERY_CHARS).collect(),
             conversation_id: None,
@@ -108,26 +149,52 @@ impl App {
             ],
             limit: 20,
         };
-        let shown: HashSet<String> = wm
-            .immediate_path
-            .iter()
-            .map(|p| p.alternative_id.clone())
-            .collect();
         match self.recall(owner_id, &s).await {
-            Ok(answer) => {
-                let items = recall::retrieved_context(
-                    answer.hits,
-                    &wm.conversation_id,
-                    on_path,
-                    &shown,
-                    self.recall.context,
-                );
-                wm.with_retrieved(items)
-            }
+            Ok(answer) => Some(answer.hits),
             Err(e) => {
-                tracing::warn!(error = %e, conversation = %wm.conversation_id, "no retrieved context");
-                wm
+                tracing::warn!(error = %e, conversation = %conversation_id, "no retrieved context");
+                None
             }
         }
+    }
+
+    /// The retrieved-context search for an agent answering the Alternative of `parent_turn_id`
+    /// that `chosen` names (else its active one), made before the answer's write transaction
+    /// opens: the search may wait on the embedder, and a transaction waiting with it would hold
+    /// its locks that long. Only for the caller's own conversation; `None` when there is
+    /// nothing to search for. The transaction uses it only if its path ends at the same
+    /// message, and searches itself otherwise.
+    pub(crate) async fn prefetch_context(
+        &self,
+        caller: &Caller,
+        parent_turn_id: &str,
+        chosen: Option<&str>,
+    ) -> Option<Prefetched> {
+        if self.recall.context.max_tokens == 0 {
+            return None;
+        }
+        let rows = conv::turn_view_autocommit(&self.graph, parent_turn_id)
+            .await
+            .ok()?;
+        let parent = rows.iter().find(|r| match chosen {
+            Some(id) => r.alt.id == id,
+            None => r.alt.is_active,
+        })?;
+        let owner = conv::get_autocommit(&self.graph, &parent.conversation_id)
+            .await
+            .ok()??
+            .owner_id;
+        if owner != caller.id.as_str() {
+            return None;
+        }
+        let message = parent
+            .alt
+            .content
+            .clone()
+            .filter(|c| !c.trim().is_empty())?;
+        let hits = self
+            .context_hits(&owner, &message, &parent.conversation_id)
+            .await;
+        Some(Prefetched { message, hits })
     }
 }

@@ -19,6 +19,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::conversations::{conversation_view, ensure_own, status_of};
+use crate::recall::Prefetched;
 use crate::runs::{load_runnable, top_level_run};
 use crate::views::{TreeView, TreeWindow};
 use crate::{now, tx::read_tx, tx::write_tx, App, Result};
@@ -89,6 +90,16 @@ async fn attach_new_turn(
     )?)
 }
 
+/// What an agent run is prepared to answer: a Turn of a Conversation, by a Process, attached
+/// where `at` says, with the retrieved-context search made before the transaction, if any.
+struct Answering<'a> {
+    conversation_id: &'a str,
+    turn_id: &'a str,
+    process_id: &'a str,
+    at: &'a Attachment,
+    prefetched: Option<&'a Prefetched>,
+}
+
 /// An agent run to start once the transaction commits.
 struct AgentRun {
     run_id: String,
@@ -104,6 +115,7 @@ impl App {
         owner_id: &str,
         conversation_id: &str,
         alternative_id: &str,
+        prefetched: Option<&Prefetched>,
     ) -> Result<(WorkingMemory, String)> {
         let path = conv::path_in(tx, alternative_id).await?;
         let content = path
@@ -121,9 +133,25 @@ impl App {
         )?;
         let wm = self.with_entities(wm).await?;
         Ok((
-            self.with_retrieved_context(wm, owner_id, &on_path).await,
+            self.with_retrieved_context(wm, owner_id, &on_path, prefetched)
+                .await,
             content,
         ))
+    }
+
+    /// [`App::prefetch_context`] for a new generation of agent Turn `turn_id`: it answers its
+    /// parent Turn's Alternative (`chosen`, else the active one).
+    async fn prefetch_for_sibling(
+        &self,
+        caller: &Caller,
+        turn_id: &str,
+        chosen: Option<&str>,
+    ) -> Option<Prefetched> {
+        let rows = conv::turn_view_autocommit(&self.graph, turn_id)
+            .await
+            .ok()?;
+        let parent_turn_id = rows.first()?.parent_turn_id.clone()?;
+        self.prefetch_context(caller, &parent_turn_id, chosen).await
     }
 
     /// Checks the Process and prepares its run and the generating Alternative: the run's
@@ -132,11 +160,15 @@ impl App {
         &self,
         tx: &mut Tx,
         caller: &Caller,
-        conversation_id: &str,
-        turn_id: &str,
-        process_id: &str,
-        at: &Attachment,
+        answer: Answering<'_>,
     ) -> Result<AgentRun> {
+        let Answering {
+            conversation_id,
+            turn_id,
+            process_id,
+            at,
+            prefetched,
+        } = answer;
         let loaded = load_runnable(tx, caller, process_id).await?;
         let quota_now = self.clock.now();
         let quota = loaded.plan.quota.as_ref();
@@ -164,7 +196,13 @@ impl App {
             )
         })?;
         let (wm, user_message) = self
-            .memory_in(tx, caller.id.as_str(), conversation_id, parent_alt)
+            .memory_in(
+                tx,
+                caller.id.as_str(),
+                conversation_id,
+                parent_alt,
+                prefetched,
+            )
             .await?;
         let alternative_id = uuid::Uuid::now_v7().to_string();
         let run_id = uuid::Uuid::now_v7().to_string();
@@ -258,6 +296,13 @@ impl App {
         b: NewAgentTurn,
     ) -> Result<Generating> {
         self.admission.admit()?;
+        let prefetched = self
+            .prefetch_context(
+                caller,
+                &b.parent_turn_id,
+                b.parent_alternative_id.as_deref(),
+            )
+            .await;
         let queued = self.stripes.lock(id).await;
         let started = write_tx!(self, |tx| {
             let at = attach_new_turn(
@@ -273,9 +318,14 @@ impl App {
                 Some(p) => p.clone(),
                 None => default_answerer(&mut tx, caller, id).await?,
             };
-            let mut agent = self
-                .prepare_agent_run(&mut tx, caller, id, &turn_id, &process_id, &at)
-                .await?;
+            let answering = Answering {
+                conversation_id: id,
+                turn_id: &turn_id,
+                process_id: &process_id,
+                at: &at,
+                prefetched: prefetched.as_ref(),
+            };
+            let mut agent = self.prepare_agent_run(&mut tx, caller, answering).await?;
             agent.alternative.run_id = Some(agent.run_id.clone());
             let new_turn = conv::NewTurn {
                 conversation_id: id,
@@ -307,8 +357,12 @@ impl App {
         turn_id: &str,
         b: NewAlternative,
     ) -> Result<AlternativeAdded> {
+        let mut prefetched = None;
         if b.process_id.is_some() {
             self.admission.admit()?;
+            prefetched = self
+                .prefetch_for_sibling(caller, turn_id, b.parent_alternative_id.as_deref())
+                .await;
         }
         let queued = self.stripes.lock(turn_id).await;
         let added = write_tx!(self, |tx| {
@@ -346,16 +400,14 @@ impl App {
                 }
                 AlternativeKind::Process(process_id) => {
                     let conversation_id = f.conversation.id.clone();
-                    let mut agent = self
-                        .prepare_agent_run(
-                            &mut tx,
-                            caller,
-                            &conversation_id,
-                            turn_id,
-                            process_id,
-                            &at,
-                        )
-                        .await?;
+                    let answering = Answering {
+                        conversation_id: &conversation_id,
+                        turn_id,
+                        process_id,
+                        at: &at,
+                        prefetched: prefetched.as_ref(),
+                    };
+                    let mut agent = self.prepare_agent_run(&mut tx, caller, answering).await?;
                     agent.alternative.run_id = Some(agent.run_id.clone());
                     conv::add_alternative(&mut tx, turn_id, &agent.alternative, &now).await?;
                     let turn = one_turn(conv::turn_view(&mut tx, turn_id).await?)?;
@@ -550,7 +602,9 @@ impl App {
         if !retrieve {
             return Ok(wm);
         }
-        Ok(self.with_retrieved_context(wm, &c.owner_id, &on_path).await)
+        Ok(self
+            .with_retrieved_context(wm, &c.owner_id, &on_path, None)
+            .await)
     }
 }
 

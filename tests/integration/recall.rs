@@ -101,3 +101,55 @@ async fn srch_2_the_recall_tool_searches_with_the_run_owners_rights() {
     .expect_err("limit 99");
     assert!(refused.to_string().contains("limit"), "{refused}");
 }
+
+/// When the vector index's nearest hold too few of the caller's own, search compares
+/// the caller's content itself, but only the newest N of it (`graph_recall::EXACT_SCAN_CAP` in
+/// production): what it costs stays bounded however much a user owns. Three planted Memories,
+/// the oldest the nearest to the query: a scan of 2 finds the two newest, a scan of 3 all three,
+/// the oldest first.
+#[tokio::test]
+async fn the_exact_scan_compares_only_the_newest_content() {
+    use aiden_domain::knowledge::recall::HitKind;
+    use aiden_graph::recall::{self as graph_recall, Ask};
+    use aiden_tests::{aiden_graph_query as query, graph_write};
+
+    let owner = unique("scan-owner");
+    let ids: Vec<String> = (0..3).map(|_| unique("mem")).collect();
+    // Oldest first; the oldest points where the query does.
+    let plant = query(
+        "UNWIND range(0, 2) AS i
+         CREATE (:Memory:Embedded {id: $ids[i], ownerId: $owner, content: 'memory ' + i,
+                 createdAt: '2026-01-0' + toString(i + 1) + 'T00:00:00Z',
+                 embedding: CASE i WHEN 0 THEN [1.0, 0.0, 0.0] WHEN 1 THEN [0.6, 0.8, 0.0]
+                                   ELSE [0.0, 1.0, 0.0] END})",
+    )
+    .param("ids", ids.clone())
+    .param("owner", owner.as_str());
+    graph_write(plant).await;
+    let graph = aiden_graph::Graph::connect(&aiden_tests::graph_settings())
+        .await
+        .expect("graph");
+    let vector = [1.0_f32, 0.0, 0.0];
+    let ask = Ask {
+        caller_id: &owner,
+        conversation_id: None,
+        vector: Some(&vector),
+        text: "",
+        k: 50,
+    };
+    let mut found = Vec::new();
+    for scan in [2, 3] {
+        let rows = graph_recall::content(&graph, &ask, &[HitKind::Memory], &[], Some(scan))
+            .await
+            .expect("search");
+        let mut by_score: Vec<_> = rows.into_iter().filter(|r| r.signal == "vector").collect();
+        by_score.sort_by(|a, b| b.score.partial_cmp(&a.score).unwrap());
+        found.push(by_score.into_iter().map(|r| r.id).collect::<Vec<_>>());
+    }
+    graph_write(
+        query("MATCH (m:Memory) WHERE m.id IN $ids DETACH DELETE m").param("ids", ids.clone()),
+    )
+    .await;
+    assert_eq!(found[0], [ids[1].clone(), ids[2].clone()], "the two newest");
+    assert_eq!(found[1], [ids[0].clone(), ids[1].clone(), ids[2].clone()]);
+}

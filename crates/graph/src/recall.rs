@@ -80,15 +80,18 @@ impl ContentRow {
     }
 }
 
+/// How many of the caller's newest embedded items an exact scan compares, unless told.
+pub const EXACT_SCAN_CAP: i64 = 5_000;
+
 /// Content (Alternatives, Summaries, Introspections, Memories) by meaning, words and the Entities in
-/// `entity_uuids`. `exact`: the vector signal scans the caller's own content instead of asking
-/// the index (when the index's nearest held too few of the caller's).
+/// `entity_uuids`. `scan`: the vector signal compares the caller's own newest `scan` items
+/// instead of asking the index (when the index's nearest held too few of the caller's).
 pub async fn content(
     graph: &Graph,
     ask: &Ask<'_>,
     kinds: &[HitKind],
     entity_uuids: &[String],
-    exact: bool,
+    scan: Option<i64>,
 ) -> Result<Vec<SignalRow>, Error> {
     let q = query(query_file!("search/content.cypher"), ask)
         .param(
@@ -96,7 +99,8 @@ pub async fn content(
             kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>(),
         )
         .param("entityUuids", entity_uuids.to_vec())
-        .param("exact", exact);
+        .param("exact", scan.is_some())
+        .param("scanCap", scan.unwrap_or(0));
     let rows: Vec<ContentRow> = graph.read_rows(q).await?;
     Ok(rows
         .into_iter()

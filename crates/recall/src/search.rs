@@ -116,12 +116,13 @@ async fn ranked(
             &[]
         };
         let mut content =
-            graph_recall::content(graph, &ask, &content_kinds, graph_seeds, false).await?;
+            graph_recall::content(graph, &ask, &content_kinds, graph_seeds, None).await?;
         // The index's nearest may be mostly other users' content: then scan the caller's own.
         let by_meaning = content.iter().filter(|r| r.signal == "vector").count();
         if vector.is_some() && by_meaning < s.limit {
             exact = true;
-            content = graph_recall::content(graph, &ask, &content_kinds, graph_seeds, true).await?;
+            let scan = Some(graph_recall::EXACT_SCAN_CAP);
+            content = graph_recall::content(graph, &ask, &content_kinds, graph_seeds, scan).await?;
         }
         rows.extend(content);
     }

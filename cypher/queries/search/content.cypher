@@ -1,7 +1,7 @@
 // Recall over content: Alternatives (kind `episode`), Summaries, Introspections and
 // Memories (SRCH-4),
 // found by meaning (the vector index, over-fetched; or, when $exact, a scan of the caller's own
-// embedded content), by words (full-text) and through the Entities found for the query (graph:
+// newest embedded content), by words (full-text) and through the Entities found for the query (graph:
 // content whose Episode MENTIONS one of $entityUuids). One row per signal; the service fuses them.
 // Then only what the caller owns (SRCH-2, OWN-2: never another user's), with its provenance.
 CALL {
@@ -34,9 +34,16 @@ CALL {
     RETURN x
   }
   WITH x, v
-  WHERE size(x.embedding) = size(v) AND coalesce(x.status, '') <> 'archived'
+  WHERE coalesce(x.status, '') <> 'archived'
     AND ((x:Alternative AND 'episode' IN $kinds) OR (x:Summary AND 'summary' IN $kinds)
          OR (x:Introspection AND 'introspection' IN $kinds) OR (x:Memory AND 'memory' IN $kinds))
+  // The scan's cost grows with what the caller owns: only the newest $scanCap are compared
+  // (their vectors read), older content is still found by the index, by words and the graph.
+  WITH x, v
+  ORDER BY coalesce(x.correctedAt, x.createdAt) DESC
+  LIMIT $scanCap
+  WITH x, v
+  WHERE size(x.embedding) = size(v)
   WITH x, vector.similarity.cosine(x.embedding, v) AS score
   ORDER BY score DESC
   LIMIT $k

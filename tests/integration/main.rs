@@ -17,6 +17,7 @@ mod processes;
 mod providers;
 mod queries;
 mod queues;
+mod reads;
 mod recall;
 mod runs;
 mod secrets;

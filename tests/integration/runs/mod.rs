@@ -12,7 +12,6 @@ mod events;
 mod jobs;
 mod metrics;
 mod outputs;
-mod reads;
 mod retries;
 mod steps;
 

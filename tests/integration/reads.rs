@@ -99,3 +99,83 @@ async fn a_run_read_never_pairs_a_run_with_older_step_runs() {
         "reads {seen:?}: the check did not run"
     );
 }
+
+/// TURN-2: what a new Alternative or a switch checks (`turn/facts_with_parent.cypher`), and
+/// what a new Turn checks (`conversation/facts_with_turn.cypher`), see the parent Turn's active
+/// flags whole while a switch on it commits over and over: the statements write the Turns they
+/// read first (their locks), as every writer of a Turn's flags does.
+/// Without that, a read walking the parent's 30 edges meets a switch halfway and finds two
+/// active Alternatives or none (a spurious TURN-2 refusal).
+#[tokio::test]
+async fn turn_2_a_turns_parent_shows_one_active_alternative_while_it_is_switched() {
+    const ALTERNATIVES: i64 = 30;
+    let graph = graph().await;
+    let id = unique("conv-read");
+    let (parent, child) = (format!("{id}-p"), format!("{id}-c"));
+    let plant = query(
+        "CREATE (c:Conversation {id: $id, ownerId: $id, status: 'active', turnCount: 2})
+         CREATE (c)-[:HAS_TURN {sequence: 1}]->(p:ConversationTurn {id: $parent,
+                conversationId: $id, speaker: 'user', turnType: 'message', sequence: 1})
+         CREATE (c)-[:HAS_TURN {sequence: 2}]->(t:ConversationTurn {id: $child,
+                conversationId: $id, speaker: 'agent', turnType: 'message', sequence: 2,
+                parentTurnId: $parent})
+         CREATE (t)-[:HAS_ALTERNATIVE {isActive: true, sequence: 1}]->(:Alternative {
+                id: $child + '-a', turnId: $child, conversationId: $id, state: 'valid'})
+         WITH p UNWIND range(1, $n) AS i
+         CREATE (p)-[:HAS_ALTERNATIVE {isActive: i = 1, sequence: i}]->(:Alternative {
+                id: $parent + '-a' + toString(i), turnId: $parent, conversationId: $id,
+                state: 'valid'})",
+    )
+    .param("id", id.as_str())
+    .param("parent", parent.as_str())
+    .param("child", child.as_str())
+    .param("n", ALTERNATIVES);
+    graph_write(plant).await;
+    // As turn/switch.cypher: the Turn written first, then every flag in one pass; between the
+    // first and the last Alternative, so a torn read shows two or none.
+    let writing = writer(
+        &graph,
+        "MATCH (t:ConversationTurn {id: $id}) SET t.lockedAt = toString($n)
+         WITH t MATCH (t)-[h:HAS_ALTERNATIVE]->(:Alternative)
+         SET h.isActive = (h.sequence = CASE WHEN $n % 2 = 0 THEN 1 ELSE 30 END)",
+        &parent,
+    );
+    let (mut reads, mut torn) = (0, None);
+    while !writing.is_finished() {
+        let mut tx = graph.begin().await.expect("tx");
+        let facts = aiden_graph::conversations::facts_with_parent(&mut tx, &child)
+            .await
+            .expect("read")
+            .expect("the planted turn");
+        let _ = tx.rollback().await;
+        // And what a new Turn under it checks (`conversation/facts_with_turn.cypher`).
+        let mut tx = graph.begin().await.expect("tx");
+        let (_, named) = aiden_graph::conversations::facts_with_turn(&mut tx, &id, Some(&parent))
+            .await
+            .expect("read")
+            .expect("the planted conversation");
+        let _ = tx.rollback().await;
+        let parents = [facts.parent, named].map(|t| t.map(|t| t.alternatives).unwrap_or_default());
+        for (statement, flags) in ["facts_with_parent", "facts_with_turn"].iter().zip(parents) {
+            let active = flags.iter().filter(|a| a.is_active).count();
+            if torn.is_none() && (active != 1 || flags.len() as i64 != ALTERNATIVES) {
+                torn = Some(format!(
+                    "read {reads} ({statement}): {active} active of {}",
+                    flags.len()
+                ));
+            }
+        }
+        reads += 1;
+    }
+    writing.await.expect("writer");
+    graph_write(
+        query(
+            "MATCH (c:Conversation {id: $id})-[:HAS_TURN]->(t)-[:HAS_ALTERNATIVE]->(a)
+             DETACH DELETE c, t, a",
+        )
+        .param("id", id.as_str()),
+    )
+    .await;
+    assert_eq!(torn, None, "exactly one active Alternative in every read");
+    assert!(reads > 10, "only {reads} reads: the check did not run");
+}

@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use super::{
     assert_not_found, database, drop_vhost, episode_uuid, fresh_vhost, graph_walk, graphiti,
     park_pending_items, python_proc, requests_waiting_at, root, search_finds_entities_and_facts,
-    start_upstream, wait_http, wait_ingested, World, GRAPHITI_WAIT, SERIAL,
+    section_tokens, start_upstream, wait_http, wait_ingested, World, GRAPHITI_WAIT, SERIAL,
 };
 
 /// The stack between two tests. A static is never dropped: while one is parked here, the
@@ -513,18 +513,8 @@ async fn epi_1_3_5_ent_3_messages_and_summaries_bind_their_own_episode_extracted
     wm_names.sort();
     assert_eq!(asked_names, wm_names, "{asked:?}");
     assert!(asked.iter().all(|r| r["mentions"].as_i64().unwrap() >= 1));
-    let path_tokens: u64 = wm["immediatePath"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["tokens"].as_u64().unwrap())
-        .sum();
-    let entity_tokens: u64 = wm["activeEntities"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["tokens"].as_u64().unwrap())
-        .sum();
+    let path_tokens = section_tokens(&wm["immediatePath"], "tokens");
+    let entity_tokens = section_tokens(&wm["activeEntities"], "tokens");
     assert!(entity_tokens > 0);
     // WM-2 also counts the owner's introspection notes and the path's summaries, which other
     // suites' runs in this graph may have written for the same user.

@@ -534,6 +534,17 @@ fn requests_waiting_at(port: u16) -> usize {
         .count()
 }
 
+/// The tokens a working-memory section counts: `field` summed over its items, each of which
+/// must carry it (WM-2).
+fn section_tokens(items: &Value, field: &str) -> u64 {
+    items
+        .as_array()
+        .expect("a working-memory section")
+        .iter()
+        .map(|x| x[field].as_u64().expect("a token count"))
+        .sum()
+}
+
 fn episode_uuid(alternative_id: &str) -> String {
     aiden_domain::knowledge::episode::episode_uuid(
         aiden_domain::knowledge::EpisodeSource::Message,

@@ -14,8 +14,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{
-    database, drop_vhost, fresh_vhost, graphiti, park_pending_items, query_value, root, serve_env,
-    wait_http,
+    database, drop_vhost, fresh_vhost, graphiti, park_pending_items, query_value, root,
+    section_tokens, serve_env, wait_http,
 };
 
 #[derive(Deserialize)]
@@ -386,16 +386,8 @@ async fn srch_1_2_3_paraphrased_questions_find_their_fact_and_never_another_user
         scores.windows(2).all(|w| w[0] >= w[1]),
         "by similarity: {scores:?}"
     );
-    let path_tokens: u64 = wm["immediatePath"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["tokens"].as_u64().unwrap())
-        .sum();
-    let retrieved_tokens: u64 = retrieved
-        .iter()
-        .map(|r| r["tokens"].as_u64().unwrap())
-        .sum();
+    let path_tokens = section_tokens(&wm["immediatePath"], "tokens");
+    let retrieved_tokens = section_tokens(&wm["retrievedContext"], "tokens");
     assert!(retrieved_tokens > 0 && retrieved_tokens <= 400);
     assert_eq!(
         wm["totalTokens"].as_u64().unwrap(),

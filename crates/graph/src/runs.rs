@@ -173,6 +173,23 @@ pub struct RunRow {
 }
 
 impl RunRow {
+    /// A settled Run with a StepRun not settled: the commit that settled it is only partly
+    /// visible (`aiden check` reports one that stays so: unsettled_steps_of_settled_runs).
+    fn settled_before_its_steps(&self) -> bool {
+        let status = |v: &Value| v.get("status").and_then(Value::as_str).map(str::to_owned);
+        let settled = matches!(
+            status(&self.run).as_deref(),
+            Some("completed" | "failed" | "canceled")
+        );
+        settled
+            && self.steps.iter().any(|s| {
+                !matches!(
+                    status(s).as_deref(),
+                    Some("completed" | "failed" | "skipped" | "canceled")
+                )
+            })
+    }
+
     /// The StepRuns the engine has not created yet: those of a run it has not written since
     /// [`create`] (empty once they exist).
     pub fn unwritten_step_runs(&self) -> Vec<NewStepRun> {
@@ -242,9 +259,28 @@ pub async fn list(tx: &mut Tx, f: &RunFilter<'_>) -> Result<Vec<RunListRow>, Err
     tx.rows(q).await
 }
 
-/// A run and its step runs, in two statements: the Run first, so a settled Run comes with its
-/// final StepRuns (Neo4j reads are read-committed; `run/get_run.cypher` says more).
+/// A run and its step runs: the Run, then its StepRuns in a second statement. Neo4j readers
+/// take no locks, and a commit being applied can be seen in part, even across two statements
+/// (the settling Run already written, some of its StepRuns not yet): a Run read as settled with
+/// a StepRun that is not is read again, until the commit has landed whole.
 pub async fn get(tx: &mut Tx, id: &str) -> Result<Option<RunRow>, Error> {
+    let mut attempt = 0;
+    loop {
+        let Some(row) = get_once(tx, id).await? else {
+            return Ok(None);
+        };
+        attempt += 1;
+        if !row.settled_before_its_steps() || attempt >= TORN_READS {
+            return Ok(Some(row));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(2 * attempt)).await;
+    }
+}
+
+/// How often [`get`] reads a run that a commit was caught landing in.
+const TORN_READS: u64 = 20;
+
+async fn get_once(tx: &mut Tx, id: &str) -> Result<Option<RunRow>, Error> {
     #[derive(Deserialize)]
     struct RunOnly {
         run: Value,

@@ -42,6 +42,21 @@ log() { echo "stack: $*" >&2; }
 . "$ROOT/scripts/lib/rabbit-cluster.sh"
 listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# The RabbitMQ servers run as the rabbitmq user, which must pass through .stack and
+# .stack/mq-cluster to reach its data and log directories: made searchable whatever the umask,
+# or a node dies before it can write a log (a fresh clone's `cluster-up` did, issue #48). The
+# directories above .stack are not ours to change, so one that blocks the way is named at once
+# rather than after a node's 90 s start timeout.
+rabbitmq_dirs() {
+  mkdir -p "$STACK" "$CLUSTER_DIR"
+  chmod a+x "$STACK" "$CLUSTER_DIR"
+  if [ "$(id -u)" = 0 ] && id rabbitmq >/dev/null 2>&1 &&
+    ! runuser -u rabbitmq -- test -x "$CLUSTER_DIR"; then
+    log "the rabbitmq user cannot enter $CLUSTER_DIR: every directory above it needs search permission (chmod a+x)"
+    exit 1
+  fi
+}
+
 # Per instance: bolt port, http port, data home, JVM heap.
 instance() { # main|test|bench -> sets BOLT HTTP HOME_DIR HEAP NAME
   NAME=$1
@@ -74,12 +89,15 @@ instance() { # main|test|bench -> sets BOLT HTTP HOME_DIR HEAP NAME
 write_env() {
   mkdir -p "$STACK"
   if [ ! -f "$STACK/env" ]; then
-    umask 077
     local pw key admin
     pw=$(head -c 18 /dev/urandom | base64 | tr -d '/+=' | head -c 20)
     key=$(head -c 32 /dev/urandom | base64)
     admin=$(head -c 24 /dev/urandom | base64 | tr -d '/+=' | head -c 32)
-    cat >"$STACK/env" <<EOF
+    # Private from its first byte; the umask in a subshell, so the directories this process
+    # makes afterwards keep the caller's.
+    (
+      umask 077
+      cat >"$STACK/env" <<EOF
 export AIDEN_NEO4J_URI=\${AIDEN_NEO4J_URI:-bolt://127.0.0.1:${AIDEN_STACK_BOLT_PORT:-7687}}
 export AIDEN_NEO4J_USER=\${AIDEN_NEO4J_USER:-neo4j}
 export AIDEN_NEO4J_PASSWORD=\${AIDEN_NEO4J_PASSWORD:-$pw}
@@ -88,6 +106,7 @@ export AIDEN_AMQP_URI=\${AIDEN_AMQP_URI:-amqp://guest:guest@127.0.0.1:$AMQP_PORT
 export AIDEN_MASTER_KEY=\${AIDEN_MASTER_KEY:-$key}
 export AIDEN_ADMIN_TOKEN=\${AIDEN_ADMIN_TOKEN:-$admin}
 EOF
+    )
   fi
   # An .stack/env from the ArcadeDB stand-in named its user `root`; Neo4j's is `neo4j`.
   sed -i 's/AIDEN_NEO4J_USER:-root}/AIDEN_NEO4J_USER:-neo4j}/' "$STACK/env"
@@ -97,13 +116,15 @@ EOF
 # before it: their own Neo4j and RabbitMQ virtual host. Same password as the main instance.
 write_test_env() {
   instance test
-  umask 077
-  cat >"$STACK/test-env" <<EOF
+  (
+    umask 077
+    cat >"$STACK/test-env" <<EOF
 export AIDEN_NEO4J_URI=bolt://127.0.0.1:$BOLT
 export AIDEN_AMQP_URI=amqp://guest:guest@127.0.0.1:$AMQP_PORT/aiden-test
 export AIDEN_STACK_GRAPH=test
 unset AIDEN_AMQP_URIS AIDEN_QUEUE_TYPE
 EOF
+  )
 }
 
 # Neo4j's jars from Maven Central into .stack/neo4j-lib, once per version of neo4j/pom.xml.
@@ -211,6 +232,7 @@ start_rabbitmq() {
     apt-get update -q >/dev/null
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q rabbitmq-server >/dev/null
   fi
+  rabbitmq_dirs
   mkdir -p "$STACK/rabbitmq"
   chown -R rabbitmq:rabbitmq "$STACK/rabbitmq" 2>/dev/null || true
   log "starting RabbitMQ (data in .stack/rabbitmq)"
@@ -280,11 +302,20 @@ case "${1:-up}" in
     stop_rabbitmq
     up
     ;;
-  cluster-up) cluster_up ;;
-  test-cluster-up) test_cluster_up ;;
+  cluster-up)
+    rabbitmq_dirs
+    cluster_up
+    ;;
+  test-cluster-up)
+    rabbitmq_dirs
+    test_cluster_up
+    ;;
   cluster-down) cluster_down ;;
   mq-kill) stop_mq_node "${2:?node 1-3}" KILL ;;
-  mq-up) start_mq_node "${2:?node 1-3}" ;;
+  mq-up)
+    rabbitmq_dirs
+    start_mq_node "${2:?node 1-3}"
+    ;;
   graph-down) stop_neo4j "${2:-${AIDEN_STACK_GRAPH:-main}}" TERM ;;
   graph-kill) stop_neo4j "${2:-${AIDEN_STACK_GRAPH:-main}}" KILL ;;
   graph-up)

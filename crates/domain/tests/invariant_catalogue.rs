@@ -3,8 +3,12 @@
 //! named anywhere has an entry) and current (every entry is named somewhere else).
 
 use std::collections::{BTreeMap, BTreeSet};
+mod repo;
+
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+use repo::root;
 
 /// Where rule IDs are named, relative to the repository root.
 const DIRS: [&str; 8] = [
@@ -19,42 +23,11 @@ const DIRS: [&str; 8] = [
 ];
 const FILES: [&str; 2] = ["README.md", "ARCHITECTURE.md"];
 const EXTENSIONS: [&str; 6] = ["rs", "cypher", "py", "sh", "js", "md"];
-const SKIPPED_DIRS: [&str; 4] = ["target", "node_modules", ".venv", ".stack"];
 const CATALOGUE: &str = "docs/invariants.md";
 /// Strings shaped like a rule ID that are not rules (`FNV-1` is the hash in "FNV-1a").
 const NOT_RULES: [&str; 3] = ["SHA-256", "UTF-8", "FNV-1"];
 /// A catalogue entry is a table row that starts with the ID in bold: `| **OWN-1** …`.
 const ENTRY_START: &str = "| **";
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Every file under `dir` with one of [`EXTENSIONS`], in a stable order.
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
-        .map(|e| e.expect("directory entry"))
-        .collect();
-    entries.sort_by_key(|e| e.file_name());
-    for entry in entries {
-        let path = entry.path();
-        let kind = entry.file_type().expect("file type");
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        if kind.is_dir() {
-            if !SKIPPED_DIRS.contains(&&*name) {
-                walk(&path, out);
-            }
-        } else if kind.is_file()
-            && path
-                .extension()
-                .is_some_and(|x| EXTENSIONS.iter().any(|e| x == *e))
-        {
-            out.push(path);
-        }
-    }
-}
 
 /// Rule IDs in `text`: 2 to 6 ASCII capitals not preceded by a letter or digit, `-`, then 1 to
 /// 3 digits not followed by another digit.
@@ -125,7 +98,7 @@ fn every_rule_id_the_code_names_is_in_the_catalogue() {
     for dir in DIRS {
         let path = root.join(dir);
         assert!(path.is_dir(), "{dir} is gone: update DIRS in this test");
-        walk(&path, &mut files);
+        repo::files_under(&path, &EXTENSIONS, &mut files);
     }
     files.extend(FILES.iter().map(|f| root.join(f)));
     let catalogue_path = root.join(CATALOGUE);

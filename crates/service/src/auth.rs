@@ -143,9 +143,10 @@ impl App {
     }
 
     /// The caller a bearer token from `source` stands for. USR-4: the failures are throttled,
-    /// never a valid token: a source that has sent too many unknown tokens gets 429 for the
-    /// next unknown ones until its budget refills, while a valid token from it (others behind
-    /// the same proxy or NAT) still works. Guessing a 256-bit token is hopeless at any rate.
+    /// never a valid token: a source that has sent too many unknown tokens gets 401
+    /// `RATE_LIMITED` with `Retry-After` for the next unknown ones until its budget refills,
+    /// while a valid token from it (others behind the same proxy or NAT) still works. Guessing a
+    /// 256-bit token is hopeless at any rate.
     pub async fn authenticate_from(
         &self,
         source: std::net::IpAddr,
@@ -336,7 +337,7 @@ impl App {
 pub enum AuthRefusal {
     /// No live token of an enabled user has this hash (401).
     Unknown,
-    /// The source sent too many unknown tokens; retry after this long (429, USR-4).
+    /// The source sent too many unknown tokens; retry after this long (401 `RATE_LIMITED`, USR-4).
     Throttled(std::time::Duration),
     /// The graph could not answer (503/500, as any request).
     Failed(crate::Error),

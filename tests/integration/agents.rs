@@ -689,6 +689,55 @@ async fn agt_9_approvals_pause_the_loop_until_granted_or_denied() {
     assert_eq!(k.calls("clock:"), 1, "not run again");
 }
 
+/// AGT-9: a run waiting for an approval is canceled by `POST /v1/runs/{id}/cancel`: the cancel
+/// is recorded (202, `cancelRequested`, the status it met), the run settles `canceled`, and the
+/// call it held never runs, not even when a grant arrives after (409: nothing waits).
+#[tokio::test]
+async fn agt_9_a_run_waiting_for_an_approval_is_canceled_and_its_held_call_never_runs() {
+    let k = kit().await;
+    let caps = json!({"approvals": {k.clock.clone(): "time.read"}});
+    let p = agent_process(&k, &k.openai, &[&k.clock], caps).await;
+    let script = json!([{"calls": [{"name": "clock", "args": {"zone": "CET"}}]},
+                        {"answer": "never"}]);
+    let run =
+        k.u.start_run(&p, json!({"question": format!("script:{script}")}))
+            .await;
+    run_until(&k.u, &run, "waiting", |r| {
+        r["status"] == "waiting_for_approval"
+    })
+    .await;
+    let cancel =
+        k.u.post(&format!("/v1/runs/{run}/cancel"), json!({}))
+            .await
+            .ok(202)
+            .clone();
+    assert_eq!(cancel["status"], "waiting_for_approval", "{cancel}");
+    assert_eq!(cancel["cancelRequested"], true, "{cancel}");
+    let done = k.u.settled_run(&run).await;
+    assert_eq!(done["status"], "canceled", "{done}");
+    assert_eq!(step(&done, "answer")["status"], "canceled", "{done}");
+    k.u.post(
+        &format!("/v1/runs/{run}/approvals"),
+        json!({"capability": "time.read", "decision": "grant"}),
+    )
+    .await
+    .rejects(409, "AGT-9");
+    // The engine settled the run before the grant was refused; a held call it still dispatched
+    // would have reached the clock by the time the run reads settled again.
+    let after = k.u.settled_run(&run).await;
+    assert_eq!(
+        after["steps"], done["steps"],
+        "nothing moved after the cancel"
+    );
+    assert_eq!(k.calls("clock:"), 0, "the held call never ran");
+    let ev = events_so_far(&k.u, &run).await;
+    assert_eq!(
+        ev.last().map(|e| e["kind"].clone()),
+        Some(json!("run.canceled")),
+        "{ev:?}"
+    );
+}
+
 /// The events logged so far (the stream of a run that has not ended is cut after 2 s).
 async fn events_so_far(u: &Client, run: &str) -> Vec<Value> {
     let resp = u

@@ -4,6 +4,8 @@
 //! the collection. A test plants a small graph, commits a change to it over and
 //! over, and reads it meanwhile through the statement the service uses.
 
+use aiden_domain::execution::machine::RunStatus;
+use aiden_domain::execution::schedule::StepStatus;
 use aiden_graph::Graph;
 use aiden_tests::{aiden_graph_query as query, graph_write, unique};
 use tokio::task::JoinHandle;
@@ -36,68 +38,106 @@ fn overlapped(seen: &[i64]) -> usize {
     seen.iter().filter(|&&n| n > 0 && n < WRITES).count()
 }
 
-/// `runs::get` never shows a settled Run with a StepRun that is not: each commit settles a Run
-/// and all 40 of its StepRuns, or sets them all running again, and every read that shows the
-/// Run completed shows all 40 StepRuns completed. A reader meets two kinds of tear: a commit
-/// seen in part (the Run already settled, StepRuns not yet: seen once in a fresh clone's run of
-/// this suite) and, since this writer also sets a settled run running again (the engine never
-/// does), a commit landing between its two statements, which makes it fail on every run
-/// without the re-read.
+/// `runs::get` shows one commit: a writer advances a run of 40 steps through every run and
+/// step status, 300 commits, each writing the Run and all 40 StepRuns with its write version
+/// (the StepRuns first, as the engine's pass does), and every read shows one version on the
+/// Run and all 40 StepRuns, and the statuses that commit wrote. Reads without the Run's lock
+/// fail this on every run (a read sees a commit in part, within a statement or between two).
 #[tokio::test]
-async fn a_run_read_as_settled_comes_with_its_settled_step_runs() {
+async fn a_run_read_shows_one_write_version_on_the_run_and_all_its_step_runs() {
     const STEPS: usize = 40;
     let graph = graph().await;
     let id = unique("run-read");
+    let run_statuses: Vec<&str> = RunStatus::ALL.iter().map(|s| s.as_str()).collect();
+    let step_statuses: Vec<&str> = StepStatus::ALL.iter().map(|s| s.as_str()).collect();
     // Settled when planted and when left, with a log of its own (EXEC-5): no audit objects to
     // it, and no engine drives a run without a plan.
     let plant = query(
-        "CREATE (r:Run {id: $id, status: 'completed', eventSeq: 0, written: 0})
+        "CREATE (r:Run {id: $id, status: 'completed', eventSeq: 0, version: 0})
          WITH r UNWIND range(0, $steps - 1) AS i
          CREATE (r)-[:HAS_STEP_RUN {order: i}]->(:StepRun {id: $id + '/s' + toString(i),
                 runId: $id, stepId: 's' + toString(i), status: 'completed', attempts: 0,
-                order: i, written: 0})",
+                order: i, runVersion: 0})",
     )
     .param("id", id.as_str())
     .param("steps", STEPS as i64);
     graph_write(plant).await;
-    // As the engine settles a run: the Run and its StepRuns in one commit.
-    let writing = writer(
-        &graph,
-        "MATCH (r:Run {id: $id})
-         WITH r, CASE WHEN $n % 2 = 0 THEN 'completed' ELSE 'running' END AS status
-         SET r.status = status, r.written = $n
-         WITH r, status MATCH (r)-[:HAS_STEP_RUN]->(sr:StepRun)
-         SET sr.status = status, sr.written = $n",
-        &id,
-    );
+    let writing = {
+        let graph = graph.clone();
+        let id = id.clone();
+        let (runs, steps) = (run_statuses.clone(), step_statuses.clone());
+        tokio::spawn(async move {
+            for n in 1..=WRITES {
+                let q = query(
+                    "MATCH (r:Run {id: $id})-[:HAS_STEP_RUN]->(sr:StepRun)
+                     SET sr.status = $step, sr.runVersion = $n
+                     WITH DISTINCT r
+                     SET r.status = $run, r.version = $n",
+                )
+                .param("id", id.as_str())
+                .param("n", n)
+                .param("run", runs[n as usize % runs.len()])
+                .param("step", steps[n as usize % steps.len()]);
+                let mut tx = graph.begin().await.expect("tx");
+                tx.run(q).await.expect("write");
+                tx.commit().await.expect("commit");
+            }
+            // Left settled (the last write's status need not be), as one more write.
+            let mut tx = graph.begin().await.expect("tx");
+            let settle = query(
+                "MATCH (r:Run {id: $id})-[:HAS_STEP_RUN]->(sr:StepRun)
+                 SET sr.status = 'completed', sr.runVersion = $n
+                 WITH DISTINCT r SET r.status = 'completed', r.version = $n",
+            )
+            .param("id", id.as_str())
+            .param("n", WRITES + 1);
+            tx.run(settle).await.expect("settle");
+            tx.commit().await.expect("commit");
+        })
+    };
     let (mut seen, mut torn) = (Vec::new(), None);
     while !writing.is_finished() {
         let mut tx = graph.begin().await.expect("tx");
-        let row = aiden_graph::runs::get(&mut tx, &id)
-            .await
-            .expect("read")
-            .expect("the planted run");
+        let read = aiden_graph::runs::get(&mut tx, &id).await;
         let _ = tx.rollback().await;
-        let run_n = row.run["written"].as_i64().expect("written");
-        let steps: Vec<(&str, i64)> = row
+        let row = match read {
+            Ok(row) => row.expect("the planted run"),
+            Err(e) => {
+                torn.get_or_insert(format!("read {}: refused: {e}", seen.len()));
+                continue;
+            }
+        };
+        let n = row.version();
+        let versions: Vec<i64> = row
             .steps
             .iter()
-            .map(|s| {
-                (
-                    s["status"].as_str().unwrap_or(""),
-                    s["written"].as_i64().unwrap_or(-1),
-                )
-            })
+            .map(|s| s["runVersion"].as_i64().unwrap_or(-1))
             .collect();
-        let whole = steps.len() == STEPS && steps.iter().all(|(s, _)| *s == "completed");
-        if torn.is_none() && row.run["status"] == "completed" && !whole {
+        let statuses: Vec<&str> = row
+            .steps
+            .iter()
+            .map(|s| s["status"].as_str().unwrap_or(""))
+            .collect();
+        let expected = (n > 0 && n <= WRITES).then(|| {
+            (
+                run_statuses[n as usize % run_statuses.len()],
+                step_statuses[n as usize % step_statuses.len()],
+            )
+        });
+        let whole = versions.len() == STEPS
+            && versions.iter().all(|v| *v == n)
+            && expected.is_none_or(|(run, step)| {
+                row.run["status"] == run && statuses.iter().all(|s| *s == step)
+            });
+        if torn.is_none() && !whole {
             torn = Some(format!(
-                "read {}: the Run completed at write {run_n}, its {} StepRuns {steps:?}",
+                "read {}: the Run at write {n} ({}), its {} StepRuns at {versions:?} ({statuses:?})",
                 seen.len(),
-                steps.len()
+                row.run["status"],
+                versions.len()
             ));
         }
-        seen.push(run_n);
+        seen.push(n);
     }
     writing.await.expect("writer");
     graph_write(
@@ -107,11 +147,97 @@ async fn a_run_read_as_settled_comes_with_its_settled_step_runs() {
         .param("id", id.as_str()),
     )
     .await;
-    assert_eq!(torn, None, "a completed Run with every StepRun completed");
+    assert_eq!(torn, None, "every read shows one commit");
     assert!(
         overlapped(&seen) > 10,
         "reads {seen:?}: the check did not run"
     );
+}
+
+/// TURN-2 in the views: `GET /v1/turns/{id}` (`turn/view.cypher`) and the tree
+/// (`conversation/tree.cypher`) show exactly one active Alternative of a Turn while the real
+/// switch statement (`turn/switch.cypher`) moves it between its first and last Alternative,
+/// 300 times. Without the locks they read under, about one read in 300 showed 0 or 2.
+#[tokio::test]
+async fn turn_2_a_turn_switched_over_and_over_reads_with_one_active_alternative() {
+    const ALTERNATIVES: i64 = 30;
+    let graph = graph().await;
+    let id = unique("conv-view");
+    let turn = format!("{id}-t");
+    let plant = query(
+        "CREATE (c:Conversation {id: $id, ownerId: $id, status: 'active', turnCount: 1})
+         CREATE (c)-[:HAS_TURN {sequence: 1}]->(t:ConversationTurn {id: $turn,
+                conversationId: $id, speaker: 'user', turnType: 'message', sequence: 1,
+                timestamp: '2026-01-01T00:00:00.000Z'})
+         WITH t UNWIND range(1, $n) AS i
+         CREATE (t)-[:HAS_ALTERNATIVE {isActive: i = 1, sequence: i}]->(:Alternative {
+                id: $turn + '-a' + toString(i), turnId: $turn, conversationId: $id,
+                state: 'valid', sequence: i, createdAt: '2026-01-01T00:00:00.000Z'})",
+    )
+    .param("id", id.as_str())
+    .param("turn", turn.as_str())
+    .param("n", ALTERNATIVES);
+    graph_write(plant).await;
+    let writing = {
+        let graph = graph.clone();
+        let turn = turn.clone();
+        tokio::spawn(async move {
+            for n in 1..=WRITES {
+                let to = if n % 2 == 0 { 1 } else { ALTERNATIVES };
+                let mut tx = graph.begin().await.expect("tx");
+                aiden_graph::conversations::switch_active(
+                    &mut tx,
+                    &turn,
+                    &format!("{turn}-a{to}"),
+                    "2026-01-01T00:00:00.000Z",
+                )
+                .await
+                .expect("switch");
+                tx.commit().await.expect("commit");
+            }
+        })
+    };
+    let (mut reads, mut torn) = (0, None);
+    while !writing.is_finished() {
+        let view = aiden_graph::conversations::turn_view_autocommit(&graph, &turn)
+            .await
+            .expect("turn view");
+        let tree = aiden_graph::conversations::tree(&graph, &id)
+            .await
+            .expect("tree");
+        for (what, rows) in [("turn view", view), ("tree", tree)] {
+            let flags: Vec<bool> = rows.iter().map(|r| r.alt.is_active).collect();
+            check_one_active(&mut torn, reads, what, &flags, ALTERNATIVES);
+        }
+        reads += 1;
+    }
+    writing.await.expect("writer");
+    end_conversation_check(&id, torn, reads).await;
+}
+
+/// Notes the first read whose flags are not exactly one active Alternative of `n`.
+fn check_one_active(torn: &mut Option<String>, read: usize, what: &str, flags: &[bool], n: i64) {
+    let active = flags.iter().filter(|a| **a).count();
+    if torn.is_none() && (active != 1 || flags.len() as i64 != n) {
+        *torn = Some(format!(
+            "read {read} ({what}): {active} active of {}",
+            flags.len()
+        ));
+    }
+}
+
+/// Deletes the planted conversation, then asserts that no read was torn and enough ran.
+async fn end_conversation_check(id: &str, torn: Option<String>, reads: usize) {
+    graph_write(
+        query(
+            "MATCH (c:Conversation {id: $id})-[:HAS_TURN]->(t)-[:HAS_ALTERNATIVE]->(a)
+             DETACH DELETE c, t, a",
+        )
+        .param("id", id),
+    )
+    .await;
+    assert_eq!(torn, None, "exactly one active Alternative in every read");
+    assert!(reads > 10, "only {reads} reads: the check did not run");
 }
 
 /// TURN-2: what a new Alternative or a switch checks (`turn/facts_with_parent.cypher`), and
@@ -171,25 +297,11 @@ async fn turn_2_a_turns_parent_shows_one_active_alternative_while_it_is_switched
         let _ = tx.rollback().await;
         let parents = [facts.parent, named].map(|t| t.map(|t| t.alternatives).unwrap_or_default());
         for (statement, flags) in ["facts_with_parent", "facts_with_turn"].iter().zip(parents) {
-            let active = flags.iter().filter(|a| a.is_active).count();
-            if torn.is_none() && (active != 1 || flags.len() as i64 != ALTERNATIVES) {
-                torn = Some(format!(
-                    "read {reads} ({statement}): {active} active of {}",
-                    flags.len()
-                ));
-            }
+            let flags: Vec<bool> = flags.iter().map(|a| a.is_active).collect();
+            check_one_active(&mut torn, reads, statement, &flags, ALTERNATIVES);
         }
         reads += 1;
     }
     writing.await.expect("writer");
-    graph_write(
-        query(
-            "MATCH (c:Conversation {id: $id})-[:HAS_TURN]->(t)-[:HAS_ALTERNATIVE]->(a)
-             DETACH DELETE c, t, a",
-        )
-        .param("id", id.as_str()),
-    )
-    .await;
-    assert_eq!(torn, None, "exactly one active Alternative in every read");
-    assert!(reads > 10, "only {reads} reads: the check did not run");
+    end_conversation_check(&id, torn, reads).await;
 }

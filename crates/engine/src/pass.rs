@@ -5,7 +5,9 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use aiden_domain::execution::machine::{self, Call, Effect, Message, Outcome, RunMessage};
+use aiden_domain::execution::machine::{
+    self, AnyEventKind, Call, Decided, Effect, Message, Outcome, RunMessage, Terminal,
+};
 use aiden_domain::execution::schedule::{accept_output, StepStatus, Target};
 use aiden_graph::runs::{self, NewRun};
 use aiden_graph::{Graph, Tx};
@@ -211,7 +213,13 @@ impl<'a> Pass<'a> {
         }
     }
 
-    fn event(&mut self, run_id: &str, kind: &str, step_id: Option<&str>, data: Value) {
+    fn event(
+        &mut self,
+        run_id: &str,
+        kind: impl Into<AnyEventKind>,
+        step_id: Option<&str>,
+        data: Value,
+    ) {
         let seq = {
             let run = self.run(run_id);
             run.event_seq += 1;
@@ -222,7 +230,7 @@ impl<'a> Pass<'a> {
             .or_default()
             .push(runs::EventRow {
                 seq,
-                kind: kind.to_owned(),
+                kind: kind.into().as_str().to_owned(),
                 step_id: step_id.map(str::to_owned),
                 at: self.now.clone(),
                 data: Some(data.to_string()),
@@ -367,7 +375,7 @@ impl<'a> Pass<'a> {
         }
         self.stop_run(
             run_id,
-            RunStatus::Canceled,
+            Terminal::Canceled,
             None,
             Some(ErrorInfo::new("CANCELED", "the run was canceled")),
         );
@@ -470,8 +478,9 @@ impl<'a> Pass<'a> {
     }
 
     /// Runs step `i` of `run_id` through the state machine (`aiden_domain::execution::
-    /// machine`) and executes what it decided, in order.
-    fn transition(&mut self, run_id: &str, i: usize, message: Message<'_>) {
+    /// machine`) and executes what it decided, in order. `false`: the machine ignored the
+    /// message (a late or duplicate one) or refused it (logged and counted), and nothing changed.
+    fn transition(&mut self, run_id: &str, i: usize, message: Message<'_>) -> bool {
         let (sr_id, step_id, before) = {
             let run = self.run(run_id);
             let step = &run.steps[i];
@@ -481,7 +490,17 @@ impl<'a> Pass<'a> {
                 step.machine(),
             )
         };
-        let (after, effects) = machine::step(before, message, &self.now);
+        let (after, effects) = match machine::step(before, message, &self.now) {
+            Ok(Decided::Moved(after, effects)) => (after, effects),
+            Ok(Decided::Ignored(why)) => {
+                tracing::debug!(run_id, step_id, why = why.as_str(), "step message ignored");
+                return false;
+            }
+            Err(refused) => {
+                self.refused(run_id, Some(&step_id), &refused);
+                return false;
+            }
+        };
         self.run(run_id).steps[i].set_machine(after);
         let mut telemetry = Map::new();
         for effect in effects {
@@ -495,9 +514,7 @@ impl<'a> Pass<'a> {
                 Effect::Retried(r) => self.retries.entry(sr_id.clone()).or_default().push(
                     json!({"at": r.at, "durationMs": r.duration_ms, "log": r.record.to_string()}),
                 ),
-                Effect::Event(kind, data) => {
-                    self.event(run_id, kind.as_str(), Some(&step_id), data)
-                }
+                Effect::Event(kind, data) => self.event(run_id, kind, Some(&step_id), data),
                 Effect::RanOn(worker) => self.ran_on(&sr_id, &worker),
                 Effect::LostOn { worker_id, attempt } => {
                     let at = self.now.clone();
@@ -529,6 +546,7 @@ impl<'a> Pass<'a> {
                 }
             }
         }
+        true
     }
 
     /// Completes step `i` with a result no worker reported (an agent's answer).

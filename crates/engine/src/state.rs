@@ -2,7 +2,7 @@
 //! so a restart loses nothing.
 
 use aiden_domain::execution::agent::Loop;
-use aiden_domain::execution::schedule::{Plan, PlanStep, StepStatus};
+use aiden_domain::execution::schedule::{Plan, PlanStep, StepStatus, UnknownStatus};
 use aiden_graph::runs::RunRow;
 use serde_json::{Map, Value};
 
@@ -32,6 +32,7 @@ impl StepState {
             worker_id: self.worker_id.clone(),
             started_at: self.started_at.clone(),
             queued_at: self.queued_at.clone(),
+            child_run_id: self.child_run_id.clone(),
         }
     }
 
@@ -42,6 +43,7 @@ impl StepState {
         self.worker_id = s.worker_id;
         self.started_at = s.started_at;
         self.queued_at = s.queued_at;
+        self.child_run_id = s.child_run_id;
     }
 }
 
@@ -66,6 +68,8 @@ pub struct RunState {
     pub unwritten_step_runs: Vec<aiden_graph::runs::NewStepRun>,
     /// AGT-14: the owner's daily money budget (micro-dollars) when the run started.
     pub owner_budget_micros: Option<u64>,
+    /// The write version of the run's record as last committed (`RunRow::version`).
+    pub version: i64,
 }
 
 impl RunState {
@@ -114,10 +118,11 @@ impl RunState {
             {
                 loops.insert(i, l);
             }
-            let status = get("status")
-                .and_then(Value::as_str)
-                .and_then(StepStatus::parse)
-                .unwrap_or(StepStatus::Pending);
+            let status = match row {
+                // Listed at creation, not written yet (`unwritten_step_runs`): pending.
+                None => StepStatus::Pending,
+                Some(s) => stored(s, "step run", &sr_id, StepStatus::parse)?,
+            };
             if let Some(var) = &spec.output.variable {
                 match status {
                     StepStatus::Completed => {
@@ -146,24 +151,23 @@ impl RunState {
             .collect();
         calls.sort_by_key(|c| c.0);
         for (_, spec, s) in calls {
-            let status = s
-                .get("status")
-                .and_then(Value::as_str)
-                .and_then(StepStatus::parse)
-                .unwrap_or(StepStatus::Queued);
-            steps.push(step_state(step_run_id(&id, &spec.id), status, Some(s)));
+            let sr_id = step_run_id(&id, &spec.id);
+            let status = stored(s, "step run", &sr_id, StepStatus::parse)?;
+            steps.push(step_state(sr_id, status, Some(s)));
             plan.steps.push(spec);
         }
+        let status = stored(r, "run", &id, RunStatus::parse)?;
         Ok(Self {
             owner_id: text("ownerId").unwrap_or_default(),
             depth: r.get("depth").and_then(Value::as_i64).unwrap_or(1),
             parent_run_id: text("parentRunId"),
             parent_step_run_id: text("parentStepRunId"),
-            status: RunStatus::parse(text("status").as_deref().unwrap_or("queued")),
+            status,
             event_seq: r.get("eventSeq").and_then(Value::as_i64).unwrap_or(0),
             alternative_id: text("alternativeId"),
             unwritten_step_runs: row.unwritten_step_runs(),
             owner_budget_micros: r.get("ownerBudgetMicros").and_then(Value::as_u64),
+            version: row.version(),
             loops,
             plan,
             steps,
@@ -171,6 +175,22 @@ impl RunState {
             id,
         })
     }
+}
+
+/// A record's stored `status`: missing or a word its lifecycle does not know is an error that
+/// names the record and the field, never a default (an unknown run status read as `queued`
+/// once made the engine start the run).
+fn stored<T>(
+    record: &Value,
+    what: &str,
+    id: &str,
+    parse: impl Fn(&str) -> Result<T, UnknownStatus>,
+) -> Result<T, String> {
+    let word = record
+        .get("status")
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("{what} {id}: field `status` missing"))?;
+    parse(word).map_err(|e| format!("{what} {id}: field `status`: {e}"))
 }
 
 fn step_state(id: String, status: StepStatus, row: Option<&Value>) -> StepState {
@@ -189,4 +209,82 @@ fn step_state(id: String, status: StepStatus, row: Option<&Value>) -> StepState 
 
 pub fn step_run_id(run_id: &str, step_id: &str) -> String {
     format!("{run_id}/{step_id}")
+}
+
+#[cfg(test)]
+mod tests {
+    use aiden_domain::execution::schedule::Target;
+    use aiden_domain::process::{Mode, StepOutput};
+    use serde_json::json;
+
+    use super::*;
+
+    /// Run `r1` of one step `a`, with these stored statuses (`None`: the field is absent, no
+    /// `step`: its StepRun is not written yet).
+    fn row(run: Option<&str>, step: Option<Option<&str>>) -> RunRow {
+        let plan = Plan {
+            process_id: "p".into(),
+            version: 1,
+            steps: vec![PlanStep {
+                id: "a".into(),
+                mode: Mode::Sequential,
+                depends_on: Vec::new(),
+                condition: None,
+                inputs: Map::new(),
+                output: StepOutput::default(),
+                timeout_ms: 1000,
+                target: Target::Tool {
+                    id: "t".into(),
+                    operation_type: aiden_domain::OperationType::RestApi,
+                    cost: Default::default(),
+                },
+                call_of: None,
+                literal: None,
+            }],
+            output_template: None,
+            token_budget: None,
+            max_recursion_depth: 3,
+            quota: None,
+        };
+        let mut r = json!({"id": "r1", "plan": serde_json::to_string(&plan).unwrap()});
+        if let Some(s) = run {
+            r["status"] = json!(s);
+        }
+        let steps: Vec<Value> = step
+            .map(|s| {
+                let mut sr = json!({"id": "r1/a"});
+                if let Some(s) = s {
+                    sr["status"] = json!(s);
+                }
+                sr
+            })
+            .into_iter()
+            .collect();
+        serde_json::from_value(json!({"run": r, "steps": steps})).unwrap()
+    }
+
+    #[test]
+    fn a_stored_status_is_read_as_it_is() {
+        let state = RunState::from_row(&row(Some("running"), Some(Some("queued")))).unwrap();
+        assert_eq!(state.status, RunStatus::Running);
+        assert_eq!(state.steps[0].status, StepStatus::Queued);
+        // A StepRun not written yet is pending.
+        let state = RunState::from_row(&row(Some("queued"), None)).unwrap();
+        assert_eq!(state.steps[0].status, StepStatus::Pending);
+    }
+
+    #[test]
+    fn an_unknown_or_missing_status_is_an_error_naming_record_and_field() {
+        let e = RunState::from_row(&row(Some("paused"), None)).unwrap_err();
+        assert_eq!(e, "run r1: field `status`: unknown run status `paused`");
+        let e = RunState::from_row(&row(None, None)).unwrap_err();
+        assert_eq!(e, "run r1: field `status` missing");
+        let e = RunState::from_row(&row(Some("running"), Some(Some("bogus")))).unwrap_err();
+        assert_eq!(
+            e,
+            "step run r1/a: field `status`: unknown step status `bogus`"
+        );
+        let e = RunState::from_row(&row(Some("running"), Some(None))).unwrap_err();
+        assert_eq!(e, "step run r1/a: field `status` missing");
+    }
 }

@@ -469,9 +469,10 @@ impl AltWithTurn {
     }
 }
 
+/// Every Turn and Alternative of a Conversation, as of one commit (the Conversation's lock).
 pub async fn tree(graph: &Graph, conversation_id: &str) -> Result<Vec<AltWithTurn>, Error> {
     let q = cypher(query_file!("conversation/tree.cypher"), None).param("id", conversation_id);
-    graph.read_rows(q).await
+    graph.locked_read_rows(q).await
 }
 
 /// The Turns with sequence (depth) in `from..=to` and their Alternatives.
@@ -485,7 +486,7 @@ pub async fn tree_window(
         .param("id", conversation_id)
         .param("from", from)
         .param("to", to);
-    graph.read_rows(q).await
+    graph.locked_read_rows(q).await
 }
 
 pub async fn turn_view(tx: &mut Tx, turn_id: &str) -> Result<Vec<AltWithTurn>, Error> {
@@ -493,9 +494,10 @@ pub async fn turn_view(tx: &mut Tx, turn_id: &str) -> Result<Vec<AltWithTurn>, E
     tx.rows(q).await
 }
 
+/// [`turn_view`] as its own transaction.
 pub async fn turn_view_autocommit(graph: &Graph, turn_id: &str) -> Result<Vec<AltWithTurn>, Error> {
     let q = cypher(query_file!("turn/view.cypher"), None).param("turnId", turn_id);
-    graph.read_rows(q).await
+    graph.locked_read_rows(q).await
 }
 
 /// WM-1: the Alternatives from `alternative_id` back to the root.

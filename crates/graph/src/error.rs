@@ -18,6 +18,10 @@ pub enum Error {
     /// written; re-read the plan and retry.
     #[error("the process changed since its plan was cached")]
     StalePlan,
+    /// A read that should show one commit showed two (a lock not taken where it must be): a
+    /// defect, reported rather than shown, and not retried.
+    #[error("inconsistent read: {0}")]
+    Torn(String),
     /// Anything else the server refused.
     #[error("graph query failed: {0}")]
     Query(String),

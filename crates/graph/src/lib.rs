@@ -109,6 +109,23 @@ impl Graph {
         Ok(out)
     }
 
+    /// One statement that reads under locks it takes with a no-op `SET` (so it needs a write
+    /// transaction, which it ends having changed nothing), as its own transaction: a read that
+    /// must show one commit (`run/get_run.cypher` says how).
+    pub async fn locked_read_rows<T: serde::de::DeserializeOwned>(
+        &self,
+        q: neo4rs::Query,
+    ) -> Result<Vec<T>, Error> {
+        let timer = tx::StatementTimer::start(&q);
+        let mut stream = self.inner.execute(q).await.map_err(Error::from_driver)?;
+        let mut out = Vec::new();
+        while let Some(row) = stream.next().await.map_err(Error::from_driver)? {
+            out.push(row.to::<T>().map_err(|e| Error::Decode(e.to_string()))?);
+        }
+        timer.done();
+        Ok(out)
+    }
+
     /// One write statement as its own (auto-commit) transaction.
     pub async fn run_autocommit(&self, q: neo4rs::Query) -> Result<(), Error> {
         let timer = tx::StatementTimer::start(&q);

@@ -147,6 +147,13 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
             "/../../cypher/schema/0020_memories_and_merges.cypher"
         )),
     ),
+    (
+        "0021_run_write_versions",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../cypher/schema/0021_run_write_versions.cypher"
+        )),
+    ),
 ];
 
 /// Statements of one file: comment lines dropped (they may contain `;`), then split on `;`.

@@ -6,7 +6,24 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use aiden_domain::execution::machine::RunStatus;
+
 use crate::{bolt, cypher, query_file, Error, IdRow, Tx};
+
+/// The run statuses `pick` selects, as the graph stores them: the status sets statements take
+/// as parameters (never as literals of their own).
+pub fn run_statuses(pick: impl Fn(RunStatus) -> bool) -> Vec<&'static str> {
+    RunStatus::ALL
+        .into_iter()
+        .filter(|s| pick(*s))
+        .map(RunStatus::as_str)
+        .collect()
+}
+
+/// A stored run status; an unknown word is an error naming the run, never a default.
+pub fn parse_run_status(run_id: &str, word: &str) -> Result<RunStatus, Error> {
+    RunStatus::parse(word).map_err(|e| Error::Decode(format!("Run {run_id}: status: {e}")))
+}
 
 /// One step row of the current version of a Process, with what it calls.
 #[derive(Debug, Clone, Deserialize)]
@@ -86,7 +103,7 @@ impl NewRun {
                 "versionId": self.version_id, "status": "queued", "depth": self.depth,
                 "parentRunId": self.parent_run_id, "parentStepRunId": self.parent_step_run_id,
                 "ownerId": self.owner_id, "inputs": self.inputs, "plan": self.plan,
-                "eventSeq": 0, "createdAt": now, "alternativeId": self.alternative_id,
+                "eventSeq": 0, "version": 0, "createdAt": now, "alternativeId": self.alternative_id,
                 "triggerKind": self.trigger.as_ref().map(|t| &t.0),
                 "triggerSubjectId": self.trigger.as_ref().map(|t| &t.1),
                 "stepRuns": serde_json::to_string(&self.steps).unwrap_or_default(),
@@ -173,21 +190,24 @@ pub struct RunRow {
 }
 
 impl RunRow {
-    /// A settled Run with a StepRun not settled: the commit that settled it is only partly
-    /// visible (`aiden check` reports one that stays so: unsettled_steps_of_settled_runs).
-    fn settled_before_its_steps(&self) -> bool {
-        let status = |v: &Value| v.get("status").and_then(Value::as_str).map(str::to_owned);
-        let settled = matches!(
-            status(&self.run).as_deref(),
-            Some("completed" | "failed" | "canceled")
-        );
-        settled
-            && self.steps.iter().any(|s| {
-                !matches!(
-                    status(s).as_deref(),
-                    Some("completed" | "failed" | "skipped" | "canceled")
-                )
+    /// The write version of the commit this row shows: every engine pass that changes a run
+    /// increments the Run's `version` and stamps the StepRuns it writes with it (`runVersion`).
+    pub fn version(&self) -> i64 {
+        self.run.get("version").and_then(Value::as_i64).unwrap_or(0)
+    }
+
+    /// A StepRun newer than its Run: a read that saw a later commit in part. The Run's lock
+    /// ([`get`]) rules that out; this checks it, so a broken lock discipline is reported, not
+    /// shown.
+    fn torn(&self) -> Option<String> {
+        let version = self.version();
+        self.steps.iter().find_map(|s| {
+            let v = s.get("runVersion").and_then(Value::as_i64).unwrap_or(0);
+            (v > version).then(|| {
+                let id = s.get("id").and_then(Value::as_str).unwrap_or("?");
+                format!("StepRun {id} at write {v}, its Run at {version}")
             })
+        })
     }
 
     /// The StepRuns the engine has not created yet: those of a run it has not written since
@@ -240,6 +260,23 @@ pub struct RunListRow {
     pub trigger_subject_id: Option<String>,
 }
 
+impl RunListRow {
+    /// Whether the line shows one commit. A run's status, start and end move together: a run
+    /// started has its `startedAt` (one canceled before it started has none), a settled one
+    /// its `finishedAt`, and nothing else has either; a line read while a commit landed can
+    /// break that, and is then read again under its Run's lock.
+    fn is_whole(&self) -> Result<bool, Error> {
+        let status = parse_run_status(&self.id, &self.status)?;
+        let started = self.started_at.is_some();
+        Ok(self.finished_at.is_some() == status.is_settled()
+            && match status {
+                RunStatus::Queued => !started,
+                RunStatus::Running | RunStatus::WaitingForApproval => started,
+                RunStatus::Completed | RunStatus::Failed | RunStatus::Canceled => true,
+            })
+    }
+}
+
 /// What the run list is narrowed to; `owner_id: None` lists every owner's runs.
 pub struct RunFilter<'a> {
     pub owner_id: Option<&'a str>,
@@ -249,6 +286,9 @@ pub struct RunFilter<'a> {
     pub limit: i64,
 }
 
+/// The run list, each line as of one commit: read without locks (the list must not hold the
+/// locks of the runs the engine is writing), a line that shows a commit in part read again
+/// under its Run's lock (`run/list_row.cypher`), counted (`aiden_graph_relocked_reads_total`).
 pub async fn list(tx: &mut Tx, f: &RunFilter<'_>) -> Result<Vec<RunListRow>, Error> {
     let q = cypher(query_file!("run/list.cypher"), None)
         .param("ownerId", f.owner_id)
@@ -256,31 +296,31 @@ pub async fn list(tx: &mut Tx, f: &RunFilter<'_>) -> Result<Vec<RunListRow>, Err
         .param("status", f.status)
         .param("before", f.before)
         .param("limit", f.limit);
-    tx.rows(q).await
-}
-
-/// A run and its step runs: the Run, then its StepRuns in a second statement. Neo4j readers
-/// take no locks, and a commit being applied can be seen in part, even across two statements
-/// (the settling Run already written, some of its StepRuns not yet): a Run read as settled with
-/// a StepRun that is not is read again, until the commit has landed whole.
-pub async fn get(tx: &mut Tx, id: &str) -> Result<Option<RunRow>, Error> {
-    let mut attempt = 0;
-    loop {
-        let Some(row) = get_once(tx, id).await? else {
-            return Ok(None);
-        };
-        attempt += 1;
-        if !row.settled_before_its_steps() || attempt >= TORN_READS {
-            return Ok(Some(row));
+    let mut rows: Vec<RunListRow> = tx.rows(q).await?;
+    for row in &mut rows {
+        if row.is_whole()? {
+            continue;
         }
-        tokio::time::sleep(std::time::Duration::from_millis(2 * attempt)).await;
+        metrics::counter!("aiden_graph_relocked_reads_total", "what" => "run_list").increment(1);
+        let q = cypher(query_file!("run/list_row.cypher"), None).param("id", row.id.as_str());
+        let locked: RunListRow = tx
+            .one(q)
+            .await?
+            .ok_or_else(|| Error::Torn(format!("run {}: listed, then gone", row.id)))?;
+        if !locked.is_whole()? {
+            return Err(Error::Torn(format!("run {}: its line under lock", row.id)));
+        }
+        *row = locked;
     }
+    Ok(rows)
 }
 
-/// How often [`get`] reads a run that a commit was caught landing in.
-const TORN_READS: u64 = 20;
-
-async fn get_once(tx: &mut Tx, id: &str) -> Result<Option<RunRow>, Error> {
+/// A run and its step runs as of one commit: the Run is read under its write lock
+/// (`run/get_run.cypher`), which every commit that changes the run holds until it has been
+/// applied whole, then its StepRuns in the same transaction. The caller ends the transaction
+/// (a read rolls back: the lock changed nothing). A read that still shows two commits is an
+/// error, logged and counted (`aiden_graph_torn_reads_total`), never returned.
+pub async fn get(tx: &mut Tx, id: &str) -> Result<Option<RunRow>, Error> {
     #[derive(Deserialize)]
     struct RunOnly {
         run: Value,
@@ -298,10 +338,16 @@ async fn get_once(tx: &mut Tx, id: &str) -> Result<Option<RunRow>, Error> {
     let steps: Option<Steps> = tx
         .one(cypher(query_file!("run/step_runs.cypher"), None).param("id", id))
         .await?;
-    Ok(Some(RunRow {
+    let row = RunRow {
         run,
         steps: steps.map(|s| s.steps).unwrap_or_default(),
-    }))
+    };
+    if let Some(what) = row.torn() {
+        metrics::counter!("aiden_graph_torn_reads_total", "what" => "run").increment(1);
+        tracing::error!(run_id = %id, %what, "a run read showed two commits");
+        return Err(Error::Torn(format!("run {id}: {what}")));
+    }
+    Ok(Some(row))
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -314,16 +360,27 @@ pub struct Unfinished {
 
 /// Runs not yet settled (for recovery after a restart, and durable cancel requests).
 pub async fn unfinished(tx: &mut Tx) -> Result<Vec<Unfinished>, Error> {
-    tx.rows(cypher(query_file!("run/unfinished.cypher"), None))
+    let open = run_statuses(|s| !s.is_settled());
+    tx.rows(cypher(query_file!("run/unfinished.cypher"), None).param("open", open))
         .await
 }
 
-/// Records a cancel request on an unsettled run; `false` if it had already settled.
-pub async fn request_cancel(tx: &mut Tx, id: &str) -> Result<bool, Error> {
-    Ok(tx
-        .one::<IdRow>(cypher(query_file!("run/request_cancel.cypher"), None).param("id", id))
-        .await?
-        .is_some())
+/// What a cancel request met.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CancelRequest {
+    /// The run's status when the request was recorded (or found it settled).
+    pub status: String,
+    /// Recorded: the run was not settled (whatever it waited for).
+    pub requested: bool,
+}
+
+/// Records a cancel request on a run that is not settled; `None` for an unknown run.
+pub async fn request_cancel(tx: &mut Tx, id: &str) -> Result<Option<CancelRequest>, Error> {
+    let settled = run_statuses(RunStatus::is_settled);
+    let q = cypher(query_file!("run/request_cancel.cypher"), None)
+        .param("id", id)
+        .param("settled", settled);
+    tx.one(q).await
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -378,40 +435,12 @@ fn merge_events(
     Ok(events)
 }
 
-fn events_queries(run_id: &str, after: i64, limit: i64) -> (neo4rs::Query, neo4rs::Query) {
-    let chunks = cypher(query_file!("run/events_after.cypher"), None)
+/// Events written one node each, before the log was kept on the Run (`RunEvent`).
+fn legacy_events_query(run_id: &str, after: i64, limit: i64) -> neo4rs::Query {
+    cypher(query_file!("run/legacy_events_after.cypher"), None)
         .param("runId", run_id)
         .param("after", after)
-        .param("limit", limit);
-    let single = cypher(query_file!("run/legacy_events_after.cypher"), None)
-        .param("runId", run_id)
-        .param("after", after)
-        .param("limit", limit);
-    (chunks, single)
-}
-
-pub async fn events_after(
-    tx: &mut Tx,
-    run_id: &str,
-    after: i64,
-    limit: i64,
-) -> Result<Vec<EventRow>, Error> {
-    let (chunks, single) = events_queries(run_id, after, limit);
-    let chunks = tx.rows(chunks).await?;
-    let single = tx.rows(single).await?;
-    merge_events(chunks, single, after, limit)
-}
-
-/// [`events_after`] as auto-commit reads, for event streams.
-pub async fn events_after_autocommit(
-    graph: &crate::Graph,
-    run_id: &str,
-    after: i64,
-    limit: i64,
-) -> Result<Vec<EventRow>, Error> {
-    let (chunks, single) = events_queries(run_id, after, limit);
-    let (chunks, single) = futures::try_join!(graph.read_rows(chunks), graph.read_rows(single))?;
-    merge_events(chunks, single, after, limit)
+        .param("limit", limit)
 }
 
 /// A run's owner, status and the sequence number of its last event.
@@ -427,8 +456,47 @@ pub struct RunHead {
 
 impl RunHead {
     pub fn is_settled(&self) -> bool {
-        matches!(self.status.as_str(), "completed" | "failed" | "canceled")
+        RunStatus::parse(&self.status).is_ok_and(RunStatus::is_settled)
     }
+}
+
+/// A run's head and the events after `after` (at most `limit`), as of one commit
+/// (`run/tail.cypher`): what an event stream reads of the graph.
+pub async fn tail(
+    tx: &mut Tx,
+    run_id: &str,
+    after: i64,
+    limit: i64,
+) -> Result<Option<(RunHead, Vec<EventRow>)>, Error> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Tail {
+        owner_id: String,
+        status: String,
+        event_seq: i64,
+        process_id: Option<String>,
+        parts: Vec<String>,
+    }
+    let q = cypher(query_file!("run/tail.cypher"), None)
+        .param("runId", run_id)
+        .param("after", after)
+        .param("limit", limit);
+    let Some(t) = tx.one::<Tail>(q).await? else {
+        return Ok(None);
+    };
+    let (head, parts) = (
+        RunHead {
+            owner_id: t.owner_id,
+            status: t.status,
+            event_seq: t.event_seq,
+            process_id: t.process_id,
+        },
+        t.parts,
+    );
+    parse_run_status(run_id, &head.status)?;
+    let single = tx.rows(legacy_events_query(run_id, after, limit)).await?;
+    let events = merge_events(vec![LogRow { parts }], single, after, limit)?;
+    Ok(Some((head, events)))
 }
 
 pub async fn head(graph: &crate::Graph, run_id: &str) -> Result<Option<RunHead>, Error> {

@@ -11,7 +11,6 @@ use std::time::Duration;
 use aiden_domain::{user::Caller, Error as Domain};
 use aiden_engine::{Notifier, StepDelta, Subscription};
 pub use aiden_graph::runs::EventRow;
-use aiden_graph::runs::RunHead;
 
 use crate::{App, Result};
 
@@ -37,7 +36,7 @@ impl App {
     ) -> Result<RunTail> {
         let live = notifier.subscribe(run_id);
         let mut buffer = VecDeque::new();
-        let (catch_up, head, done) = match notifier.snapshot(run_id, after) {
+        let (catch_up, done) = match notifier.snapshot(run_id, after) {
             // The engine in this process holds the whole log: no graph read.
             Some(mem) => {
                 // Runs are private to whoever started them; admins see every run.
@@ -46,10 +45,13 @@ impl App {
                 }
                 let done = mem.settled && mem.events.is_empty() && after >= mem.last_seq;
                 buffer.extend(mem.events);
-                (false, None, done)
+                (false, done)
             }
             // Checks visibility before streaming anything, then catches up from the graph.
-            None => (true, Some(self.run_head(caller, run_id).await?), false),
+            None => {
+                self.run_head(caller, run_id).await?;
+                (true, false)
+            }
         };
         Ok(RunTail {
             app: self.clone(),
@@ -59,7 +61,6 @@ impl App {
             deltas: VecDeque::new(),
             live,
             catch_up,
-            head,
             done,
         })
     }
@@ -71,8 +72,6 @@ const PAGE: i64 = 200;
 /// How long a stream waits for a live event before it looks at the graph itself (the engine
 /// may run in another `aiden serve`).
 const POLL_EVERY: Duration = Duration::from_millis(500);
-/// A settled run whose last events are not readable yet is looked at again this soon.
-const SETTLING_RETRY: Duration = Duration::from_millis(20);
 
 /// A run's event stream, positioned after a sequence number: what `GET /v1/runs/{id}/events`
 /// sends, one item at a time.
@@ -87,8 +86,6 @@ pub struct RunTail {
     live: Subscription,
     /// Read the graph before waiting for live events (start, gap, lag, timeout).
     catch_up: bool,
-    /// A head read before the last catch-up, reused once instead of reading it again.
-    head: Option<RunHead>,
     done: bool,
 }
 
@@ -117,10 +114,6 @@ impl RunTail {
                 match self.read_graph().await {
                     Ok(Read::Events) => continue,
                     Ok(Read::Ended) => return None,
-                    Ok(Read::Settling) => {
-                        tokio::time::sleep(SETTLING_RETRY).await;
-                        continue;
-                    }
                     Ok(Read::Nothing) => self.catch_up = false,
                     Err(e) => {
                         // Never end early on a failed read: wait and read again.
@@ -134,36 +127,34 @@ impl RunTail {
         }
     }
 
-    /// Reads the log after `after`; when it holds nothing new, whether the stream is over.
+    /// Reads the log after `after` with the run's head, as of one commit
+    /// (`runs::tail`); when it holds nothing new, whether the stream is over.
     async fn read_graph(&mut self) -> Result<Read> {
-        let head = self.head.take();
-        let rows = self
+        let Some((head, rows)) = self
             .app
-            .run_events_unchecked(&self.run_id, self.after, PAGE)
-            .await?;
+            .run_tail_unchecked(&self.run_id, self.after, PAGE)
+            .await?
+        else {
+            return Ok(Read::Ended);
+        };
         if !rows.is_empty() {
             // A full page may have more behind it; otherwise live events take over.
             self.catch_up = rows.len() as i64 == PAGE;
             self.buffer.extend(rows);
             return Ok(Read::Events);
         }
-        // The head must be read no later than the empty read, so a head saying "settled with
-        // its log up to N" and an empty read after N means the client has everything.
-        let head = match head {
-            Some(h) => h,
-            None => match self.app.run_head_unchecked(&self.run_id).await? {
-                Some(h) => h,
-                None => return Ok(Read::Ended),
-            },
-        };
         if !head.is_settled() {
             return Ok(Read::Nothing);
         }
-        if self.after >= head.event_seq {
-            return Ok(Read::Ended);
+        if self.after < head.event_seq {
+            // A settled head whose log ends before its last event: the read showed two
+            // commits, which the Run's lock rules out. Reported, and the stream ends (the
+            // client resumes with Last-Event-ID) rather than waiting for it.
+            metrics::counter!("aiden_graph_torn_reads_total", "what" => "run_events").increment(1);
+            tracing::error!(run_id = %self.run_id, after = self.after, event_seq = head.event_seq,
+                            "a settled run's log read without its last events");
         }
-        // Settled, but its last events are not visible to this read yet.
-        Ok(Read::Settling)
+        Ok(Read::Ended)
     }
 
     /// Takes live events that continue the log; a gap, a lag or a quiet spell means the
@@ -211,8 +202,6 @@ enum Read {
     Events,
     /// Nothing new; the run goes on.
     Nothing,
-    /// The run settled and the client has its whole log.
+    /// The run settled and the client has its whole log (or is gone).
     Ended,
-    /// The run settled but its last events are not readable yet.
-    Settling,
 }

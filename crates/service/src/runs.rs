@@ -413,18 +413,17 @@ impl App {
         run_view(&row)
     }
 
-    /// `POST /v1/runs/{id}/cancel`: the engine settles it; answers the run as it stands.
+    /// `POST /v1/runs/{id}/cancel`: a run not settled, whatever it waits for (a worker, a
+    /// child run, an approval), gets a durable cancel request and the engine settles it
+    /// `canceled`; a settled run is left as it is. Answers the status the request met and
+    /// whether it was recorded.
     pub async fn cancel_run(&self, caller: &Caller, run_id: &str) -> Result<CancelAnswer> {
-        let row = self.visible_run(caller, run_id).await?;
-        let status = row
-            .run
-            .get("status")
-            .and_then(Value::as_str)
-            .unwrap_or("queued");
-        let pending = write_tx!(self, |tx| {
+        self.visible_run(caller, run_id).await?;
+        let met = write_tx!(self, |tx| {
             Ok(runs::request_cancel(&mut tx, run_id).await?)
-        })?;
-        if pending {
+        })?
+        .ok_or(Domain::NotFound)?;
+        if met.requested {
             self.notify_engine(
                 &EngineMessage::RunCancel {
                     run_id: run_id.to_owned(),
@@ -435,8 +434,8 @@ impl App {
         }
         Ok(CancelAnswer {
             run_id: run_id.to_owned(),
-            status: status.to_owned(),
-            cancel_requested: true,
+            status: met.status,
+            cancel_requested: met.requested,
         })
     }
 
@@ -537,15 +536,17 @@ impl App {
         Ok(runs::head(&self.graph, run_id).await?)
     }
 
-    /// Events after `after` (at most `limit`), for a stream whose visibility was already
-    /// checked: one auto-commit read.
-    pub async fn run_events_unchecked(
+    /// The head and the events after `after` (at most `limit`) as of one commit, for a stream
+    /// whose visibility was already checked.
+    pub async fn run_tail_unchecked(
         &self,
         run_id: &str,
         after: i64,
         limit: i64,
-    ) -> Result<Vec<EventRow>> {
-        Ok(runs::events_after_autocommit(&self.graph, run_id, after, limit).await?)
+    ) -> Result<Option<(runs::RunHead, Vec<EventRow>)>> {
+        read_tx!(self, |tx| {
+            Ok(runs::tail(&mut tx, run_id, after, limit).await?)
+        })
     }
 
     /// `GET /v1/workers`.
@@ -676,6 +677,7 @@ pub fn run_view(row: &runs::RunRow) -> Result<RunView> {
         "createdAt": r.get("createdAt"), "startedAt": r.get("startedAt").cloned().unwrap_or(Value::Null),
         "finishedAt": r.get("finishedAt").cloned().unwrap_or(Value::Null),
         "trigger": RunTrigger::from_parts(text_of(r, "triggerKind"), text_of(r, "triggerSubjectId")),
+        "version": row.version(),
         "steps": steps,
     }))
 }

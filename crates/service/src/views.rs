@@ -150,8 +150,10 @@ pub type ActiveEntities = Items<EntityReference>;
 #[serde(rename_all = "camelCase")]
 pub struct CancelAnswer {
     pub run_id: String,
-    /// The status when the request was recorded; the run settles as `canceled` shortly after.
+    /// The status the request met: a run not settled then settles `canceled` shortly after; a
+    /// settled one keeps its final status.
     pub status: String,
+    /// Whether a cancel was requested: `false` for a run that had already settled.
     pub cancel_requested: bool,
 }
 
@@ -208,6 +210,10 @@ pub struct RunView {
     /// Set when no request started the run (memory upkeep).
     #[serde(default)]
     pub trigger: Option<RunTrigger>,
+    /// The run record's write version this view shows: the engine increments it with every
+    /// commit that changes the run, and the view is that one commit's state.
+    #[serde(default)]
+    pub version: i64,
     pub steps: Vec<StepView>,
 }
 

@@ -1,4 +1,10 @@
 // Every Turn and Alternative of a Conversation: one indexed scan, derivations done in Rust.
+// Read under the Conversation's lock: every writer of active flags (a switch, a new Turn or
+// Alternative) writes the Conversation in its commit, so a no-op SET that takes the lock waits
+// for such a commit to be applied whole, and each Turn shows one active Alternative (TURN-2).
+MATCH (c:Conversation {id: $id})
+SET c.ownerId = c.ownerId
+WITH c
 MATCH (t:ConversationTurn {conversationId: $id})-[h:HAS_ALTERNATIVE]->(a:Alternative)
 OPTIONAL MATCH (a)-[e:EXECUTED_BY]->(p:Process)
 RETURN t.id AS turnId, t.conversationId AS conversationId, t.speaker AS speaker,

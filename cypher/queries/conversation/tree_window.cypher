@@ -1,5 +1,9 @@
 // The Turns of a Conversation whose sequence (depth) lies in $from..$to, with their
-// Alternatives: the windowed tree. Derivations are done in Rust.
+// Alternatives: the windowed tree. Derivations are done in Rust. Read under the Conversation's
+// lock (conversation/tree.cypher says why).
+MATCH (c:Conversation {id: $id})
+SET c.ownerId = c.ownerId
+WITH c
 MATCH (t:ConversationTurn {conversationId: $id})
 WHERE t.sequence >= $from AND t.sequence <= $to
 MATCH (t)-[h:HAS_ALTERNATIVE]->(a:Alternative)

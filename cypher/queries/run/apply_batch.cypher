@@ -24,7 +24,7 @@ WHERE nr.expectedRevision IS NULL
 CREATE (:Run {id: nr.id, processId: nr.processId, processVersion: nr.processVersion,
               versionId: nr.versionId, status: 'queued', depth: nr.depth,
               parentRunId: nr.parentRunId, parentStepRunId: nr.parentStepRunId,
-              ownerId: nr.ownerId, inputs: nr.inputs, plan: nr.plan, eventSeq: 0,
+              ownerId: nr.ownerId, inputs: nr.inputs, plan: nr.plan, eventSeq: 0, version: 0,
               createdAt: nr.createdAt, alternativeId: nr.alternativeId,
               triggerKind: nr.triggerKind, triggerSubjectId: nr.triggerSubjectId, linked: false,
               stepRuns: nr.stepRuns, ownerBudgetMicros: nr.ownerBudgetMicros})
@@ -35,7 +35,7 @@ UNWIND $stepRuns AS n
 MATCH (run:Run {id: n.runId})
 CREATE (run)-[:HAS_STEP_RUN {order: n.order}]->(:StepRun {id: n.id, runId: n.runId,
         stepId: n.stepId, processStepId: n.processStepId, status: 'pending', attempts: 0,
-        order: n.order})
+        order: n.order, runVersion: n.runVersion})
 WITH count(*) AS created
 UNWIND $steps AS s
 MATCH (sr:StepRun {id: s.id})

@@ -12,7 +12,7 @@ WHERE $expectedRevision IS NULL
 CREATE (r:Run {id: $id, processId: $processId, processVersion: $number, versionId: $versionId,
                status: 'queued', depth: $depth, parentRunId: $parentRunId,
                parentStepRunId: $parentStepRunId, ownerId: $ownerId, inputs: $inputs,
-               plan: $plan, eventSeq: 0, createdAt: $now, alternativeId: $alternativeId,
+               plan: $plan, eventSeq: 0, version: 0, createdAt: $now, alternativeId: $alternativeId,
                triggerKind: $triggerKind, triggerSubjectId: $triggerSubjectId, linked: false,
                stepRuns: $stepRuns, ownerBudgetMicros: $ownerBudgetMicros})
 RETURN count(r) AS n

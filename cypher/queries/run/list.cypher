@@ -1,5 +1,7 @@
 // Runs newest first (run ids are UUIDv7, so id order is creation order), before the cursor.
 // $ownerId is the caller for a user (runs are private to who started them), null for an admin.
+// Read without locks (a list must not hold the locks of runs the engine is writing); a line
+// that shows a commit in part is read again under its Run's lock (run/list_row.cypher).
 MATCH (r:Run)
 WHERE ($ownerId IS NULL OR r.ownerId = $ownerId)
   AND ($before = '' OR r.id < $before)

@@ -1,6 +1,17 @@
 // One Turn as the API shows it: its Alternatives, whether anything responds to each, and the
-// parent Turn's active Alternative (for staleness, TURN-6).
-MATCH (t:ConversationTurn {id: $turnId})-[h:HAS_ALTERNATIVE]->(a:Alternative)
+// parent Turn's active Alternative (for staleness, TURN-6). Read under the locks of the Turn
+// and its parent, in that order (as a new Turn's checks take them): every writer of a Turn's
+// active flags writes the Turn first (turn/switch.cypher, turn/add_alternative.cypher), so a
+// no-op SET that takes its lock waits for such a commit to be applied whole, and the view shows
+// exactly one active Alternative (TURN-2). The reader's transaction changes nothing.
+MATCH (t:ConversationTurn {id: $turnId})
+SET t.conversationId = t.conversationId
+WITH t
+OPTIONAL MATCH (pt:ConversationTurn {id: coalesce(t.parentTurnId, '')})
+FOREACH (_ IN CASE WHEN pt IS NULL THEN [] ELSE [1] END |
+  SET pt.conversationId = pt.conversationId)
+WITH DISTINCT t
+MATCH (t)-[h:HAS_ALTERNATIVE]->(a:Alternative)
 OPTIONAL MATCH (a)-[e:EXECUTED_BY]->(p:Process)
 OPTIONAL MATCH (k:Alternative)-[:RESPONDS_TO]->(a)
 WITH t, h, a, e, p, count(k) AS children

@@ -33,6 +33,7 @@ async fn cancel_settles_the_run_and_later_steps_never_run() {
     let r = u.post(&format!("/v1/runs/{id}/cancel"), json!({})).await;
     let body = r.ok(202);
     assert_eq!(body["runId"], id);
+    assert_eq!(body["cancelRequested"], true, "{body}");
     let run = u.settled_run(&id).await;
     assert!(
         sent.elapsed() < Duration::from_secs(4),
@@ -78,10 +79,14 @@ async fn cancel_settles_the_run_and_later_steps_never_run() {
         events,
         "no event after run.canceled"
     );
-    // Canceling a settled run changes nothing.
-    u.post(&format!("/v1/runs/{id}/cancel"), json!({}))
+    // Canceling a settled run changes nothing, and says so: 200, its final status, no request.
+    let again = u
+        .post(&format!("/v1/runs/{id}/cancel"), json!({}))
         .await
-        .ok(202);
+        .ok(200)
+        .clone();
+    assert_eq!(again["status"], "canceled", "{again}");
+    assert_eq!(again["cancelRequested"], false, "{again}");
     let done = u.settled_run(&id).await;
     assert_eq!(done["status"], "canceled");
 }

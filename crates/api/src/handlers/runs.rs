@@ -101,7 +101,13 @@ pub async fn cancel_run(
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     let answer = st.app.cancel_run(&c, &id).await?;
-    Ok((StatusCode::ACCEPTED, Json(answer)).into_response())
+    // 202: the engine cancels it; 200: it had already settled, nothing was requested.
+    let status = if answer.cancel_requested {
+        StatusCode::ACCEPTED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(answer)).into_response())
 }
 
 /// `POST /v1/runs/{id}/approvals` (AGT-9).

@@ -45,8 +45,24 @@ impl StepStatus {
         }
     }
 
-    pub fn parse(s: &str) -> Option<Self> {
-        serde_json::from_value(Value::String(s.to_owned())).ok()
+    /// Every step status, in lifecycle order (the machines' table tests walk it).
+    pub const ALL: [Self; 8] = [
+        Self::Pending,
+        Self::Queued,
+        Self::Running,
+        Self::WaitingForApproval,
+        Self::Completed,
+        Self::Failed,
+        Self::Skipped,
+        Self::Canceled,
+    ];
+
+    /// The stored word; a word no step status has is an error, never a default.
+    pub fn parse(word: &str) -> Result<Self, UnknownStatus> {
+        Self::ALL
+            .into_iter()
+            .find(|s| s.as_str() == word)
+            .ok_or_else(|| UnknownStatus::new("step", word))
     }
 
     /// Settled: will not change again.
@@ -55,6 +71,25 @@ impl StepStatus {
             self,
             Self::Completed | Self::Failed | Self::Skipped | Self::Canceled
         )
+    }
+}
+
+/// A stored status word that no status of its lifecycle has: reading it is an error (a run
+/// whose status is unknown is not started, a step whose status is unknown is not guessed).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {lifecycle} status `{word}`")]
+pub struct UnknownStatus {
+    /// `run` or `step`.
+    pub lifecycle: &'static str,
+    pub word: String,
+}
+
+impl UnknownStatus {
+    pub fn new(lifecycle: &'static str, word: &str) -> Self {
+        Self {
+            lifecycle,
+            word: word.to_owned(),
+        }
     }
 }
 

@@ -1,13 +1,14 @@
 //! How runs move on inside a pass: advancing them by the schedule's decisions, settling them
 //! through the run state machine, and a settled child run reaching its parent step.
 
-use aiden_domain::execution::machine::{self, Call, Message, Outcome, RunEffect, RunMessage};
+use aiden_domain::execution::machine::{
+    self, Call, Decided, Message, Outcome, Refused, RunEffect, RunMessage, Terminal,
+};
 use aiden_domain::execution::schedule::{accept_output, advance, Decision, StepStatus};
 use aiden_jobs::ErrorInfo;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::{error_value, ChildResult, Pass};
-use crate::state::RunStatus;
 
 impl Pass<'_> {
     /// Applies queued advances and child results until nothing more can happen now.
@@ -65,19 +66,21 @@ impl Pass<'_> {
         for decision in decisions {
             match decision {
                 Decision::Dispatch(i) => self.dispatch(run_id, i).await?,
-                Decision::Skip(i) => self.transition(run_id, i, Message::Skip),
+                Decision::Skip(i) => {
+                    self.transition(run_id, i, Message::Skip);
+                }
                 Decision::FailStep(i, f) => {
                     let error = error_value(&ErrorInfo::new(f.code, f.message));
                     self.transition(run_id, i, Message::Fail { error });
                 }
                 Decision::Complete(output) => {
-                    self.stop_run(run_id, RunStatus::Completed, Some(output), None);
+                    self.stop_run(run_id, Terminal::Completed, Some(output), None);
                 }
                 Decision::FailRun(f) => {
                     let error = self
                         .first_step_error(run_id)
                         .unwrap_or(ErrorInfo::new(f.code, f.message));
-                    self.stop_run(run_id, RunStatus::Failed, None, Some(error));
+                    self.stop_run(run_id, Terminal::Failed, None, Some(error));
                 }
             }
         }
@@ -104,13 +107,13 @@ impl Pass<'_> {
     pub(super) fn stop_run(
         &mut self,
         run_id: &str,
-        status: RunStatus,
+        outcome: Terminal,
         output: Option<Value>,
         error: Option<ErrorInfo>,
     ) {
         let error = error.as_ref().map(error_value);
         let settle = RunMessage::Settle {
-            status,
+            outcome,
             output,
             error,
         };
@@ -127,22 +130,25 @@ impl Pass<'_> {
                 run.steps.iter().map(|s| s.status).collect::<Vec<_>>(),
             )
         };
-        let (after, effects) = machine::run(core, &statuses, message, &self.now);
+        let (after, effects) = match machine::run(core, &statuses, message, &self.now) {
+            Ok(Decided::Moved(after, effects)) => (after, effects),
+            Ok(Decided::Ignored(why)) => {
+                tracing::debug!(run_id, why = why.as_str(), "run message ignored");
+                return;
+            }
+            Err(refused) => return self.refused(run_id, None, &refused),
+        };
         self.run(run_id).status = after.status;
         let mut children = Vec::new();
         let mut parent = None;
         for effect in effects {
             match effect {
                 RunEffect::Write(patch) => self.set_run(run_id, Value::Object(patch.to_set())),
-                RunEffect::Event(kind, data) => self.event(run_id, kind.as_str(), None, data),
+                RunEffect::Event(kind, data) => self.event(run_id, kind, None, data),
                 RunEffect::Link => self.links.push(run_id.to_owned()),
                 RunEffect::CancelStep(i) => {
-                    let now = self.now.clone();
-                    let step = &mut self.run(run_id).steps[i];
-                    step.status = StepStatus::Canceled;
-                    let sr = step.id.clone();
-                    children.extend(step.child_run_id.clone());
-                    self.set_step(&sr, json!({"status": "canceled", "finishedAt": now}));
+                    children.extend(self.run(run_id).steps[i].child_run_id.clone());
+                    self.transition(run_id, i, Message::Cancel);
                 }
                 RunEffect::Canceled => self.cancels.push(run_id.to_owned()),
                 RunEffect::TellParent(outcome) => parent = Some(outcome),
@@ -157,7 +163,7 @@ impl Pass<'_> {
             {
                 self.stop_run(
                     &child,
-                    RunStatus::Canceled,
+                    Terminal::Canceled,
                     None,
                     Some(ErrorInfo::new("CANCELED", "the parent run stopped")),
                 );
@@ -175,5 +181,26 @@ impl Pass<'_> {
                 outcome,
             });
         }
+    }
+
+    /// A message its machine refused: the transition does not exist. Logged and counted
+    /// (`aiden_engine_refused_transitions_total`), never applied.
+    pub(super) fn refused(&self, run_id: &str, step_id: Option<&str>, refused: &Refused) {
+        let machine = refused.machine.as_str();
+        tracing::warn!(
+            run_id,
+            step_id,
+            machine,
+            state = refused.state,
+            message = refused.message,
+            "transition refused"
+        );
+        metrics::counter!(
+            "aiden_engine_refused_transitions_total",
+            "machine" => machine,
+            "state" => refused.state,
+            "message" => refused.message
+        )
+        .increment(1);
     }
 }

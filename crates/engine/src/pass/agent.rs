@@ -12,13 +12,14 @@ use aiden_domain::execution::agent::{
 };
 use aiden_domain::execution::cost::StepCost;
 use aiden_domain::execution::interpolate::render_tree;
+use aiden_domain::execution::machine::{EventKind, Message, RunMessage};
 use aiden_domain::execution::schedule::{PlanStep, StepStatus, Target};
 use aiden_domain::process::{Mode, StepOutput};
 use aiden_jobs::ErrorInfo;
 use serde_json::{json, Map, Value};
 
 use super::Pass;
-use crate::state::{step_run_id, RunStatus, StepState};
+use crate::state::{step_run_id, StepState};
 
 /// The agent step's own inputs, rendered over the run's variables.
 struct AgentInputs {
@@ -142,20 +143,9 @@ impl Pass<'_> {
                 Loop::start(&spec.id, messages, decision, *caps, money, now, request)
             }
         };
-        let sr = run.steps[i].id.clone();
-        self.run(run_id).steps[i].status = StepStatus::Running;
-        self.run(run_id).steps[i].attempts = 1;
-        self.run(run_id).steps[i].started_at = Some(self.now.clone());
-        self.set_step(
-            &sr,
-            json!({"status": "running", "attempts": 1, "startedAt": self.now}),
-        );
-        self.event(
-            run_id,
-            "step.started",
-            Some(&spec.id),
-            json!({"agent": true}),
-        );
+        if !self.transition(run_id, i, Message::StartAgent) {
+            return;
+        }
         self.run(run_id).loops.insert(i, state);
         self.perform(run_id, i, actions);
     }
@@ -296,7 +286,7 @@ impl Pass<'_> {
                 } => {
                     self.event(
                         run_id,
-                        "tool.requested",
+                        EventKind::ToolRequested,
                         Some(&parent),
                         json!({"callStepId": step_id, "tool": name, "toolId": tool_id}),
                     );
@@ -313,13 +303,13 @@ impl Pass<'_> {
                 }
                 Action::Refused(r) => self.event(
                     run_id,
-                    "tool.refused",
+                    EventKind::ToolRefused,
                     Some(&parent),
                     json!({"tool": r.name, "code": r.code, "reason": r.reason, "stage": "call"}),
                 ),
                 Action::Wait { capability, name } => self.event(
                     run_id,
-                    "step.waiting",
+                    EventKind::Waiting,
                     Some(&parent),
                     json!({"capability": capability, "tool": name}),
                 ),
@@ -331,7 +321,7 @@ impl Pass<'_> {
                 Action::Routed { route, forbidden } => {
                     self.event(
                         run_id,
-                        "step.routed",
+                        EventKind::Routed,
                         Some(&parent),
                         json!({"intent": route.intent, "confidence": route.confidence,
                                "source": route.source}),
@@ -353,34 +343,28 @@ impl Pass<'_> {
     }
 
     /// AGT-9: the step (and its run) is `waiting_for_approval` exactly while its loop holds a
-    /// call; `waitingFor` lists what the owner is asked to approve.
+    /// call; `waitingFor` lists what the owner is asked to approve. The step and run machines
+    /// move them (a step or run already where the loop says is left as it is).
     fn mark_waiting(&mut self, run_id: &str, agent: usize, waiting_for: Vec<String>) {
-        let sr = self.run(run_id).steps[agent].id.clone();
         let was = self.run(run_id).steps[agent].status;
         let waits = !waiting_for.is_empty();
-        let step_status = if waits {
-            StepStatus::WaitingForApproval
+        let step = if waits {
+            Message::AwaitApproval
         } else {
-            StepStatus::Running
+            Message::Resume
         };
-        if was != step_status {
-            self.run(run_id).steps[agent].status = step_status;
-            self.set_step(&sr, json!({"status": step_status.as_str()}));
-        }
-        let run = self.run(run_id);
-        let any_waiting = run
+        self.transition(run_id, agent, step);
+        let any_waiting = self
+            .run(run_id)
             .steps
             .iter()
             .any(|s| s.status == StepStatus::WaitingForApproval);
-        let status = if any_waiting {
-            RunStatus::WaitingForApproval
+        let run = if any_waiting {
+            RunMessage::AwaitApproval
         } else {
-            RunStatus::Running
+            RunMessage::Resume
         };
-        if run.status.is_active() && run.status != status {
-            run.status = status;
-            self.set_run(run_id, json!({"status": status.as_str()}));
-        }
+        self.run_transition(run_id, run);
         if waits || was == StepStatus::WaitingForApproval {
             self.set_run(run_id, json!({"waitingFor": waiting_for}));
         }
@@ -402,7 +386,7 @@ impl Pass<'_> {
             let actions = state.decide(&step, decision.clone(), now);
             self.event(
                 run_id,
-                "step.approval",
+                EventKind::Approval,
                 Some(&step),
                 json!({"capability": decision.capability, "grant": decision.grant,
                        "expiresMs": decision.expires_ms}),
@@ -416,7 +400,7 @@ impl Pass<'_> {
         for f in forbidden {
             self.event(
                 run_id,
-                "tool.refused",
+                EventKind::ToolRefused,
                 Some(step),
                 json!({"toolId": f.tool_id, "code": "TOOL_FORBIDDEN", "reason": f.reason,
                        "stage": "policy"}),
@@ -489,9 +473,7 @@ impl Pass<'_> {
                 .collect()
         };
         for j in outstanding {
-            let sr = self.run(run_id).steps[j].id.clone();
-            self.run(run_id).steps[j].status = StepStatus::Canceled;
-            self.set_step(&sr, json!({"status": "canceled", "finishedAt": self.now}));
+            self.transition(run_id, j, Message::Cancel);
         }
         let mut telemetry = Map::new();
         telemetry.insert("finishReason".into(), output["finishReason"].clone());
@@ -607,7 +589,7 @@ impl Pass<'_> {
         if let Some(job) = self.job_for(&run, i) {
             self.event(
                 run_id,
-                "step.queued",
+                EventKind::Queued,
                 Some(step_id),
                 json!({"attempt": job.attempt, "parentStepId": parent}),
             );

@@ -7,7 +7,7 @@ use aiden_domain::execution::schedule::{referenced_variables, StepStatus, Target
 use aiden_domain::process::PROCESS_MAX_TIMEOUT_MS;
 use aiden_graph::runs::{NewRun, NewStepRun};
 use aiden_jobs::{ErrorInfo, Job, JOB_VERSION};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::{obj, Pass};
 use crate::plan;
@@ -126,7 +126,6 @@ impl Pass<'_> {
                 Err(e) => Err(fail("NOT_RUNNABLE", format!("process `{process_id}`: {e}"))),
             }
         };
-        self.run(&run.id).steps[i].status = StepStatus::Running;
         let (loaded, inputs) = match child {
             Ok(ok) => ok,
             Err(error) => {
@@ -135,6 +134,12 @@ impl Pass<'_> {
             }
         };
         let child_id = uuid::Uuid::now_v7().to_string();
+        let started = Message::StartChild {
+            child_run_id: &child_id,
+        };
+        if !self.transition(&run.id, i, started) {
+            return Ok(());
+        }
         // PROC-7: the caller's limit bounds the whole chain below it, not just one call.
         let mut loaded = loaded;
         loaded.plan.max_recursion_depth = loaded
@@ -195,23 +200,12 @@ impl Pass<'_> {
             alternative_id: None,
             loops: Default::default(),
             unwritten_step_runs: new_run.steps.clone(),
+            version: 0,
             owner_budget_micros: run.owner_budget_micros,
         };
         self.new_runs.push(new_run);
         self.remember(&child_id);
         self.runs.insert(child_id.clone(), state);
-        self.run(&run.id).steps[i].child_run_id = Some(child_id.clone());
-        self.run(&run.id).steps[i].started_at = Some(self.now.clone());
-        self.set_step(
-            &sr_id,
-            json!({"status": "running", "attempts": 1, "startedAt": self.now, "childRunId": child_id}),
-        );
-        self.event(
-            &run.id,
-            "step.started",
-            Some(&spec.id),
-            json!({"childRunId": child_id}),
-        );
         self.start(&child_id);
         Ok(())
     }

@@ -3,6 +3,8 @@
 
 use aiden_graph::runs::{self, Batch, NewRun};
 use aiden_graph::Tx;
+use std::collections::{BTreeMap, BTreeSet};
+
 use serde_json::{json, Value};
 
 use super::Pass;
@@ -29,16 +31,69 @@ impl Pass<'_> {
             if let Some(run) = self.runs.get_mut(id) {
                 for s in run.unwritten_step_runs.drain(..) {
                     rows.push(json!({"id": s.id, "runId": id, "stepId": s.step_id,
-                                     "processStepId": s.process_step_id, "order": s.order}));
+                                     "processStepId": s.process_step_id, "order": s.order,
+                                     "runVersion": run.version}));
                 }
             }
         }
         rows
     }
 
+    /// Gives every run this pass changes its next write version, on the Run and on each
+    /// StepRun the pass writes or creates. The Run is thus written by every commit that changes
+    /// its record, so its lock, which a reader takes (`runs::get`), covers the whole record.
+    fn stamp_versions(&mut self) {
+        let mut touched: BTreeSet<String> = self.run_sets.keys().cloned().collect();
+        let step_ids: BTreeSet<String> = self
+            .step_sets
+            .keys()
+            .chain(self.workers.keys())
+            .chain(self.audits.keys())
+            .chain(self.lost.keys())
+            .chain(self.retries.keys())
+            .cloned()
+            .collect();
+        touched.extend(step_ids.iter().map(|id| run_of(id).to_owned()));
+        touched.extend(
+            self.new_calls
+                .iter()
+                .filter_map(|c| c["runId"].as_str().map(str::to_owned)),
+        );
+        touched.extend(
+            self.saved
+                .keys()
+                .filter(|id| {
+                    self.runs
+                        .get(*id)
+                        .is_some_and(|r| !r.unwritten_step_runs.is_empty())
+                })
+                .cloned(),
+        );
+        let mut versions = BTreeMap::new();
+        for id in touched {
+            let Some(run) = self.runs.get_mut(&id) else {
+                continue;
+            };
+            run.version += 1;
+            let version = run.version;
+            versions.insert(id.clone(), version);
+            self.set_run(&id, json!({ "version": version }));
+        }
+        for id in step_ids {
+            if let Some(v) = versions.get(run_of(&id)) {
+                self.set_step(&id, json!({"runVersion": v}));
+            }
+        }
+        for call in &mut self.new_calls {
+            let v = call["runId"].as_str().and_then(|r| versions.get(r));
+            call["runVersion"] = json!(v);
+        }
+    }
+
     /// Writes the pass; answers the handed runs it could not create (their Process moved on:
     /// the caller rolls the pass back).
     pub async fn write(&mut self) -> Result<Vec<String>, aiden_graph::Error> {
+        self.stamp_versions();
         let new_runs = std::mem::take(&mut self.new_runs);
         // A child run's SPAWNED edge and an agent call's HAS_CALL start at a step run that may
         // be among these: then the existing runs' step runs go first, in a batch of their own
@@ -161,6 +216,13 @@ fn updated_nodes(
     let steps = steps.iter().filter(|r| set(r) && !created_step(&r["id"]));
     let runs = runs.iter().filter(|r| set(r) && !created_run(&r["id"]));
     (steps.count() + runs.count()) as u64
+}
+
+/// The run a StepRun belongs to: its id is `{runId}/{stepId}` (`state::step_run_id`).
+fn run_of(step_run_id: &str) -> &str {
+    step_run_id
+        .split_once('/')
+        .map_or(step_run_id, |(run, _)| run)
 }
 
 /// The ids of the batch's new runs that its statement did not create.

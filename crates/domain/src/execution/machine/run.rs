@@ -4,8 +4,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{props, string, text};
-use crate::execution::schedule::StepStatus;
+use super::{props, string, text, Decided, Ignored, Machine, Refused};
+use crate::execution::schedule::{StepStatus, UnknownStatus};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunStatus {
@@ -19,6 +19,16 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
+    /// Every run status, in lifecycle order (the run machine's table test walks it).
+    pub const ALL: [Self; 6] = [
+        Self::Queued,
+        Self::Running,
+        Self::WaitingForApproval,
+        Self::Completed,
+        Self::Failed,
+        Self::Canceled,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Queued => "queued",
@@ -30,16 +40,13 @@ impl RunStatus {
         }
     }
 
-    /// The stored word; anything unknown reads as `queued` (the engine then starts it).
-    pub fn parse(s: &str) -> Self {
-        match s {
-            "running" => Self::Running,
-            "completed" => Self::Completed,
-            "failed" => Self::Failed,
-            "canceled" => Self::Canceled,
-            "waiting_for_approval" => Self::WaitingForApproval,
-            _ => Self::Queued,
-        }
+    /// The stored word; a word no run status has is an error (it used to read as `queued`,
+    /// and the engine then started the run).
+    pub fn parse(word: &str) -> Result<Self, UnknownStatus> {
+        Self::ALL
+            .into_iter()
+            .find(|s| s.as_str() == word)
+            .ok_or_else(|| UnknownStatus::new("run", word))
     }
 
     pub fn is_settled(self) -> bool {
@@ -49,6 +56,39 @@ impl RunStatus {
     /// Started and not settled: its steps may move.
     pub fn is_active(self) -> bool {
         matches!(self, Self::Running | Self::WaitingForApproval)
+    }
+}
+
+/// How a run ends: the only statuses a run settles with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Terminal {
+    Completed,
+    Failed,
+    Canceled,
+}
+
+impl Terminal {
+    pub const ALL: [Self; 3] = [Self::Completed, Self::Failed, Self::Canceled];
+
+    pub fn status(self) -> RunStatus {
+        match self {
+            Self::Completed => RunStatus::Completed,
+            Self::Failed => RunStatus::Failed,
+            Self::Canceled => RunStatus::Canceled,
+        }
+    }
+
+    /// The event the run's log records when it settles so.
+    pub fn event(self) -> RunEventKind {
+        match self {
+            Self::Completed => RunEventKind::Completed,
+            Self::Failed => RunEventKind::Failed,
+            Self::Canceled => RunEventKind::Canceled,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.status().as_str()
     }
 }
 
@@ -72,11 +112,57 @@ pub enum RunMessage {
     Start,
     /// The run ends: the scheduler completed or failed it, or it was canceled.
     Settle {
-        status: RunStatus,
+        outcome: Terminal,
         output: Option<Value>,
         /// An `ErrorInfo` as JSON.
         error: Option<Value>,
     },
+    /// AGT-9: one of its agent steps waits for the owner's approval.
+    AwaitApproval,
+    /// AGT-9: none of its agent steps waits any more.
+    Resume,
+}
+
+/// A [`RunMessage`]'s kind, for the table of decisions (a settle by its outcome).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunMessageKind {
+    Start,
+    Settle(Terminal),
+    AwaitApproval,
+    Resume,
+}
+
+impl RunMessageKind {
+    pub const ALL: [Self; 6] = [
+        Self::Start,
+        Self::Settle(Terminal::Completed),
+        Self::Settle(Terminal::Failed),
+        Self::Settle(Terminal::Canceled),
+        Self::AwaitApproval,
+        Self::Resume,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Start => "start",
+            Self::Settle(Terminal::Completed) => "settle_completed",
+            Self::Settle(Terminal::Failed) => "settle_failed",
+            Self::Settle(Terminal::Canceled) => "settle_canceled",
+            Self::AwaitApproval => "await_approval",
+            Self::Resume => "resume",
+        }
+    }
+}
+
+impl RunMessage {
+    pub fn kind(&self) -> RunMessageKind {
+        match self {
+            Self::Start => RunMessageKind::Start,
+            Self::Settle { outcome, .. } => RunMessageKind::Settle(*outcome),
+            Self::AwaitApproval => RunMessageKind::AwaitApproval,
+            Self::Resume => RunMessageKind::Resume,
+        }
+    }
 }
 
 /// The Run properties to set, typed.
@@ -115,6 +201,8 @@ pub enum RunEventKind {
 }
 
 impl RunEventKind {
+    pub const ALL: [Self; 4] = [Self::Started, Self::Completed, Self::Failed, Self::Canceled];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Started => "run.started",
@@ -142,20 +230,38 @@ pub enum RunEffect {
 }
 
 /// The transition function. `steps`: the statuses of the run's steps, in plan order.
+///
+/// | state | start | settle completed, failed | settle canceled | await approval | resume |
+/// | --- | --- | --- | --- | --- | --- |
+/// | queued | running | refused | canceled | refused | refused |
+/// | running | advances | settles | settles | waiting | ignored |
+/// | waiting_for_approval | advances | settles | settles | ignored | running |
+/// | settled | ignored | refused | ignored | refused | refused |
+///
+/// A start of a started run (a redelivered start) only advances it; a start or a cancel of a
+/// settled run comes late (a redelivery, a cancel racing the run's end) and is ignored. Only
+/// the scheduler completes or fails a run, and only an active one: a completion or failure of
+/// a queued or settled run is refused, as is an approval wait outside an active run.
 pub fn run(
     state: RunCore,
     steps: &[StepStatus],
     message: RunMessage,
     now: &str,
-) -> (RunCore, Vec<RunEffect>) {
+) -> Result<Decided<RunCore, RunEffect>, Refused> {
+    use RunStatus as S;
+    let refused = Refused {
+        machine: Machine::Run,
+        state: state.status.as_str(),
+        message: message.kind().as_str(),
+    };
     let mut r = state;
     let mut effects = Vec::new();
     match message {
-        RunMessage::Start => {
-            if r.status == RunStatus::Queued {
-                r.status = RunStatus::Running;
+        RunMessage::Start => match r.status {
+            S::Queued => {
+                r.status = S::Running;
                 effects.push(RunEffect::Write(RunPatch {
-                    status: Some(RunStatus::Running),
+                    status: Some(S::Running),
                     started_at: Some(now.to_owned()),
                     ..RunPatch::default()
                 }));
@@ -165,75 +271,114 @@ pub fn run(
                     json!({"processId": r.process_id, "processVersion": r.process_version,
                            "depth": r.depth}),
                 ));
+                effects.push(RunEffect::Advance);
             }
-            effects.push(RunEffect::Advance);
-        }
+            S::Running | S::WaitingForApproval => effects.push(RunEffect::Advance),
+            S::Completed | S::Failed | S::Canceled => {
+                return Ok(Decided::Ignored(Ignored::Settled))
+            }
+        },
         RunMessage::Settle {
-            status,
+            outcome,
             output,
             error,
-        } => {
-            if r.status.is_settled() {
-                return (r, effects);
-            }
-            if r.status == RunStatus::Queued {
+        } => match (r.status, outcome) {
+            (S::Queued, Terminal::Canceled) => {
                 // Canceled before it started: linked now, as a start would have.
                 effects.push(RunEffect::Link);
+                settle(&mut r, steps, outcome, output, error, now, &mut effects);
             }
-            r.status = status;
-            for (i, s) in steps.iter().enumerate() {
-                if !s.is_settled() {
-                    effects.push(RunEffect::CancelStep(i));
-                }
+            (S::Queued, Terminal::Completed | Terminal::Failed) => return Err(refused),
+            (S::Running | S::WaitingForApproval, _) => {
+                settle(&mut r, steps, outcome, output, error, now, &mut effects);
             }
-            let output_text =
-                output
-                    .as_ref()
-                    .filter(|_| r.generates_alternative)
-                    .map(|o| match o {
-                        Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    });
-            effects.push(RunEffect::Write(RunPatch {
-                status: Some(status),
-                finished_at: Some(now.to_owned()),
-                output: output.clone(),
-                output_text,
-                error: error.clone(),
-                ..RunPatch::default()
-            }));
-            let kind = match status {
-                RunStatus::Completed => RunEventKind::Completed,
-                RunStatus::Canceled => RunEventKind::Canceled,
-                _ => RunEventKind::Failed,
-            };
-            effects.push(RunEffect::Event(
-                kind,
-                json!({"output": output, "error": error}),
-            ));
-            if status == RunStatus::Canceled {
-                effects.push(RunEffect::Canceled);
+            (S::Completed | S::Failed | S::Canceled, Terminal::Canceled) => {
+                return Ok(Decided::Ignored(Ignored::Settled))
             }
-            if r.has_parent {
-                effects.push(RunEffect::TellParent(parent_outcome(
-                    &r.id, status, output, error,
-                )));
+            (S::Completed | S::Failed | S::Canceled, Terminal::Completed | Terminal::Failed) => {
+                return Err(refused)
             }
+        },
+        RunMessage::AwaitApproval => match r.status {
+            S::Running => set_status(&mut r, S::WaitingForApproval, &mut effects),
+            S::WaitingForApproval => return Ok(Decided::Ignored(Ignored::Already)),
+            S::Queued | S::Completed | S::Failed | S::Canceled => return Err(refused),
+        },
+        RunMessage::Resume => match r.status {
+            S::WaitingForApproval => set_status(&mut r, S::Running, &mut effects),
+            S::Running => return Ok(Decided::Ignored(Ignored::Already)),
+            S::Queued | S::Completed | S::Failed | S::Canceled => return Err(refused),
+        },
+    }
+    Ok(Decided::Moved(r, effects))
+}
+
+/// An active run waits for an approval or goes on: its status only.
+fn set_status(r: &mut RunCore, status: RunStatus, effects: &mut Vec<RunEffect>) {
+    r.status = status;
+    effects.push(RunEffect::Write(RunPatch {
+        status: Some(status),
+        ..RunPatch::default()
+    }));
+}
+
+/// The run ends with `outcome`: its open steps are canceled, its output written, its end
+/// announced, the workers told of a cancel and a parent step of how it ended.
+fn settle(
+    r: &mut RunCore,
+    steps: &[StepStatus],
+    outcome: Terminal,
+    output: Option<Value>,
+    error: Option<Value>,
+    now: &str,
+    effects: &mut Vec<RunEffect>,
+) {
+    let status = outcome.status();
+    r.status = status;
+    for (i, s) in steps.iter().enumerate() {
+        if !s.is_settled() {
+            effects.push(RunEffect::CancelStep(i));
         }
     }
-    (r, effects)
+    let output_text = output
+        .as_ref()
+        .filter(|_| r.generates_alternative)
+        .map(|o| match o {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        });
+    effects.push(RunEffect::Write(RunPatch {
+        status: Some(status),
+        finished_at: Some(now.to_owned()),
+        output: output.clone(),
+        output_text,
+        error: error.clone(),
+        ..RunPatch::default()
+    }));
+    effects.push(RunEffect::Event(
+        outcome.event(),
+        json!({"output": output, "error": error}),
+    ));
+    if outcome == Terminal::Canceled {
+        effects.push(RunEffect::Canceled);
+    }
+    if r.has_parent {
+        effects.push(RunEffect::TellParent(parent_outcome(
+            &r.id, outcome, output, error,
+        )));
+    }
 }
 
 /// What a parent step hears of its child: the output, or the child's error (its message
 /// prefixed with the child run), or CHILD_RUN_FAILED.
 fn parent_outcome(
     id: &str,
-    status: RunStatus,
+    outcome: Terminal,
     output: Option<Value>,
     error: Option<Value>,
 ) -> Result<Value, Value> {
-    match (status, output) {
-        (RunStatus::Completed, Some(o)) => Ok(o),
+    match (outcome, output) {
+        (Terminal::Completed, Some(o)) => Ok(o),
         _ => {
             let code = error.as_ref().and_then(|e| e["code"].as_str());
             let message = error.as_ref().and_then(|e| e["message"].as_str());

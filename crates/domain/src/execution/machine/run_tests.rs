@@ -18,11 +18,24 @@ fn core(status: RunStatus) -> RunCore {
     }
 }
 
-fn settle(status: RunStatus, output: Option<Value>, error: Option<Value>) -> RunMessage {
+fn settle(outcome: Terminal, output: Option<Value>, error: Option<Value>) -> RunMessage {
     RunMessage::Settle {
-        status,
+        outcome,
         output,
         error,
+    }
+}
+
+/// A message the run takes: the state it leaves and the effects.
+fn run(
+    state: RunCore,
+    steps: &[StepStatus],
+    message: RunMessage,
+    now: &str,
+) -> (RunCore, Vec<RunEffect>) {
+    match super::run(state, steps, message, now) {
+        Ok(Decided::Moved(r, effects)) => (r, effects),
+        other => panic!("not moved: {other:?}"),
     }
 }
 
@@ -64,7 +77,7 @@ fn a_start_writes_links_and_announces_once() {
 #[test]
 fn completing_cancels_nothing_settled_and_writes_the_output() {
     let steps = [StepStatus::Completed, StepStatus::Skipped];
-    let msg = settle(RunStatus::Completed, Some(json!({"a": 1})), None);
+    let msg = settle(Terminal::Completed, Some(json!({"a": 1})), None);
     let (r, effects) = run(core(RunStatus::Running), &steps, msg, NOW);
     assert_eq!(r.status, RunStatus::Completed);
     assert_eq!(names(&effects), ["write Some(Completed)", "run.completed"]);
@@ -79,7 +92,7 @@ fn completing_cancels_nothing_settled_and_writes_the_output() {
 fn failing_cancels_the_open_steps() {
     let steps = [StepStatus::Failed, StepStatus::Running, StepStatus::Pending];
     let error = json!({"code": "X", "message": "m"});
-    let msg = settle(RunStatus::Failed, None, Some(error));
+    let msg = settle(Terminal::Failed, None, Some(error));
     let (_, effects) = run(core(RunStatus::Running), &steps, msg, NOW);
     assert_eq!(
         names(&effects),
@@ -94,7 +107,7 @@ fn failing_cancels_the_open_steps() {
 
 #[test]
 fn a_cancel_before_the_start_links_the_run_and_tells_the_workers() {
-    let msg = settle(RunStatus::Canceled, None, Some(json!({"code": "CANCELED"})));
+    let msg = settle(Terminal::Canceled, None, Some(json!({"code": "CANCELED"})));
     let (_, effects) = run(core(RunStatus::Queued), &[StepStatus::Pending], msg, NOW);
     assert_eq!(
         names(&effects),
@@ -110,10 +123,17 @@ fn a_cancel_before_the_start_links_the_run_and_tells_the_workers() {
 
 #[test]
 fn a_settled_run_never_settles_again() {
-    let msg = settle(RunStatus::Canceled, None, None);
-    let (r, effects) = run(core(RunStatus::Completed), &[], msg, NOW);
-    assert_eq!(r.status, RunStatus::Completed);
-    assert!(effects.is_empty());
+    // A cancel racing the run's end comes late: ignored.
+    let msg = settle(Terminal::Canceled, None, None);
+    let decided = super::run(core(RunStatus::Completed), &[], msg, NOW);
+    assert_eq!(decided, Ok(Decided::Ignored(Ignored::Settled)));
+    // Only the scheduler completes or fails a run, and only an active one.
+    let msg = settle(Terminal::Failed, None, None);
+    let refused = super::run(core(RunStatus::Completed), &[], msg, NOW).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "the run machine refuses `settle_failed` in state `completed`"
+    );
 }
 
 #[test]
@@ -125,7 +145,7 @@ fn a_child_tells_its_parent_step() {
     let (_, effects) = run(
         child.clone(),
         &[],
-        settle(RunStatus::Completed, Some(json!("out")), None),
+        settle(Terminal::Completed, Some(json!("out")), None),
         NOW,
     );
     assert_eq!(
@@ -136,7 +156,7 @@ fn a_child_tells_its_parent_step() {
     let (_, effects) = run(
         child.clone(),
         &[],
-        settle(RunStatus::Failed, None, Some(error)),
+        settle(Terminal::Failed, None, Some(error)),
         NOW,
     );
     let Some(RunEffect::TellParent(Err(e))) = effects.last() else {
@@ -144,7 +164,7 @@ fn a_child_tells_its_parent_step() {
     };
     assert_eq!(e["code"], "UPSTREAM_ERROR");
     assert_eq!(e["message"], "child run r1: down");
-    let (_, effects) = run(child, &[], settle(RunStatus::Canceled, None, None), NOW);
+    let (_, effects) = run(child, &[], settle(Terminal::Canceled, None, None), NOW);
     let Some(RunEffect::TellParent(Err(e))) = effects.last() else {
         panic!("{effects:?}")
     };
@@ -158,11 +178,187 @@ fn an_alternatives_content_is_the_output_as_text() {
         ..core(RunStatus::Running)
     };
     for (output, text) in [(json!("hello"), "hello"), (json!({"a": 1}), "{\"a\":1}")] {
-        let msg = settle(RunStatus::Completed, Some(output), None);
+        let msg = settle(Terminal::Completed, Some(output), None);
         let (_, effects) = run(agent.clone(), &[], msg, NOW);
         let RunEffect::Write(patch) = &effects[0] else {
             panic!()
         };
         assert_eq!(patch.output_text.as_deref(), Some(text));
     }
+}
+
+/// What the table says a message does to a run.
+#[derive(Debug, PartialEq)]
+enum Expect {
+    Moves(RunStatus),
+    Drops(Ignored),
+    Refuses,
+}
+
+/// The decision for every (state, message kind): exhaustive, so a new state or message does
+/// not compile here until it is decided.
+fn expected(state: RunStatus, kind: RunMessageKind) -> Expect {
+    use Expect::*;
+    use RunMessageKind as K;
+    use RunStatus as S;
+    match kind {
+        K::Start => match state {
+            S::Queued | S::Running => Moves(S::Running),
+            // A redelivered start only advances a started run.
+            S::WaitingForApproval => Moves(S::WaitingForApproval),
+            S::Completed | S::Failed | S::Canceled => Drops(Ignored::Settled),
+        },
+        K::Settle(outcome) => match (state, outcome) {
+            (S::Queued, Terminal::Canceled) => Moves(S::Canceled),
+            (S::Queued, Terminal::Completed | Terminal::Failed) => Refuses,
+            (S::Running | S::WaitingForApproval, t) => Moves(t.status()),
+            (S::Completed | S::Failed | S::Canceled, Terminal::Canceled) => Drops(Ignored::Settled),
+            (S::Completed | S::Failed | S::Canceled, Terminal::Completed | Terminal::Failed) => {
+                Refuses
+            }
+        },
+        K::AwaitApproval => match state {
+            S::Running => Moves(S::WaitingForApproval),
+            S::WaitingForApproval => Drops(Ignored::Already),
+            S::Queued | S::Completed | S::Failed | S::Canceled => Refuses,
+        },
+        K::Resume => match state {
+            S::WaitingForApproval => Moves(S::Running),
+            S::Running => Drops(Ignored::Already),
+            S::Queued | S::Completed | S::Failed | S::Canceled => Refuses,
+        },
+    }
+}
+
+fn message(kind: RunMessageKind) -> RunMessage {
+    match kind {
+        RunMessageKind::Start => RunMessage::Start,
+        RunMessageKind::Settle(outcome) => settle(outcome, Some(json!("out")), None),
+        RunMessageKind::AwaitApproval => RunMessage::AwaitApproval,
+        RunMessageKind::Resume => RunMessage::Resume,
+    }
+}
+
+#[test]
+fn every_state_and_message_is_decided() {
+    let mut decided = 0;
+    for state in RunStatus::ALL {
+        for kind in RunMessageKind::ALL {
+            let msg = message(kind);
+            assert_eq!(msg.kind(), kind);
+            let got = match super::run(core(state), &[StepStatus::Running], msg, NOW) {
+                Ok(Decided::Moved(r, _)) => Expect::Moves(r.status),
+                Ok(Decided::Ignored(why)) => Expect::Drops(why),
+                Err(refused) => {
+                    assert_eq!(
+                        (refused.machine, refused.state, refused.message),
+                        (Machine::Run, state.as_str(), kind.as_str())
+                    );
+                    Expect::Refuses
+                }
+            };
+            assert_eq!(got, expected(state, kind), "{state:?} × {kind:?}");
+            decided += 1;
+        }
+    }
+    assert_eq!(decided, 6 * 6);
+}
+
+#[test]
+fn the_lists_hold_each_value_once_and_words_read_back() {
+    for (i, s) in RunStatus::ALL.iter().enumerate() {
+        assert!(!RunStatus::ALL[..i].contains(s));
+        assert_eq!(RunStatus::parse(s.as_str()), Ok(*s));
+    }
+    for (i, k) in RunMessageKind::ALL.iter().enumerate() {
+        assert!(!RunMessageKind::ALL[..i].contains(k));
+    }
+    for t in Terminal::ALL {
+        assert!(t.status().is_settled());
+        assert!(RunMessageKind::ALL.contains(&RunMessageKind::Settle(t)));
+    }
+}
+
+#[test]
+fn an_unknown_stored_status_is_an_error_not_queued() {
+    let e = RunStatus::parse("paused").unwrap_err();
+    assert_eq!(e.to_string(), "unknown run status `paused`");
+    assert_eq!(e.word, "paused");
+    assert!(RunStatus::parse("").is_err());
+    assert!(
+        RunStatus::parse("Queued").is_err(),
+        "the stored words are lower case"
+    );
+}
+
+#[test]
+fn a_run_waits_for_an_approval_and_goes_on() {
+    let (r, effects) = run(
+        core(RunStatus::Running),
+        &[],
+        RunMessage::AwaitApproval,
+        NOW,
+    );
+    assert_eq!(r.status, RunStatus::WaitingForApproval);
+    assert_eq!(names(&effects), ["write Some(WaitingForApproval)"]);
+    let RunEffect::Write(patch) = &effects[0] else {
+        panic!()
+    };
+    assert_eq!(
+        Value::Object(patch.to_set()),
+        json!({"status": "waiting_for_approval"}),
+        "the status only, as the engine wrote it by hand"
+    );
+    // Waiting again (another call held) changes nothing.
+    let again = super::run(r.clone(), &[], RunMessage::AwaitApproval, NOW);
+    assert_eq!(again, Ok(Decided::Ignored(Ignored::Already)));
+    // A redelivered start advances a waiting run without moving it.
+    let (w, effects) = run(r.clone(), &[], RunMessage::Start, NOW);
+    assert_eq!(
+        (w.status, names(&effects)),
+        (r.status, vec!["advance".into()])
+    );
+    let (r, effects) = run(r, &[], RunMessage::Resume, NOW);
+    assert_eq!(r.status, RunStatus::Running);
+    let RunEffect::Write(patch) = &effects[0] else {
+        panic!()
+    };
+    assert_eq!(Value::Object(patch.to_set()), json!({"status": "running"}));
+    // A running run resumed (every loop's pass says so) changes nothing.
+    let again = super::run(r, &[], RunMessage::Resume, NOW);
+    assert_eq!(again, Ok(Decided::Ignored(Ignored::Already)));
+}
+
+#[test]
+fn a_waiting_run_is_canceled_with_its_waiting_step() {
+    let steps = [StepStatus::Completed, StepStatus::WaitingForApproval];
+    let msg = settle(Terminal::Canceled, None, Some(json!({"code": "CANCELED"})));
+    let (r, effects) = run(core(RunStatus::WaitingForApproval), &steps, msg, NOW);
+    assert_eq!(r.status, RunStatus::Canceled);
+    assert_eq!(
+        names(&effects),
+        [
+            "cancel step 1",
+            "write Some(Canceled)",
+            "run.canceled",
+            "canceled"
+        ]
+    );
+}
+
+#[test]
+fn a_queued_run_neither_completes_nor_fails_nor_waits() {
+    for msg in [
+        settle(Terminal::Completed, Some(json!(1)), None),
+        settle(Terminal::Failed, None, None),
+        RunMessage::AwaitApproval,
+        RunMessage::Resume,
+    ] {
+        let kind = msg.kind();
+        let refused = super::run(core(RunStatus::Queued), &[], msg, NOW).unwrap_err();
+        assert_eq!((refused.state, refused.message), ("queued", kind.as_str()));
+    }
+    // A settled run's start is a redelivery: ignored, not an error.
+    let late = super::run(core(RunStatus::Failed), &[], RunMessage::Start, NOW);
+    assert_eq!(late, Ok(Decided::Ignored(Ignored::Settled)));
 }

@@ -1,8 +1,10 @@
-//! A step's lifecycle: the engine owns no step rule of its own: it turns what it hears (a dispatch it decided, a
-//! worker's start or result, a lost worker, a skip or failure the scheduler decided) into a
-//! [`Message`], calls [`step`], keeps the new [`Step`] and executes the [`Effect`]s in order:
-//! write the StepRun (a typed [`StepPatch`]), append a retried attempt, record an event, add a
-//! `RAN_ON`/`LOST_ON` edge, publish the step's job, tell the run the step settled.
+//! A step's lifecycle: the engine owns no step rule of its own: it turns what it hears (a
+//! dispatch it decided, a worker's start or result, a lost worker, a skip or failure the
+//! scheduler decided, an agent's loop or a child run it started, a cancel, an agent waiting for
+//! an approval and going on) into a [`Message`], calls [`step`], keeps the new [`Step`] and
+//! executes the [`Effect`]s in order: write the StepRun (a typed [`StepPatch`]), append a
+//! retried attempt, record an event, add a `RAN_ON`/`LOST_ON` edge, publish the step's job,
+//! tell the run the step settled. A message the step's state cannot take is [`Refused`].
 //!
 //! The lean journal is a rule of this table: dispatching and starting write
 //! nothing to the StepRun (their facts travel in the run's event log and the returned state);
@@ -10,7 +12,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{props, string, text};
+use super::{props, string, text, Decided, Ignored, Machine, Refused};
 use crate::execution::schedule::StepStatus;
 
 /// What the machine knows of one step between messages.
@@ -25,6 +27,8 @@ pub struct Step {
     pub started_at: Option<String>,
     /// When its job was last published.
     pub queued_at: Option<String>,
+    /// The child run a Process step started.
+    pub child_run_id: Option<String>,
 }
 
 /// One attempt's facts as a worker reported them (or the engine, for its own failures and
@@ -93,6 +97,82 @@ pub enum Message<'a> {
     Skip,
     /// The engine failed the step itself (a budget, a scheduling rule): no attempt behind it.
     Fail { error: Value },
+    /// The engine started an agent step's loop (its calls are steps of their own).
+    StartAgent,
+    /// The engine started the child run of a step that calls a Process.
+    StartChild { child_run_id: &'a str },
+    /// The step will not finish: its run settled, or its agent finished without it.
+    Cancel,
+    /// AGT-9: the agent step's loop holds a call until the owner approves a capability.
+    AwaitApproval,
+    /// AGT-9: the agent step's loop holds no call any more.
+    Resume,
+}
+
+/// A [`Message`]'s kind, for the table of decisions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessageKind {
+    Dispatch,
+    Started,
+    Finished,
+    WorkerLost,
+    Skip,
+    Fail,
+    StartAgent,
+    StartChild,
+    Cancel,
+    AwaitApproval,
+    Resume,
+}
+
+impl MessageKind {
+    pub const ALL: [Self; 11] = [
+        Self::Dispatch,
+        Self::Started,
+        Self::Finished,
+        Self::WorkerLost,
+        Self::Skip,
+        Self::Fail,
+        Self::StartAgent,
+        Self::StartChild,
+        Self::Cancel,
+        Self::AwaitApproval,
+        Self::Resume,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Dispatch => "dispatch",
+            Self::Started => "started",
+            Self::Finished => "finished",
+            Self::WorkerLost => "worker_lost",
+            Self::Skip => "skip",
+            Self::Fail => "fail",
+            Self::StartAgent => "start_agent",
+            Self::StartChild => "start_child",
+            Self::Cancel => "cancel",
+            Self::AwaitApproval => "await_approval",
+            Self::Resume => "resume",
+        }
+    }
+}
+
+impl Message<'_> {
+    pub fn kind(&self) -> MessageKind {
+        match self {
+            Self::Dispatch => MessageKind::Dispatch,
+            Self::Started { .. } => MessageKind::Started,
+            Self::Finished { .. } => MessageKind::Finished,
+            Self::WorkerLost => MessageKind::WorkerLost,
+            Self::Skip => MessageKind::Skip,
+            Self::Fail { .. } => MessageKind::Fail,
+            Self::StartAgent => MessageKind::StartAgent,
+            Self::StartChild { .. } => MessageKind::StartChild,
+            Self::Cancel => MessageKind::Cancel,
+            Self::AwaitApproval => MessageKind::AwaitApproval,
+            Self::Resume => MessageKind::Resume,
+        }
+    }
 }
 
 /// The properties of a StepRun to set: only what changed, typed.
@@ -111,6 +191,7 @@ pub struct StepPatch {
     pub error: Option<Value>,
     pub last_error: Option<Value>,
     pub telemetry: Option<Map<String, Value>>,
+    pub child_run_id: Option<String>,
 }
 
 impl StepPatch {
@@ -131,6 +212,7 @@ impl StepPatch {
             ("error", text(&self.error)),
             ("lastError", text(&self.last_error)),
             ("telemetry", text(&telemetry)),
+            ("childRunId", string(&self.child_run_id)),
         ])
     }
 }
@@ -144,7 +226,8 @@ pub struct Retried {
     pub record: Value,
 }
 
-/// The run event kinds a step transition records: the one table from transition to event.
+/// The kinds of event a step records in its run's log: the one table from transition to
+/// event, and the words of the events an agent's loop records about its calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventKind {
     Queued,
@@ -153,9 +236,33 @@ pub enum EventKind {
     Completed,
     Failed,
     Skipped,
+    /// AGT-9: an agent's loop holds a call for the owner's approval of a capability.
+    Waiting,
+    /// AGT-9: the owner decided on a capability an agent's loop waited for.
+    Approval,
+    /// AGT-15: an agent's router chose an intent.
+    Routed,
+    /// An agent's loop asked for a tool call.
+    ToolRequested,
+    /// AGT-3 / AGT-15: a tool the policy or the loop does not let the agent call.
+    ToolRefused,
 }
 
 impl EventKind {
+    pub const ALL: [Self; 11] = [
+        Self::Queued,
+        Self::Started,
+        Self::Retrying,
+        Self::Completed,
+        Self::Failed,
+        Self::Skipped,
+        Self::Waiting,
+        Self::Approval,
+        Self::Routed,
+        Self::ToolRequested,
+        Self::ToolRefused,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Queued => "step.queued",
@@ -164,6 +271,11 @@ impl EventKind {
             Self::Completed => "step.completed",
             Self::Failed => "step.failed",
             Self::Skipped => "step.skipped",
+            Self::Waiting => "step.waiting",
+            Self::Approval => "step.approval",
+            Self::Routed => "step.routed",
+            Self::ToolRequested => "tool.requested",
+            Self::ToolRefused => "tool.refused",
         }
     }
 }
@@ -186,78 +298,207 @@ pub enum Effect {
     Settled(Result<Value, Value>),
 }
 
-/// The transition function.
-pub fn step(state: Step, message: Message<'_>, now: &str) -> (Step, Vec<Effect>) {
+/// The transition function: every (status, message) pair is decided.
+///
+/// | status | dispatch, skip, fail, start agent, start child | started | finished | worker lost | cancel | await approval | resume |
+/// | --- | --- | --- | --- | --- | --- | --- | --- |
+/// | pending | moves | running | settles | requeued | canceled | refused | refused |
+/// | queued | refused | running | settles | requeued | canceled | refused | refused |
+/// | running | refused | running | settles | requeued | canceled | waiting | ignored |
+/// | waiting_for_approval | refused | refused | settles | refused | canceled | ignored | running |
+/// | settled | refused | ignored | ignored | ignored | ignored | refused | refused |
+///
+/// The scheduler decides a dispatch, skip or failure, and the engine starts an agent or a child
+/// run, only for a pending step. A pending step may take a worker's start or result: dispatching
+/// writes nothing, so a step dispatched before an engine restart reads as pending. A start of an
+/// earlier attempt than the step's is ignored (stale), as is every worker message for a settled
+/// step (EXEC-2) and a cancel of one; only an agent step waits, and no worker holds one.
+pub fn step(
+    state: Step,
+    message: Message<'_>,
+    now: &str,
+) -> Result<Decided<Step, Effect>, Refused> {
+    use StepStatus as S;
+    let refused = Refused {
+        machine: Machine::Step,
+        state: state.status.as_str(),
+        message: message.kind().as_str(),
+    };
+    let ignored = |why| Ok(Decided::Ignored(why));
     let mut s = state;
     let mut effects = Vec::new();
     match message {
-        Message::Dispatch => {
-            s.status = StepStatus::Queued;
-            s.queued_at = Some(now.to_owned());
-            let attempt = s.attempts + 1;
-            effects.push(Effect::Event(
-                EventKind::Queued,
-                json!({"attempt": attempt}),
-            ));
-            effects.push(Effect::Publish { redispatch: false });
-        }
+        Message::Dispatch => match s.status {
+            S::Pending => {
+                s.status = S::Queued;
+                s.queued_at = Some(now.to_owned());
+                let attempt = s.attempts + 1;
+                effects.push(Effect::Event(
+                    EventKind::Queued,
+                    json!({"attempt": attempt}),
+                ));
+                effects.push(Effect::Publish { redispatch: false });
+            }
+            S::Queued | S::Running | S::WaitingForApproval => return Err(refused),
+            S::Completed | S::Failed | S::Skipped | S::Canceled => return Err(refused),
+        },
         Message::Started {
             attempt,
             worker_id,
             at,
-        } => start(&mut s, &mut effects, attempt, worker_id, at),
-        Message::Finished { call, outcome } => finish(&mut s, &mut effects, call, outcome),
-        Message::WorkerLost => {
-            if s.status.is_settled() {
-                return (s, effects);
+        } => match s.status {
+            S::Pending | S::Queued | S::Running => {
+                if attempt < s.attempts {
+                    return ignored(Ignored::Stale);
+                }
+                start(&mut s, &mut effects, attempt, worker_id, at);
             }
-            if let (StepStatus::Running, Some(w)) = (s.status, &s.worker_id) {
-                effects.push(Effect::LostOn {
-                    worker_id: w.clone(),
-                    attempt: s.attempts,
-                });
+            S::WaitingForApproval => return Err(refused),
+            S::Completed | S::Failed | S::Skipped | S::Canceled => {
+                return ignored(Ignored::Settled)
             }
-            s.status = StepStatus::Queued;
-            effects.push(Effect::Write(Box::new(StepPatch {
-                status: Some(StepStatus::Queued),
-                ..StepPatch::default()
-            })));
-            effects.push(Effect::Event(
-                EventKind::Queued,
-                json!({"attempt": s.attempts + 1, "reason": "worker lost"}),
-            ));
-            effects.push(Effect::Publish { redispatch: true });
-        }
-        Message::Skip => {
-            s.status = StepStatus::Skipped;
-            effects.push(Effect::Write(Box::new(StepPatch {
-                status: Some(StepStatus::Skipped),
-                finished_at: Some(now.to_owned()),
-                ..StepPatch::default()
-            })));
-            effects.push(Effect::Event(
-                EventKind::Skipped,
-                json!({"reason": "condition"}),
-            ));
-        }
-        Message::Fail { error } => {
-            s.status = StepStatus::Failed;
-            effects.push(Effect::Write(Box::new(StepPatch {
-                status: Some(StepStatus::Failed),
-                finished_at: Some(now.to_owned()),
-                error: Some(error.clone()),
-                ..StepPatch::default()
-            })));
-            effects.push(Effect::Event(EventKind::Failed, json!({"error": error})));
-        }
+        },
+        Message::Finished { call, outcome } => match s.status {
+            S::Pending | S::Queued | S::Running | S::WaitingForApproval => {
+                finish(&mut s, &mut effects, call, outcome);
+            }
+            // EXEC-2: a duplicate or late result never records a second result.
+            S::Completed | S::Failed | S::Skipped | S::Canceled => {
+                return ignored(Ignored::Settled)
+            }
+        },
+        Message::WorkerLost => match s.status {
+            S::Pending | S::Queued | S::Running => {
+                if let (S::Running, Some(w)) = (s.status, &s.worker_id) {
+                    effects.push(Effect::LostOn {
+                        worker_id: w.clone(),
+                        attempt: s.attempts,
+                    });
+                }
+                s.status = S::Queued;
+                effects.push(Effect::Write(Box::new(StepPatch {
+                    status: Some(S::Queued),
+                    ..StepPatch::default()
+                })));
+                effects.push(Effect::Event(
+                    EventKind::Queued,
+                    json!({"attempt": s.attempts + 1, "reason": "worker lost"}),
+                ));
+                effects.push(Effect::Publish { redispatch: true });
+            }
+            S::WaitingForApproval => return Err(refused),
+            S::Completed | S::Failed | S::Skipped | S::Canceled => {
+                return ignored(Ignored::Settled)
+            }
+        },
+        Message::Skip => match s.status {
+            S::Pending => {
+                s.status = S::Skipped;
+                effects.push(Effect::Write(Box::new(StepPatch {
+                    status: Some(S::Skipped),
+                    finished_at: Some(now.to_owned()),
+                    ..StepPatch::default()
+                })));
+                effects.push(Effect::Event(
+                    EventKind::Skipped,
+                    json!({"reason": "condition"}),
+                ));
+            }
+            S::Queued | S::Running | S::WaitingForApproval => return Err(refused),
+            S::Completed | S::Failed | S::Skipped | S::Canceled => return Err(refused),
+        },
+        Message::Fail { error } => match s.status {
+            S::Pending => {
+                s.status = S::Failed;
+                effects.push(Effect::Write(Box::new(StepPatch {
+                    status: Some(S::Failed),
+                    finished_at: Some(now.to_owned()),
+                    error: Some(error.clone()),
+                    ..StepPatch::default()
+                })));
+                effects.push(Effect::Event(EventKind::Failed, json!({"error": error})));
+            }
+            S::Queued | S::Running | S::WaitingForApproval => return Err(refused),
+            S::Completed | S::Failed | S::Skipped | S::Canceled => return Err(refused),
+        },
+        Message::StartAgent => match s.status {
+            S::Pending => {
+                let patch = begin(&mut s, now, None);
+                effects.push(Effect::Write(Box::new(patch)));
+                effects.push(Effect::Event(EventKind::Started, json!({"agent": true})));
+            }
+            S::Queued | S::Running | S::WaitingForApproval => return Err(refused),
+            S::Completed | S::Failed | S::Skipped | S::Canceled => return Err(refused),
+        },
+        Message::StartChild { child_run_id } => match s.status {
+            S::Pending => {
+                let patch = begin(&mut s, now, Some(child_run_id));
+                effects.push(Effect::Write(Box::new(patch)));
+                effects.push(Effect::Event(
+                    EventKind::Started,
+                    json!({"childRunId": child_run_id}),
+                ));
+            }
+            S::Queued | S::Running | S::WaitingForApproval => return Err(refused),
+            S::Completed | S::Failed | S::Skipped | S::Canceled => return Err(refused),
+        },
+        Message::Cancel => match s.status {
+            S::Pending | S::Queued | S::Running | S::WaitingForApproval => {
+                s.status = S::Canceled;
+                effects.push(Effect::Write(Box::new(StepPatch {
+                    status: Some(S::Canceled),
+                    finished_at: Some(now.to_owned()),
+                    ..StepPatch::default()
+                })));
+            }
+            S::Completed | S::Failed | S::Skipped | S::Canceled => {
+                return ignored(Ignored::Settled)
+            }
+        },
+        Message::AwaitApproval => match s.status {
+            S::Running => set_status(&mut s, S::WaitingForApproval, &mut effects),
+            S::WaitingForApproval => return ignored(Ignored::Already),
+            S::Pending | S::Queued => return Err(refused),
+            S::Completed | S::Failed | S::Skipped | S::Canceled => return Err(refused),
+        },
+        Message::Resume => match s.status {
+            S::WaitingForApproval => set_status(&mut s, S::Running, &mut effects),
+            S::Running => return ignored(Ignored::Already),
+            S::Pending | S::Queued => return Err(refused),
+            S::Completed | S::Failed | S::Skipped | S::Canceled => return Err(refused),
+        },
     }
-    (s, effects)
+    Ok(Decided::Moved(s, effects))
 }
 
-/// A worker began `attempt`: a late or duplicate notice changes nothing; a running attempt
+/// The engine began the step itself (an agent's loop, a child run): its one attempt runs.
+fn begin(s: &mut Step, now: &str, child_run_id: Option<&str>) -> StepPatch {
+    s.status = StepStatus::Running;
+    s.attempts = 1;
+    s.started_at = Some(now.to_owned());
+    s.child_run_id = child_run_id.map(str::to_owned);
+    StepPatch {
+        status: Some(StepStatus::Running),
+        attempts: Some(1),
+        started_at: Some(now.to_owned()),
+        child_run_id: s.child_run_id.clone(),
+        ..StepPatch::default()
+    }
+}
+
+/// An agent step waits for an approval or goes on: its status only.
+fn set_status(s: &mut Step, status: StepStatus, effects: &mut Vec<Effect>) {
+    s.status = status;
+    effects.push(Effect::Write(Box::new(StepPatch {
+        status: Some(status),
+        ..StepPatch::default()
+    })));
+}
+
+/// A worker began `attempt`: a notice of an earlier attempt changes nothing; a running attempt
 /// another worker held is lost to it.
 fn start(s: &mut Step, effects: &mut Vec<Effect>, attempt: u32, worker: &str, at: &str) {
-    if s.status.is_settled() || attempt < s.attempts {
+    if attempt < s.attempts {
         return;
     }
     lost_to(s, effects, worker);
@@ -285,10 +526,8 @@ fn lost_to(s: &Step, effects: &mut Vec<Effect>, by: &str) {
     }
 }
 
+/// An attempt of an unsettled step ended.
 fn finish(s: &mut Step, effects: &mut Vec<Effect>, call: &Call, outcome: Outcome) {
-    if s.status.is_settled() {
-        return; // EXEC-2: a duplicate or late result never records a second result.
-    }
     let unannounced = s.status == StepStatus::Queued
         || (s.status == StepStatus::Running && s.attempts < call.attempt);
     if unannounced && call.attempt != u32::MAX && !call.worker_id.is_empty() {

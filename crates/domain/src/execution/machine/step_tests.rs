@@ -35,6 +35,19 @@ fn kinds(effects: &[Effect]) -> Vec<String> {
         .collect()
 }
 
+/// A message the step takes: the state it leaves and the effects.
+fn step(state: Step, message: Message<'_>, now: &str) -> (Step, Vec<Effect>) {
+    match super::step(state, message, now) {
+        Ok(Decided::Moved(s, effects)) => (s, effects),
+        other => panic!("not moved: {other:?}"),
+    }
+}
+
+/// What the machine made of a message it did not move on.
+fn decided(state: Step, message: Message<'_>) -> Result<Decided<Step, Effect>, Refused> {
+    super::step(state, message, NOW)
+}
+
 fn queued() -> Step {
     step(Step::default(), Message::Dispatch, NOW).0
 }
@@ -110,9 +123,7 @@ fn a_late_start_of_an_earlier_attempt_changes_nothing() {
         worker_id: "w0",
         at: "x",
     };
-    let (after, effects) = step(s.clone(), late, NOW);
-    assert_eq!(after, s);
-    assert!(effects.is_empty());
+    assert_eq!(decided(s, late), Ok(Decided::Ignored(Ignored::Stale)));
 }
 
 #[test]
@@ -152,9 +163,7 @@ fn a_fast_steps_result_carries_its_start_and_settles_once() {
         call: &c,
         outcome: completed(json!({"ok": false})),
     };
-    let (s2, effects) = step(s.clone(), dup, NOW);
-    assert_eq!(s2, s);
-    assert!(effects.is_empty());
+    assert_eq!(decided(s, dup), Ok(Decided::Ignored(Ignored::Settled)));
 }
 
 #[test]
@@ -265,7 +274,10 @@ fn a_lost_worker_requeues_durably_and_redispatches() {
         status: StepStatus::Completed,
         ..Step::default()
     };
-    assert!(step(done, Message::WorkerLost, NOW).1.is_empty());
+    assert_eq!(
+        decided(done, Message::WorkerLost),
+        Ok(Decided::Ignored(Ignored::Settled))
+    );
 }
 
 #[test]
@@ -351,4 +363,380 @@ fn a_timed_out_attempt_retries_and_the_last_one_fails_the_step() {
         1
     );
     assert!(matches!(effects.last(), Some(Effect::Settled(Err(_)))));
+}
+
+/// What the table says a message does to a step.
+#[derive(Debug, PartialEq)]
+enum Expect {
+    Moves(StepStatus),
+    Drops(Ignored),
+    Refuses,
+}
+
+/// The decision for every (status, message kind): exhaustive, so a new status or message does
+/// not compile here until it is decided. The sample `Finished` completes; the sample `Started`
+/// is of the step's own attempt.
+fn expected(status: StepStatus, kind: MessageKind) -> Expect {
+    use Expect::*;
+    use MessageKind as K;
+    use StepStatus as S;
+    let only_pending = |to| match status {
+        S::Pending => Moves(to),
+        S::Queued | S::Running | S::WaitingForApproval => Refuses,
+        S::Completed | S::Failed | S::Skipped | S::Canceled => Refuses,
+    };
+    match kind {
+        K::Dispatch => only_pending(S::Queued),
+        K::Skip => only_pending(S::Skipped),
+        K::Fail => only_pending(S::Failed),
+        K::StartAgent | K::StartChild => only_pending(S::Running),
+        K::Started => match status {
+            S::Pending | S::Queued | S::Running => Moves(S::Running),
+            S::WaitingForApproval => Refuses,
+            S::Completed | S::Failed | S::Skipped | S::Canceled => Drops(Ignored::Settled),
+        },
+        K::Finished => match status {
+            S::Pending | S::Queued | S::Running | S::WaitingForApproval => Moves(S::Completed),
+            S::Completed | S::Failed | S::Skipped | S::Canceled => Drops(Ignored::Settled),
+        },
+        K::WorkerLost => match status {
+            S::Pending | S::Queued | S::Running => Moves(S::Queued),
+            S::WaitingForApproval => Refuses,
+            S::Completed | S::Failed | S::Skipped | S::Canceled => Drops(Ignored::Settled),
+        },
+        K::Cancel => match status {
+            S::Pending | S::Queued | S::Running | S::WaitingForApproval => Moves(S::Canceled),
+            S::Completed | S::Failed | S::Skipped | S::Canceled => Drops(Ignored::Settled),
+        },
+        K::AwaitApproval => match status {
+            S::Running => Moves(S::WaitingForApproval),
+            S::WaitingForApproval => Drops(Ignored::Already),
+            S::Pending | S::Queued => Refuses,
+            S::Completed | S::Failed | S::Skipped | S::Canceled => Refuses,
+        },
+        K::Resume => match status {
+            S::WaitingForApproval => Moves(S::Running),
+            S::Running => Drops(Ignored::Already),
+            S::Pending | S::Queued => Refuses,
+            S::Completed | S::Failed | S::Skipped | S::Canceled => Refuses,
+        },
+    }
+}
+
+/// A sample message of `kind` (borrowing `c` for a result).
+fn sample(kind: MessageKind, c: &Call) -> Message<'_> {
+    match kind {
+        MessageKind::Dispatch => Message::Dispatch,
+        MessageKind::Started => Message::Started {
+            attempt: 1,
+            worker_id: "w1",
+            at: "t-start",
+        },
+        MessageKind::Finished => Message::Finished {
+            call: c,
+            outcome: completed(json!(1)),
+        },
+        MessageKind::WorkerLost => Message::WorkerLost,
+        MessageKind::Skip => Message::Skip,
+        MessageKind::Fail => Message::Fail {
+            error: json!({"code": "X"}),
+        },
+        MessageKind::StartAgent => Message::StartAgent,
+        MessageKind::StartChild => Message::StartChild { child_run_id: "c1" },
+        MessageKind::Cancel => Message::Cancel,
+        MessageKind::AwaitApproval => Message::AwaitApproval,
+        MessageKind::Resume => Message::Resume,
+    }
+}
+
+#[test]
+fn every_status_and_message_is_decided() {
+    let c = call(1, "w1");
+    let mut decided = 0;
+    for status in StepStatus::ALL {
+        for kind in MessageKind::ALL {
+            let state = Step {
+                status,
+                attempts: 1,
+                worker_id: Some("w1".into()),
+                ..Step::default()
+            };
+            let msg = sample(kind, &c);
+            assert_eq!(msg.kind(), kind);
+            let got = match super::step(state, msg, NOW) {
+                Ok(Decided::Moved(s, _)) => Expect::Moves(s.status),
+                Ok(Decided::Ignored(why)) => Expect::Drops(why),
+                Err(refused) => {
+                    assert_eq!(
+                        (refused.machine, refused.state, refused.message),
+                        (Machine::Step, status.as_str(), kind.as_str())
+                    );
+                    Expect::Refuses
+                }
+            };
+            assert_eq!(got, expected(status, kind), "{status:?} × {kind:?}");
+            decided += 1;
+        }
+    }
+    assert_eq!(decided, 8 * 11);
+}
+
+#[test]
+fn the_lists_hold_each_value_once_and_words_read_back() {
+    for (i, s) in StepStatus::ALL.iter().enumerate() {
+        assert!(!StepStatus::ALL[..i].contains(s));
+        assert_eq!(StepStatus::parse(s.as_str()), Ok(*s));
+        // The serialized word (the API's) is the stored one.
+        assert_eq!(serde_json::to_value(s).unwrap(), json!(s.as_str()));
+    }
+    // Every status the API's schema names is in the list the table walks.
+    let schema = serde_json::to_value(schemars::schema_for!(StepStatus)).unwrap();
+    let mut words = Vec::new();
+    collect_enum_words(&schema, &mut words);
+    words.sort_unstable();
+    let mut listed: Vec<&str> = StepStatus::ALL.iter().map(|s| s.as_str()).collect();
+    listed.sort_unstable();
+    assert_eq!(words, listed);
+    for (i, k) in MessageKind::ALL.iter().enumerate() {
+        assert!(!MessageKind::ALL[..i].contains(k));
+    }
+}
+
+fn collect_enum_words<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                match (k.as_str(), x) {
+                    ("enum", Value::Array(a)) => out.extend(a.iter().filter_map(Value::as_str)),
+                    ("const", Value::String(w)) => out.push(w),
+                    _ => collect_enum_words(x, out),
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| collect_enum_words(x, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn an_unknown_stored_status_is_an_error() {
+    let e = StepStatus::parse("paused").unwrap_err();
+    assert_eq!(e.to_string(), "unknown step status `paused`");
+    assert!(StepStatus::parse("").is_err());
+}
+
+#[test]
+fn an_agent_step_starts_without_a_worker() {
+    let (s, effects) = step(Step::default(), Message::StartAgent, NOW);
+    assert_eq!((s.status, s.attempts), (StepStatus::Running, 1));
+    assert_eq!(s.started_at.as_deref(), Some(NOW));
+    assert_eq!(kinds(&effects), ["write Some(Running)", "step.started"]);
+    // The StepRun properties and the event the engine wrote by hand before.
+    assert_eq!(
+        Value::Object(write_of(&effects).to_set()),
+        json!({"status": "running", "attempts": 1, "startedAt": NOW})
+    );
+    assert_eq!(
+        effects[1],
+        Effect::Event(EventKind::Started, json!({"agent": true}))
+    );
+    // Started once: a second start is refused.
+    let again = decided(s, Message::StartAgent).unwrap_err();
+    assert_eq!((again.state, again.message), ("running", "start_agent"));
+}
+
+#[test]
+fn a_child_run_step_starts_with_its_child() {
+    let msg = Message::StartChild { child_run_id: "c1" };
+    let (s, effects) = step(Step::default(), msg, NOW);
+    assert_eq!((s.status, s.attempts), (StepStatus::Running, 1));
+    assert_eq!(s.child_run_id.as_deref(), Some("c1"));
+    assert_eq!(
+        Value::Object(write_of(&effects).to_set()),
+        json!({"status": "running", "attempts": 1, "startedAt": NOW, "childRunId": "c1"})
+    );
+    assert_eq!(
+        effects[1],
+        Effect::Event(EventKind::Started, json!({"childRunId": "c1"}))
+    );
+    // The child's result: its step completes, its start kept.
+    let c = Call::internal("t-end");
+    let done = Message::Finished {
+        call: &c,
+        outcome: completed(json!("out")),
+    };
+    let (s, effects) = step(s, done, NOW);
+    assert_eq!(s.status, StepStatus::Completed);
+    assert_eq!(write_of(&effects).started_at.as_deref(), Some(NOW));
+    // A child that cannot start fails its step while pending: no worker, no start.
+    let c = Call::internal(NOW);
+    let failed = Message::Finished {
+        call: &c,
+        outcome: Outcome::Failed {
+            error: json!({"code": "PROC-7"}),
+        },
+    };
+    let (s, effects) = step(Step::default(), failed, NOW);
+    assert_eq!(s.status, StepStatus::Failed);
+    assert_eq!(
+        kinds(&effects),
+        ["write Some(Failed)", "step.failed", "settled ok=false"]
+    );
+}
+
+#[test]
+fn a_cancel_settles_any_open_step_once() {
+    for status in [
+        StepStatus::Pending,
+        StepStatus::Queued,
+        StepStatus::Running,
+        StepStatus::WaitingForApproval,
+    ] {
+        let open = Step {
+            status,
+            ..Step::default()
+        };
+        let (s, effects) = step(open, Message::Cancel, NOW);
+        assert_eq!(s.status, StepStatus::Canceled);
+        assert_eq!(
+            kinds(&effects),
+            ["write Some(Canceled)"],
+            "no event, as before"
+        );
+        assert_eq!(
+            Value::Object(write_of(&effects).to_set()),
+            json!({"status": "canceled", "finishedAt": NOW})
+        );
+        // Canceled twice: the second changes nothing.
+        let again = decided(s, Message::Cancel);
+        assert_eq!(again, Ok(Decided::Ignored(Ignored::Settled)));
+    }
+    // A worker's result after the cancel is dropped (EXEC-2).
+    let canceled = Step {
+        status: StepStatus::Canceled,
+        ..Step::default()
+    };
+    let c = call(1, "w1");
+    let late = Message::Finished {
+        call: &c,
+        outcome: completed(json!(1)),
+    };
+    assert_eq!(
+        decided(canceled, late),
+        Ok(Decided::Ignored(Ignored::Settled))
+    );
+}
+
+#[test]
+fn an_agent_loop_waits_for_an_approval_goes_on_and_cancels_its_calls() {
+    // The agent step starts; its loop asks the model (a call step of its own), which asks for
+    // a tool that needs the owner's approval.
+    let (agent, _) = step(Step::default(), Message::StartAgent, NOW);
+    let (model, _) = step(Step::default(), Message::Dispatch, NOW);
+    let c = call(1, "w1");
+    let answered = Message::Finished {
+        call: &c,
+        outcome: completed(json!({"toolCalls": []})),
+    };
+    let (model, _) = step(model, answered, NOW);
+    assert_eq!(model.status, StepStatus::Completed);
+    // Every pass of the loop tells the step whether it holds a call: running, it goes on.
+    assert_eq!(
+        decided(agent.clone(), Message::Resume),
+        Ok(Decided::Ignored(Ignored::Already))
+    );
+    let (agent, effects) = step(agent, Message::AwaitApproval, NOW);
+    assert_eq!(agent.status, StepStatus::WaitingForApproval);
+    assert_eq!(
+        Value::Object(write_of(&effects).to_set()),
+        json!({"status": "waiting_for_approval"})
+    );
+    assert_eq!(
+        decided(agent.clone(), Message::AwaitApproval),
+        Ok(Decided::Ignored(Ignored::Already))
+    );
+    // No worker holds an agent step: a worker's start or loss is refused.
+    let started = Message::Started {
+        attempt: 1,
+        worker_id: "w9",
+        at: NOW,
+    };
+    assert!(decided(agent.clone(), started).is_err());
+    assert!(decided(agent.clone(), Message::WorkerLost).is_err());
+    // The owner approves: the loop goes on, and calls the tool.
+    let (agent, effects) = step(agent, Message::Resume, NOW);
+    assert_eq!(agent.status, StepStatus::Running);
+    assert_eq!(
+        Value::Object(write_of(&effects).to_set()),
+        json!({"status": "running"})
+    );
+    let (tool, _) = step(Step::default(), Message::Dispatch, NOW);
+    // The loop finishes before the tool's result: the outstanding call is canceled, then the
+    // agent step completes with the loop's answer.
+    let (tool, effects) = step(tool, Message::Cancel, NOW);
+    assert_eq!(tool.status, StepStatus::Canceled);
+    assert_eq!(kinds(&effects), ["write Some(Canceled)"]);
+    let answer = Call::internal(NOW);
+    let finished = Message::Finished {
+        call: &answer,
+        outcome: completed(json!({"text": "done"})),
+    };
+    let (agent, effects) = step(agent, finished, NOW);
+    assert_eq!(agent.status, StepStatus::Completed);
+    assert_eq!(write_of(&effects).attempts, Some(1));
+    // The tool's late result changes nothing; the settled agent neither waits nor resumes.
+    let c = call(1, "w2");
+    let late = Message::Finished {
+        call: &c,
+        outcome: completed(json!(1)),
+    };
+    assert_eq!(decided(tool, late), Ok(Decided::Ignored(Ignored::Settled)));
+    assert!(decided(agent.clone(), Message::AwaitApproval).is_err());
+    assert!(decided(agent, Message::Resume).is_err());
+}
+
+#[test]
+fn an_agent_failing_while_it_waits_fails_its_step() {
+    let waiting = Step {
+        status: StepStatus::WaitingForApproval,
+        attempts: 1,
+        started_at: Some("t0".into()),
+        ..Step::default()
+    };
+    let c = Call::internal(NOW);
+    let failed = Message::Finished {
+        call: &c,
+        outcome: Outcome::Failed {
+            error: json!({"code": "BUDGET_EXCEEDED"}),
+        },
+    };
+    let (s, effects) = step(waiting, failed, NOW);
+    assert_eq!(s.status, StepStatus::Failed);
+    assert_eq!(write_of(&effects).started_at.as_deref(), Some("t0"));
+}
+
+#[test]
+fn the_scheduler_decides_only_for_a_pending_step() {
+    for status in [StepStatus::Queued, StepStatus::Completed] {
+        let s = Step {
+            status,
+            ..Step::default()
+        };
+        for msg in [
+            Message::Dispatch,
+            Message::Skip,
+            Message::Fail { error: json!({}) },
+        ] {
+            let kind = msg.kind();
+            let refused = decided(s.clone(), msg).unwrap_err();
+            assert_eq!(
+                refused.to_string(),
+                format!(
+                    "the step machine refuses `{}` in state `{}`",
+                    kind.as_str(),
+                    status.as_str()
+                )
+            );
+        }
+    }
 }

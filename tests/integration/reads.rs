@@ -53,7 +53,10 @@ async fn a_run_read_shows_one_write_version_on_the_run_and_all_its_step_runs() {
     // Settled when planted and when left, with a log of its own (EXEC-5): no audit objects to
     // it, and no engine drives a run without a plan.
     let plant = query(
-        "CREATE (r:Run {id: $id, status: 'completed', eventSeq: 0, version: 0})
+        "CREATE (r:Run {id: $id, processId: $id, processVersion: 1, versionId: $id,
+                        status: 'completed', depth: 1, ownerId: $id, inputs: '{}', plan: '{}',
+                        eventSeq: 0, version: 0, createdAt: '2026-01-01T00:00:00.000Z',
+                        finishedAt: '2026-01-01T00:00:00.000Z'})
          WITH r UNWIND range(0, $steps - 1) AS i
          CREATE (r)-[:HAS_STEP_RUN {order: i}]->(:StepRun {id: $id + '/s' + toString(i),
                 runId: $id, stepId: 's' + toString(i), status: 'completed', attempts: 0,
@@ -108,16 +111,8 @@ async fn a_run_read_shows_one_write_version_on_the_run_and_all_its_step_runs() {
             }
         };
         let n = row.version();
-        let versions: Vec<i64> = row
-            .steps
-            .iter()
-            .map(|s| s["runVersion"].as_i64().unwrap_or(-1))
-            .collect();
-        let statuses: Vec<&str> = row
-            .steps
-            .iter()
-            .map(|s| s["status"].as_str().unwrap_or(""))
-            .collect();
+        let versions: Vec<i64> = row.steps.iter().map(|s| s.run_version).collect();
+        let statuses: Vec<&str> = row.steps.iter().map(|s| s.status.as_str()).collect();
         let expected = (n > 0 && n <= WRITES).then(|| {
             (
                 run_statuses[n as usize % run_statuses.len()],
@@ -127,13 +122,13 @@ async fn a_run_read_shows_one_write_version_on_the_run_and_all_its_step_runs() {
         let whole = versions.len() == STEPS
             && versions.iter().all(|v| *v == n)
             && expected.is_none_or(|(run, step)| {
-                row.run["status"] == run && statuses.iter().all(|s| *s == step)
+                row.run.status.as_str() == run && statuses.iter().all(|s| *s == step)
             });
         if torn.is_none() && !whole {
             torn = Some(format!(
                 "read {}: the Run at write {n} ({}), its {} StepRuns at {versions:?} ({statuses:?})",
                 seen.len(),
-                row.run["status"],
+                row.run.status.as_str(),
                 versions.len()
             ));
         }

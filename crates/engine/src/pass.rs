@@ -302,7 +302,11 @@ impl<'a> Pass<'a> {
     /// Creates and starts a run handed over by this process's API: its Run node is written
     /// with the pass (`write` answers whether it was). `false` if its snapshot is unusable.
     pub async fn start_handed(&mut self, run: &NewRun) -> Result<bool, aiden_graph::Error> {
-        let state = match RunState::from_row(&run.created_row(&self.now)) {
+        let state = run
+            .created_row(&self.now)
+            .map_err(|e| e.to_string())
+            .and_then(|row| RunState::from_row(&row));
+        let state = match state {
             Ok(state) => state,
             Err(e) => {
                 tracing::error!(run_id = %run.id, error = %e, "handed run unusable");
@@ -311,7 +315,7 @@ impl<'a> Pass<'a> {
         };
         self.remember(&run.id);
         self.runs.insert(run.id.clone(), state);
-        self.handed.push(run.batch_row(&self.now));
+        self.handed.push(run.batch_row(&self.now)?);
         self.start(&run.id);
         self.drain().await?;
         Ok(true)

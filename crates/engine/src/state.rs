@@ -2,8 +2,8 @@
 //! so a restart loses nothing.
 
 use aiden_domain::execution::agent::Loop;
-use aiden_domain::execution::schedule::{Plan, PlanStep, StepStatus, UnknownStatus};
-use aiden_graph::runs::RunRow;
+use aiden_domain::execution::schedule::{Plan, PlanStep, StepStatus};
+use aiden_graph::runs::{RunRow, StepRunRecord};
 use serde_json::{Map, Value};
 
 pub use aiden_domain::execution::machine::RunStatus;
@@ -94,42 +94,38 @@ impl RunState {
         self.steps.iter().position(|s| s.id == step_run_id)
     }
 
+    /// The run as its typed record holds it (`runs::get` decoded and checked every field);
+    /// what is still JSON text (plan, inputs, outputs, loops, call specs) fails loudly too.
     pub fn from_row(row: &RunRow) -> Result<Self, String> {
         let r = &row.run;
-        let text = |k: &str| r.get(k).and_then(Value::as_str).map(str::to_owned);
-        let id = text("id").ok_or("run without id")?;
-        let mut plan: Plan = serde_json::from_str(&text("plan").ok_or("run without plan")?)
-            .map_err(|e| format!("run {id}: plan: {e}"))?;
-        let mut variables: Map<String, Value> = text("inputs")
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_default();
+        let id = r.id.clone();
+        let json = |what: &str, field: &str, text: &str| -> Result<Value, String> {
+            serde_json::from_str(text).map_err(|e| format!("{what}: field `{field}`: {e}"))
+        };
+        let mut plan: Plan =
+            serde_json::from_str(&r.plan).map_err(|e| format!("run {id}: field `plan`: {e}"))?;
+        let mut variables: Map<String, Value> = serde_json::from_str(&r.inputs)
+            .map_err(|e| format!("run {id}: field `inputs`: {e}"))?;
         let mut steps = Vec::with_capacity(plan.steps.len());
         let mut loops = std::collections::BTreeMap::new();
         for (i, spec) in plan.steps.iter().enumerate() {
             let sr_id = step_run_id(&id, &spec.id);
-            let row = row
-                .steps
-                .iter()
-                .find(|s| s.get("id").and_then(Value::as_str) == Some(sr_id.as_str()));
-            let get = |k: &str| row.and_then(|s| s.get(k));
-            if let Some(l) = get("agent")
-                .and_then(Value::as_str)
-                .and_then(|t| serde_json::from_str::<Loop>(t).ok())
-            {
+            let row = row.steps.iter().find(|s| s.id == sr_id);
+            let what = format!("step run {sr_id}");
+            if let Some(text) = row.and_then(|s| s.agent.as_deref()) {
+                let l: Loop = serde_json::from_str(text)
+                    .map_err(|e| format!("{what}: field `agent`: {e}"))?;
                 loops.insert(i, l);
             }
-            let status = match row {
-                // Listed at creation, not written yet (`unwritten_step_runs`): pending.
-                None => StepStatus::Pending,
-                Some(s) => stored(s, "step run", &sr_id, StepStatus::parse)?,
-            };
+            // Listed at creation, not written yet (`unwritten_step_runs`): pending.
+            let status = row.map_or(StepStatus::Pending, |s| s.status);
             if let Some(var) = &spec.output.variable {
                 match status {
                     StepStatus::Completed => {
-                        let out = get("output")
-                            .and_then(Value::as_str)
-                            .and_then(|t| serde_json::from_str(t).ok())
-                            .unwrap_or(Value::Null);
+                        let out = match row.and_then(|s| s.output.as_deref()) {
+                            Some(text) => json(&what, "output", text)?,
+                            None => Value::Null,
+                        };
                         variables.insert(var.clone(), out);
                     }
                     StepStatus::Skipped => {
@@ -138,35 +134,38 @@ impl RunState {
                     _ => {}
                 }
             }
-            steps.push(step_state(sr_id, status, row));
+            steps.push(step_state(sr_id, status, row)?);
         }
         // An agent's calls: step runs created by its loop, each carrying its spec.
-        let mut calls: Vec<(i64, PlanStep, &Value)> = row
-            .steps
-            .iter()
-            .filter_map(|s| {
-                let spec: PlanStep = serde_json::from_str(s.get("callSpec")?.as_str()?).ok()?;
-                Some((s.get("order").and_then(Value::as_i64).unwrap_or(0), spec, s))
-            })
-            .collect();
+        let mut calls = Vec::new();
+        for s in &row.steps {
+            if let Some(text) = &s.call_spec {
+                let spec: PlanStep = serde_json::from_str(text)
+                    .map_err(|e| format!("step run {}: field `callSpec`: {e}", s.id))?;
+                calls.push((s.order, spec, s));
+            }
+        }
         calls.sort_by_key(|c| c.0);
         for (_, spec, s) in calls {
             let sr_id = step_run_id(&id, &spec.id);
-            let status = stored(s, "step run", &sr_id, StepStatus::parse)?;
-            steps.push(step_state(sr_id, status, Some(s)));
+            steps.push(step_state(sr_id, s.status, Some(s))?);
             plan.steps.push(spec);
         }
-        let status = stored(r, "run", &id, RunStatus::parse)?;
+        let owner_budget_micros = r
+            .owner_budget_micros
+            .map(u64::try_from)
+            .transpose()
+            .map_err(|e| format!("run {id}: field `ownerBudgetMicros`: {e}"))?;
         Ok(Self {
-            owner_id: text("ownerId").unwrap_or_default(),
-            depth: r.get("depth").and_then(Value::as_i64).unwrap_or(1),
-            parent_run_id: text("parentRunId"),
-            parent_step_run_id: text("parentStepRunId"),
-            status,
-            event_seq: r.get("eventSeq").and_then(Value::as_i64).unwrap_or(0),
-            alternative_id: text("alternativeId"),
-            unwritten_step_runs: row.unwritten_step_runs(),
-            owner_budget_micros: r.get("ownerBudgetMicros").and_then(Value::as_u64),
+            owner_id: r.owner_id.clone(),
+            depth: r.depth,
+            parent_run_id: r.parent_run_id.clone(),
+            parent_step_run_id: r.parent_step_run_id.clone(),
+            status: r.status,
+            event_seq: r.event_seq,
+            alternative_id: r.alternative_id.clone(),
+            unwritten_step_runs: row.unwritten_step_runs().map_err(|e| e.to_string())?,
+            owner_budget_micros,
             version: row.version(),
             loops,
             plan,
@@ -177,34 +176,29 @@ impl RunState {
     }
 }
 
-/// A record's stored `status`: missing or a word its lifecycle does not know is an error that
-/// names the record and the field, never a default (an unknown run status read as `queued`
-/// once made the engine start the run).
-fn stored<T>(
-    record: &Value,
-    what: &str,
-    id: &str,
-    parse: impl Fn(&str) -> Result<T, UnknownStatus>,
-) -> Result<T, String> {
-    let word = record
-        .get("status")
-        .and_then(Value::as_str)
-        .ok_or_else(|| format!("{what} {id}: field `status` missing"))?;
-    parse(word).map_err(|e| format!("{what} {id}: field `status`: {e}"))
-}
-
-fn step_state(id: String, status: StepStatus, row: Option<&Value>) -> StepState {
-    let get = |k: &str| row.and_then(|s| s.get(k));
-    StepState {
-        id,
+fn step_state(
+    id: String,
+    status: StepStatus,
+    row: Option<&StepRunRecord>,
+) -> Result<StepState, String> {
+    let number = |field: &str, n: Option<i64>| {
+        n.map(u64::try_from)
+            .transpose()
+            .map_err(|e| format!("step run {id}: field `{field}`: {e}"))
+    };
+    let attempts = number("attempts", row.map(|s| s.attempts))?.unwrap_or(0);
+    let reserved_micros = number("reservedMicros", row.and_then(|s| s.reserved_micros))?;
+    Ok(StepState {
         status,
-        attempts: get("attempts").and_then(Value::as_u64).unwrap_or(0) as u32,
-        worker_id: get("workerId").and_then(Value::as_str).map(str::to_owned),
-        started_at: get("startedAt").and_then(Value::as_str).map(str::to_owned),
-        queued_at: get("queuedAt").and_then(Value::as_str).map(str::to_owned),
-        child_run_id: get("childRunId").and_then(Value::as_str).map(str::to_owned),
-        reserved_micros: get("reservedMicros").and_then(Value::as_u64).unwrap_or(0),
-    }
+        attempts: u32::try_from(attempts)
+            .map_err(|e| format!("step run {id}: field `attempts`: {e}"))?,
+        worker_id: row.and_then(|s| s.worker_id.clone()),
+        started_at: row.and_then(|s| s.started_at.clone()),
+        queued_at: row.and_then(|s| s.queued_at.clone()),
+        child_run_id: row.and_then(|s| s.child_run_id.clone()),
+        reserved_micros: reserved_micros.unwrap_or(0),
+        id,
+    })
 }
 
 pub fn step_run_id(run_id: &str, step_id: &str) -> String {
@@ -219,9 +213,9 @@ mod tests {
 
     use super::*;
 
-    /// Run `r1` of one step `a`, with these stored statuses (`None`: the field is absent, no
-    /// `step`: its StepRun is not written yet).
-    fn row(run: Option<&str>, step: Option<Option<&str>>) -> RunRow {
+    /// Run `r1` of one step `a`, with these stored statuses (no `step`: its StepRun is not
+    /// written yet).
+    fn row(run: &str, step: Option<&str>) -> RunRow {
         let plan = Plan {
             process_id: "p".into(),
             version: 1,
@@ -246,17 +240,14 @@ mod tests {
             max_recursion_depth: 3,
             quota: None,
         };
-        let mut r = json!({"id": "r1", "plan": serde_json::to_string(&plan).unwrap()});
-        if let Some(s) = run {
-            r["status"] = json!(s);
-        }
+        let r = json!({"id": "r1", "processId": "p", "processVersion": 1, "versionId": "v",
+                       "status": run, "depth": 1, "ownerId": "u", "inputs": "{}",
+                       "plan": serde_json::to_string(&plan).unwrap(), "eventSeq": 0,
+                       "version": 1, "createdAt": "t"});
         let steps: Vec<Value> = step
             .map(|s| {
-                let mut sr = json!({"id": "r1/a"});
-                if let Some(s) = s {
-                    sr["status"] = json!(s);
-                }
-                sr
+                json!({"id": "r1/a", "runId": "r1", "stepId": "a", "status": s,
+                       "attempts": 1, "order": 0, "runVersion": 1})
             })
             .into_iter()
             .collect();
@@ -265,26 +256,24 @@ mod tests {
 
     #[test]
     fn a_stored_status_is_read_as_it_is() {
-        let state = RunState::from_row(&row(Some("running"), Some(Some("queued")))).unwrap();
+        let state = RunState::from_row(&row("running", Some("queued"))).unwrap();
         assert_eq!(state.status, RunStatus::Running);
         assert_eq!(state.steps[0].status, StepStatus::Queued);
+        assert_eq!(state.steps[0].attempts, 1);
         // A StepRun not written yet is pending.
-        let state = RunState::from_row(&row(Some("queued"), None)).unwrap();
+        let state = RunState::from_row(&row("queued", None)).unwrap();
         assert_eq!(state.steps[0].status, StepStatus::Pending);
     }
 
     #[test]
-    fn an_unknown_or_missing_status_is_an_error_naming_record_and_field() {
-        let e = RunState::from_row(&row(Some("paused"), None)).unwrap_err();
-        assert_eq!(e, "run r1: field `status`: unknown run status `paused`");
-        let e = RunState::from_row(&row(None, None)).unwrap_err();
-        assert_eq!(e, "run r1: field `status` missing");
-        let e = RunState::from_row(&row(Some("running"), Some(Some("bogus")))).unwrap_err();
-        assert_eq!(
-            e,
-            "step run r1/a: field `status`: unknown step status `bogus`"
-        );
-        let e = RunState::from_row(&row(Some("running"), Some(None))).unwrap_err();
-        assert_eq!(e, "step run r1/a: field `status` missing");
+    fn json_text_that_does_not_parse_is_an_error_naming_record_and_field() {
+        let mut r = row("running", Some("queued"));
+        r.run.inputs = "{not json".into();
+        let e = RunState::from_row(&r).unwrap_err();
+        assert!(e.starts_with("run r1: field `inputs`"), "{e}");
+        let mut r = row("running", Some("running"));
+        r.steps[0].agent = Some("[".into());
+        let e = RunState::from_row(&r).unwrap_err();
+        assert!(e.starts_with("step run r1/a: field `agent`"), "{e}");
     }
 }

@@ -16,6 +16,7 @@ pub mod processes;
 pub mod recall;
 pub mod references;
 pub mod resources;
+pub mod run_record;
 pub mod runs;
 pub mod secrets;
 pub mod tools;

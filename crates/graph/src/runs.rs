@@ -7,7 +7,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use aiden_domain::execution::machine::RunStatus;
+use aiden_domain::execution::schedule::StepStatus;
 
+use crate::run_record::decode;
+pub use crate::run_record::{RunRecord, StepRunRecord};
 use crate::{bolt, cypher, query_file, Error, IdRow, Tx};
 
 /// The run statuses `pick` selects, as the graph stores them: the status sets statements take
@@ -89,28 +92,47 @@ pub struct NewRun {
 impl NewRun {
     /// The run as a row of the engine's batch (`$newRuns`), created with the pass that starts
     /// it (the same properties and revision rule as [`create`]).
-    pub fn batch_row(&self, now: &str) -> Value {
-        let mut row = self.created_row(now).run;
+    pub fn batch_row(&self, now: &str) -> Result<Value, Error> {
+        let mut row = serde_json::to_value(&self.created_row(now)?.run)
+            .map_err(|e| Error::Decode(e.to_string()))?;
         row["expectedRevision"] = serde_json::json!(self.expected_process_revision);
-        row
+        Ok(row)
     }
 
     /// The row [`get`] returns for this run right after [`create`] committed it.
-    pub fn created_row(&self, now: &str) -> RunRow {
-        RunRow {
-            run: serde_json::json!({
-                "id": self.id, "processId": self.process_id, "processVersion": self.number,
-                "versionId": self.version_id, "status": "queued", "depth": self.depth,
-                "parentRunId": self.parent_run_id, "parentStepRunId": self.parent_step_run_id,
-                "ownerId": self.owner_id, "inputs": self.inputs, "plan": self.plan,
-                "eventSeq": 0, "version": 0, "createdAt": now, "alternativeId": self.alternative_id,
-                "triggerKind": self.trigger.as_ref().map(|t| &t.0),
-                "triggerSubjectId": self.trigger.as_ref().map(|t| &t.1),
-                "stepRuns": serde_json::to_string(&self.steps).unwrap_or_default(),
-                "ownerBudgetMicros": self.owner_budget_micros,
-            }),
+    pub fn created_row(&self, now: &str) -> Result<RunRow, Error> {
+        let step_runs =
+            serde_json::to_string(&self.steps).map_err(|e| Error::Decode(e.to_string()))?;
+        Ok(RunRow {
+            run: RunRecord {
+                id: self.id.clone(),
+                process_id: self.process_id.clone(),
+                process_version: self.number,
+                version_id: self.version_id.clone(),
+                status: RunStatus::Queued,
+                depth: self.depth,
+                parent_run_id: self.parent_run_id.clone(),
+                parent_step_run_id: self.parent_step_run_id.clone(),
+                owner_id: self.owner_id.clone(),
+                inputs: self.inputs.clone(),
+                plan: self.plan.clone(),
+                event_seq: 0,
+                version: 0,
+                created_at: now.to_owned(),
+                started_at: None,
+                finished_at: None,
+                alternative_id: self.alternative_id.clone(),
+                trigger_kind: self.trigger.as_ref().map(|t| t.0.clone()),
+                trigger_subject_id: self.trigger.as_ref().map(|t| t.1.clone()),
+                step_runs: Some(step_runs),
+                owner_budget_micros: self.owner_budget_micros,
+                output: None,
+                error: None,
+                waiting_for: None,
+                events: None,
+            },
             steps: Vec::new(),
-        }
+        })
     }
 }
 
@@ -182,18 +204,18 @@ pub async fn find_request(tx: &mut Tx, key: &str) -> Result<Option<String>, Erro
         .map(|r| r.id))
 }
 
-/// A run with its step runs, as stored (JSON-valued fields are JSON text).
-#[derive(Debug, Clone, Deserialize, Serialize)]
+/// A run with its step runs, as stored, typed (`run_record`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 pub struct RunRow {
-    pub run: Value,
-    pub steps: Vec<Value>,
+    pub run: RunRecord,
+    pub steps: Vec<StepRunRecord>,
 }
 
 impl RunRow {
     /// The write version of the commit this row shows: every engine pass that changes a run
     /// increments the Run's `version` and stamps the StepRuns it writes with it (`runVersion`).
     pub fn version(&self) -> i64 {
-        self.run.get("version").and_then(Value::as_i64).unwrap_or(0)
+        self.run.version
     }
 
     /// A StepRun newer than its Run: a read that saw a later commit in part. The Run's lock
@@ -201,42 +223,59 @@ impl RunRow {
     /// shown.
     fn torn(&self) -> Option<String> {
         let version = self.version();
-        self.steps.iter().find_map(|s| {
-            let v = s.get("runVersion").and_then(Value::as_i64).unwrap_or(0);
-            (v > version).then(|| {
-                let id = s.get("id").and_then(Value::as_str).unwrap_or("?");
-                format!("StepRun {id} at write {v}, its Run at {version}")
+        self.steps
+            .iter()
+            .find(|s| s.run_version > version)
+            .map(|s| {
+                format!(
+                    "StepRun {} at write {}, its Run at {version}",
+                    s.id, s.run_version
+                )
             })
-        })
     }
 
     /// The StepRuns the engine has not created yet: those of a run it has not written since
     /// [`create`] (empty once they exist).
-    pub fn unwritten_step_runs(&self) -> Vec<NewStepRun> {
-        if !self.steps.is_empty() {
-            return Vec::new();
+    pub fn unwritten_step_runs(&self) -> Result<Vec<NewStepRun>, Error> {
+        match (&self.run.step_runs, self.steps.is_empty()) {
+            (Some(text), true) => serde_json::from_str(text)
+                .map_err(|e| Error::Decode(format!("Run {}: field `stepRuns`: {e}", self.run.id))),
+            _ => Ok(Vec::new()),
         }
-        self.run
-            .get("stepRuns")
-            .and_then(Value::as_str)
-            .and_then(|t| serde_json::from_str(t).ok())
-            .unwrap_or_default()
     }
 
-    /// The run's step rows, a not yet written StepRun as `pending` (how a view shows it).
-    pub fn steps_or_planned(&self) -> Vec<Value> {
+    /// The run's step records, a not yet written StepRun as `pending` (how a view shows it).
+    pub fn steps_or_planned(&self) -> Result<Vec<StepRunRecord>, Error> {
         if !self.steps.is_empty() {
-            return self.steps.clone();
+            return Ok(self.steps.clone());
         }
-        let run_id = self.run.get("id").cloned().unwrap_or(Value::Null);
-        self.unwritten_step_runs()
+        Ok(self
+            .unwritten_step_runs()?
             .into_iter()
-            .map(|s| {
-                serde_json::json!({"id": s.id, "runId": run_id, "stepId": s.step_id,
-                                   "processStepId": s.process_step_id, "status": "pending",
-                                   "attempts": 0, "order": s.order})
+            .map(|s| StepRunRecord {
+                id: s.id,
+                run_id: self.run.id.clone(),
+                step_id: s.step_id,
+                process_step_id: Some(s.process_step_id),
+                status: StepStatus::Pending,
+                attempts: 0,
+                order: s.order,
+                run_version: self.run.version,
+                worker_id: None,
+                queued_at: None,
+                started_at: None,
+                finished_at: None,
+                output: None,
+                error: None,
+                telemetry: None,
+                child_run_id: None,
+                call_spec: None,
+                kind: None,
+                parent_step_run_id: None,
+                agent: None,
+                reserved_micros: None,
             })
-            .collect()
+            .collect())
     }
 }
 
@@ -339,8 +378,13 @@ pub async fn get(tx: &mut Tx, id: &str) -> Result<Option<RunRow>, Error> {
         .one(cypher(query_file!("run/step_runs.cypher"), None).param("id", id))
         .await?;
     let row = RunRow {
-        run,
-        steps: steps.map(|s| s.steps).unwrap_or_default(),
+        run: decode("Run", run)?,
+        steps: steps
+            .map(|s| s.steps)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|s| decode("StepRun", s))
+            .collect::<Result<_, _>>()?,
     };
     if let Some(what) = row.torn() {
         metrics::counter!("aiden_graph_torn_reads_total", "what" => "run").increment(1);

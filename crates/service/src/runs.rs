@@ -6,6 +6,8 @@
 
 use aiden_domain::access::{ensure_readable, Owned, Sharing};
 use aiden_domain::execution::agent::{ApprovalDecision, ApprovalRequest, MAX_APPROVAL_TTL_SECONDS};
+use aiden_domain::execution::machine::{self, EventKind};
+use aiden_domain::execution::schedule::StepStatus;
 use aiden_domain::user::Caller;
 use aiden_domain::Error as Domain;
 use aiden_engine::plan::{self, LoadError};
@@ -46,14 +48,6 @@ fn load_error(e: LoadError) -> Error {
         LoadError::NotFound => Domain::NotFound.into(),
         LoadError::Corrupt(m) => Domain::invariant("PROC-2", "/steps", m).into(),
         LoadError::Graph(g) => g.into(),
-    }
-}
-
-/// JSON text fields of stored runs, decoded for the API.
-fn parsed(v: Option<&Value>) -> Value {
-    match v {
-        Some(Value::String(s)) => serde_json::from_str(s).unwrap_or(Value::Null),
-        _ => Value::Null,
     }
 }
 
@@ -206,13 +200,9 @@ impl App {
                 if let Some(existing) = runs::find_request(&mut tx, key).await? {
                     let status = runs::get(&mut tx, &existing)
                         .await?
-                        .and_then(|r| {
-                            r.run
-                                .get("status")
-                                .and_then(Value::as_str)
-                                .map(str::to_owned)
-                        })
-                        .unwrap_or_else(|| "queued".into());
+                        .map_or(machine::RunStatus::Queued, |r| r.run.status)
+                        .as_str()
+                        .to_owned();
                     return Ok(RunStarted {
                         run_id: existing,
                         status,
@@ -252,8 +242,8 @@ impl App {
             }
             Ok(RunStarted {
                 run_id,
-                status: "queued".into(),
-                created: Some(new_run.created_row(&now)),
+                status: machine::RunStatus::Queued.as_str().into(),
+                created: Some(new_run.created_row(&now)?),
             })
         })?;
         metrics::counter!("aiden_runs_started_total").increment(1);
@@ -298,7 +288,7 @@ impl App {
         let new_run = cached_run(caller, process_id, &cached, inputs, trigger.clone())?;
         let run_id = new_run.id.clone();
         let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-        let created = new_run.created_row(&now);
+        let created = new_run.created_row(&now)?;
         let started =
             tracing::Instrument::instrument(door.start(new_run), start_span(&run_id, process_id))
                 .await;
@@ -309,7 +299,7 @@ impl App {
                 tracing::debug!(run_id, process_id, "run created by the engine's pass");
                 Ok(Some(RunStarted {
                     run_id,
-                    status: "queued".into(),
+                    status: machine::RunStatus::Queued.as_str().into(),
                     created: Some(created),
                 }))
             }
@@ -355,11 +345,7 @@ impl App {
     async fn visible_run(&self, caller: &Caller, run_id: &str) -> Result<runs::RunRow> {
         let row = read_tx!(self, |tx| { Ok(runs::get(&mut tx, run_id).await?) })?
             .ok_or(Domain::NotFound)?;
-        let owner = row
-            .run
-            .get("ownerId")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let owner = row.run.owner_id.as_str();
         // Runs are private to whoever started them; admins see every run.
         if owner != caller.id.as_str() && !caller.is_admin() {
             return Err(Domain::NotFound.into());
@@ -458,19 +444,11 @@ impl App {
             .into());
         }
         let row = self.visible_run(caller, run_id).await?;
-        let waiting: Vec<String> = row
-            .run
-            .get("waitingFor")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default();
-        let status = row.run.get("status").and_then(Value::as_str).unwrap_or("");
-        if status != "waiting_for_approval" || !waiting.contains(&b.capability) {
+        let waiting = row.run.waiting_for.clone().unwrap_or_default();
+        let status = row.run.status.as_str();
+        if row.run.status != machine::RunStatus::WaitingForApproval
+            || !waiting.contains(&b.capability)
+        {
             return Err(Domain::referenced(
                 "AGT-9",
                 format!(
@@ -576,108 +554,114 @@ fn typed<T: serde::de::DeserializeOwned>(v: Value) -> Result<T> {
     })
 }
 
+/// What a tool step's latest events say of it while its StepRun is not written.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Live {
+    status: Option<StepStatus>,
+    attempts: Option<i64>,
+    worker_id: Option<String>,
+    started_at: Option<String>,
+}
+
 /// A tool step's StepRun is written when it settles (the lean journal): until then its status,
 /// attempt and worker are those its latest event in the run's log says.
-fn in_flight(run: &Value) -> std::collections::HashMap<String, Value> {
-    let mut live = std::collections::HashMap::new();
-    let parts = run.get("events").and_then(Value::as_array);
-    let events = parts.into_iter().flatten().filter_map(Value::as_str);
-    for event in events.flat_map(|t| runs::log_part(t).unwrap_or_default()) {
-        let Some(step_id) = event.step_id else {
-            continue;
-        };
-        let data: Value = event
-            .data
-            .as_deref()
-            .and_then(|d| serde_json::from_str(d).ok())
-            .unwrap_or_default();
-        let entry = live.entry(step_id).or_insert_with(|| json!({}));
-        match event.kind.as_str() {
-            "step.queued" | "step.retrying" => entry["status"] = json!("queued"),
-            "step.started" => {
-                entry["status"] = json!("running");
-                if entry.get("startedAt").is_none() {
-                    entry["startedAt"] = json!(event.at);
+fn in_flight(events: &[String]) -> Result<std::collections::HashMap<String, Live>> {
+    let mut live: std::collections::HashMap<String, Live> = std::collections::HashMap::new();
+    for part in events {
+        for event in runs::log_part(part)? {
+            let Some(step_id) = event.step_id else {
+                continue;
+            };
+            let data: Value = match event.data.as_deref() {
+                Some(d) => serde_json::from_str(d).map_err(|e| {
+                    crate::Error::Internal(format!("run event {}: data: {e}", event.seq))
+                })?,
+                None => Value::Null,
+            };
+            let entry = live.entry(step_id).or_default();
+            let kind = event.kind.as_str();
+            if kind == EventKind::Queued.as_str() || kind == EventKind::Retrying.as_str() {
+                entry.status = Some(StepStatus::Queued);
+            } else if kind == EventKind::Started.as_str() {
+                entry.status = Some(StepStatus::Running);
+                entry.started_at.get_or_insert(event.at);
+                if let Some(a) = data.get("attempt").and_then(Value::as_i64) {
+                    entry.attempts = Some(a);
                 }
-                for (from, to) in [("attempt", "attempts"), ("workerId", "workerId")] {
-                    if let Some(v) = data.get(from).filter(|v| !v.is_null()) {
-                        entry[to] = v.clone();
-                    }
+                if let Some(w) = data.get("workerId").and_then(Value::as_str) {
+                    entry.worker_id = Some(w.to_owned());
                 }
             }
-            _ => {}
         }
     }
-    live
+    Ok(live)
 }
 
-/// A step run's row with what its live events add.
-fn merged(row: &Value, live: &Value) -> Value {
-    let mut row = row.clone();
-    if let (Some(row), Some(live)) = (row.as_object_mut(), live.as_object()) {
-        for (k, v) in live {
-            row.insert(k.clone(), v.clone());
-        }
+/// A step run's record with what its live events add: only a record the engine has not written
+/// since dispatch (a tool step between dispatch and settling); agent and child steps write
+/// their own states.
+fn merged(mut s: runs::StepRunRecord, live: Option<&Live>) -> runs::StepRunRecord {
+    let Some(l) = live.filter(|_| matches!(s.status, StepStatus::Pending | StepStatus::Queued))
+    else {
+        return s;
+    };
+    if let Some(status) = l.status {
+        s.status = status;
     }
-    row
+    if let Some(a) = l.attempts {
+        s.attempts = a;
+    }
+    if l.worker_id.is_some() {
+        s.worker_id.clone_from(&l.worker_id);
+    }
+    if l.started_at.is_some() {
+        s.started_at.clone_from(&l.started_at);
+    }
+    s
 }
 
-fn text_of(map: &Value, key: &str) -> Option<String> {
-    map.get(key).and_then(Value::as_str).map(str::to_owned)
+/// JSON text as the value it holds (`null` when absent).
+fn json_text(what: &str, text: Option<&str>) -> Result<Value> {
+    match text {
+        Some(t) => serde_json::from_str(t)
+            .map_err(|e| crate::Error::Internal(format!("{what}: stored JSON unreadable: {e}"))),
+        None => Ok(Value::Null),
+    }
 }
 
 /// A run as the API shows it.
 pub fn run_view(row: &runs::RunRow) -> Result<RunView> {
     let r = &row.run;
-    let live = in_flight(r);
-    let steps: Vec<Value> = row
-        .steps_or_planned()
-        .iter()
-        .map(|s| {
-            let step_id = s.get("stepId").and_then(Value::as_str).unwrap_or_default();
-            // Only a row the engine has not written since dispatch (a tool step between
-            // dispatch and settling); agent and child steps write their own states.
-            let unwritten = matches!(
-                s.get("status").and_then(Value::as_str),
-                None | Some("pending" | "queued")
-            );
-            let s = match live.get(step_id) {
-                Some(l) if unwritten => &merged(s, l),
-                _ => s,
-            };
-            // An agent's call carries the spec it was dispatched from: its Tool and input.
-            let spec = s
-                .get("callSpec")
-                .and_then(Value::as_str)
-                .and_then(|t| serde_json::from_str::<Value>(t).ok())
-                .unwrap_or(Value::Null);
-            let tool_id = spec.pointer("/target/id").cloned().unwrap_or(Value::Null);
-            json!({
-                "stepId": s.get("stepId"), "status": s.get("status"),
-                "kind": s.get("kind").cloned().unwrap_or(Value::Null),
-                "toolId": tool_id,
-                "input": spec.get("literal").cloned().unwrap_or(Value::Null),
-                "attempts": s.get("attempts").cloned().unwrap_or(json!(0)),
-                "workerId": s.get("workerId").cloned().unwrap_or(Value::Null),
-                "startedAt": s.get("startedAt").cloned().unwrap_or(Value::Null),
-                "finishedAt": s.get("finishedAt").cloned().unwrap_or(Value::Null),
-                "output": parsed(s.get("output")),
-                "error": parsed(s.get("error")),
-                "telemetry": parsed(s.get("telemetry")),
-                "childRunId": s.get("childRunId").cloned().unwrap_or(Value::Null),
-            })
-        })
-        .collect();
+    let live = in_flight(r.events.as_deref().unwrap_or_default())?;
+    let mut steps = Vec::new();
+    for s in row.steps_or_planned()? {
+        let s = merged(s.clone(), live.get(&s.step_id));
+        let field = |f: &str| format!("StepRun {} field `{f}`", s.id);
+        // An agent's call carries the spec it was dispatched from: its Tool and input.
+        let spec = json_text(&field("callSpec"), s.call_spec.as_deref())?;
+        steps.push(json!({
+            "stepId": s.step_id, "status": s.status.as_str(), "kind": s.kind,
+            "toolId": spec.pointer("/target/id").cloned().unwrap_or(Value::Null),
+            "input": spec.get("literal").cloned().unwrap_or(Value::Null),
+            "attempts": s.attempts, "workerId": s.worker_id,
+            "startedAt": s.started_at, "finishedAt": s.finished_at,
+            "output": json_text(&field("output"), s.output.as_deref())?,
+            "error": json_text(&field("error"), s.error.as_deref())?,
+            "telemetry": json_text(&field("telemetry"), s.telemetry.as_deref())?,
+            "childRunId": s.child_run_id,
+        }));
+    }
+    let field = |f: &str| format!("Run {} field `{f}`", r.id);
     typed(json!({
-        "id": r.get("id"), "processId": r.get("processId"),
-        "processVersion": r.get("processVersion"), "status": r.get("status"),
-        "depth": r.get("depth"), "parentRunId": r.get("parentRunId").cloned().unwrap_or(Value::Null),
-        "inputs": parsed(r.get("inputs")),
-        "output": parsed(r.get("output")), "error": parsed(r.get("error")),
-        "createdAt": r.get("createdAt"), "startedAt": r.get("startedAt").cloned().unwrap_or(Value::Null),
-        "finishedAt": r.get("finishedAt").cloned().unwrap_or(Value::Null),
-        "trigger": RunTrigger::from_parts(text_of(r, "triggerKind"), text_of(r, "triggerSubjectId")),
-        "version": row.version(),
+        "id": r.id, "processId": r.process_id,
+        "processVersion": r.process_version, "status": r.status.as_str(),
+        "depth": r.depth, "parentRunId": r.parent_run_id,
+        "inputs": json_text(&field("inputs"), Some(&r.inputs))?,
+        "output": json_text(&field("output"), r.output.as_deref())?,
+        "error": json_text(&field("error"), r.error.as_deref())?,
+        "createdAt": r.created_at, "startedAt": r.started_at, "finishedAt": r.finished_at,
+        "trigger": RunTrigger::from_parts(r.trigger_kind.clone(), r.trigger_subject_id.clone()),
+        "version": r.version,
         "steps": steps,
     }))
 }
@@ -690,33 +674,84 @@ mod tests {
     /// status, attempt and worker from the run's event log.
     #[test]
     fn an_unsettled_steps_view_follows_its_latest_event() {
-        let part = |events: Value| Value::String(events.to_string());
-        let event = |seq: i64, kind: &str, step: &str, data: Value| {
-            json!({"seq": seq, "kind": kind, "stepId": step, "at": format!("t{seq}"),
+        let event = |seq: i64, kind: EventKind, step: &str, data: Value| {
+            json!({"seq": seq, "kind": kind.as_str(), "stepId": step, "at": format!("t{seq}"),
                    "data": data.to_string()})
         };
-        let run = json!({"events": [
-            part(json!([event(1, "step.queued", "a", json!({"attempt": 1})),
-                        event(2, "step.queued", "b", json!({"attempt": 1}))])),
-            part(json!([event(3, "step.started", "a", json!({"attempt": 1, "workerId": "w1"})),
-                        event(4, "step.started", "b", json!({"attempt": 1, "workerId": "w1"})),
-                        event(5, "step.retrying", "b", json!({"attempt": 1})),
-                        event(6, "step.started", "b", json!({"attempt": 2, "workerId": "w2"}))])),
-        ]});
-        let live = in_flight(&run);
-        assert_eq!(live["a"]["status"], "running");
-        assert_eq!(live["a"]["workerId"], "w1");
-        assert_eq!(live["a"]["startedAt"], "t3");
-        assert_eq!(live["b"]["status"], "running");
-        assert_eq!(live["b"]["attempts"], 2);
-        assert_eq!(live["b"]["workerId"], "w2");
+        let parts = [
+            json!([
+                event(1, EventKind::Queued, "a", json!({"attempt": 1})),
+                event(2, EventKind::Queued, "b", json!({"attempt": 1}))
+            ]),
+            json!([
+                event(
+                    3,
+                    EventKind::Started,
+                    "a",
+                    json!({"attempt": 1, "workerId": "w1"})
+                ),
+                event(
+                    4,
+                    EventKind::Started,
+                    "b",
+                    json!({"attempt": 1, "workerId": "w1"})
+                ),
+                event(5, EventKind::Retrying, "b", json!({"attempt": 1})),
+                event(
+                    6,
+                    EventKind::Started,
+                    "b",
+                    json!({"attempt": 2, "workerId": "w2"})
+                )
+            ]),
+        ]
+        .map(|p| p.to_string());
+        let live = in_flight(&parts).unwrap();
+        assert_eq!(live["a"].status, Some(StepStatus::Running));
+        assert_eq!(live["a"].worker_id.as_deref(), Some("w1"));
+        assert_eq!(live["a"].started_at.as_deref(), Some("t3"));
+        assert_eq!(live["b"].status, Some(StepStatus::Running));
+        assert_eq!(live["b"].attempts, Some(2));
+        assert_eq!(live["b"].worker_id.as_deref(), Some("w2"));
         assert_eq!(
-            live["b"]["startedAt"], "t4",
+            live["b"].started_at.as_deref(),
+            Some("t4"),
             "the first start stays the step's start"
         );
-        let pending = json!({"stepId": "a", "status": "pending", "attempts": 0});
-        let view = merged(&pending, &live["a"]);
-        assert_eq!(view["status"], "running");
-        assert_eq!(view["stepId"], "a");
+        let pending = runs::StepRunRecord {
+            id: "r/a".into(),
+            run_id: "r".into(),
+            step_id: "a".into(),
+            process_step_id: None,
+            status: StepStatus::Pending,
+            attempts: 0,
+            order: 0,
+            run_version: 0,
+            worker_id: None,
+            queued_at: None,
+            started_at: None,
+            finished_at: None,
+            output: None,
+            error: None,
+            telemetry: None,
+            child_run_id: None,
+            call_spec: None,
+            kind: None,
+            parent_step_run_id: None,
+            agent: None,
+            reserved_micros: None,
+        };
+        let view = merged(pending.clone(), live.get("a"));
+        assert_eq!(view.status, StepStatus::Running);
+        assert_eq!(view.step_id, "a");
+        let settled = runs::StepRunRecord {
+            status: StepStatus::Completed,
+            ..pending
+        };
+        assert_eq!(
+            merged(settled.clone(), live.get("a")),
+            settled,
+            "a written StepRun is shown as written"
+        );
     }
 }

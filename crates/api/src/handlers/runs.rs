@@ -100,14 +100,10 @@ pub async fn cancel_run(
     Auth(c): Auth,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
+    // 202 either way (the contract's answer); the body says what was done: a run already
+    // settled keeps its final status and gets no cancel request.
     let answer = st.app.cancel_run(&c, &id).await?;
-    // 202: the engine cancels it; 200: it had already settled, nothing was requested.
-    let status = if answer.cancel_requested {
-        StatusCode::ACCEPTED
-    } else {
-        StatusCode::OK
-    };
-    Ok((status, Json(answer)).into_response())
+    Ok((StatusCode::ACCEPTED, Json(answer)).into_response())
 }
 
 /// `POST /v1/runs/{id}/approvals` (AGT-9).

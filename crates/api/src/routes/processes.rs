@@ -119,10 +119,6 @@ pub(super) fn routes(t: Table) -> Table {
         r::cancel_run,
         Op::new("Cancel a run: pending work never starts, in-flight calls are abandoned")
             .accepted::<CancelAnswer>()
-            .also::<CancelAnswer>(
-                200,
-                "The run had already settled: its final status, no cancel requested"
-            )
             .errors(&[409])
     );
     let t = route!(

@@ -771,7 +771,7 @@ impl Engine {
         let unseen: Vec<String> = unfinished
             .iter()
             .filter(|r| {
-                (r.status == "queued" && !self.runs.contains_key(&r.id))
+                (r.status == RunStatus::Queued.as_str() && !self.runs.contains_key(&r.id))
                     || uncertain.contains(&r.id)
             })
             .map(|r| r.id.clone())

@@ -6,7 +6,8 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use aiden_domain::execution::machine::{
-    self, AnyEventKind, Call, Decided, Effect, Message, Outcome, RunMessage, Terminal,
+    self, AnyEventKind, AttemptOutcome, Call, Decided, Effect, Message, Outcome, RunMessage,
+    Terminal,
 };
 use aiden_domain::execution::schedule::{accept_output, StepStatus, Target};
 use aiden_graph::runs::{self, NewRun};
@@ -424,20 +425,16 @@ impl<'a> Pass<'a> {
             .get("latencyMs")
             .cloned()
             .unwrap_or(Value::Null);
-        let audit_status = match &outcome {
-            StepOutcome::Completed { .. } => "completed",
-            StepOutcome::Retrying { .. } => "retrying",
-            StepOutcome::Failed { .. } => "failed",
-        };
+        let ended = outcome.kind();
         // The StepRun is the audit record of its tool calls (who: the run's owner; the Tool:
         // its step's, or the one that ran, `INVOKES_TOOL`).
         let ran = call.telemetry.get("ranToolId").and_then(Value::as_str);
-        if let Some(ran) = ran.filter(|r| is_static && *r != tool_id && audit_status != "retrying")
-        {
+        let retrying = ended == AttemptOutcome::Retrying;
+        if let Some(ran) = ran.filter(|r| is_static && *r != tool_id && !retrying) {
             self.invokes
                 .push(json!({"stepRunId": sr_id, "toolId": ran}));
         }
-        self.rollup.step(&tool_id, audit_status, latency.as_f64());
+        self.rollup.step(&tool_id, ended.as_str(), latency.as_f64());
         let tokens = call
             .telemetry
             .get("tokenUsage")

@@ -1,8 +1,29 @@
 //! Read-only facts for `aiden check`: stored states that break an (audit) rule.
 
+use aiden_domain::conversation::AltState;
+use aiden_domain::execution::machine::RunStatus;
+use aiden_domain::execution::schedule::StepStatus;
+use aiden_domain::knowledge::Binding;
 use serde::Deserialize;
 
 use crate::{cypher, query_file, tx::IdRow, Error, Kind, Tx};
+
+/// The status words audit statements compare stored ones with, from the domain's enums; given
+/// to every audit statement (one ignores those it does not name).
+fn with_words(q: neo4rs::Query) -> neo4rs::Query {
+    q.param("settled", RunStatus::words(RunStatus::is_settled))
+        .param("settledSteps", StepStatus::words(StepStatus::is_settled))
+        // The statuses a worker's result settles a step with.
+        .param(
+            "resultStatuses",
+            StepStatus::words(|s| matches!(s, StepStatus::Completed | StepStatus::Failed)),
+        )
+        .param("generating", AltState::Generating.as_str())
+        .param("bindings", Binding::words(|_| true))
+        .param("notFinal", Binding::words(|b| !b.is_final()))
+        .param("withEpisode", Binding::words(Binding::is_bound))
+        .param("pending", Binding::Pending.as_str())
+}
 
 #[derive(Debug, Deserialize)]
 pub struct Owners {
@@ -71,17 +92,20 @@ pub async fn bad_tokens(tx: &mut Tx) -> Result<Vec<IdRow>, Error> {
 
 /// EXEC-5: settled runs that still have a step pending, queued or running.
 pub async fn unsettled_steps_of_settled_runs(tx: &mut Tx) -> Result<Vec<IdRow>, Error> {
-    tx.rows(cypher(
+    tx.rows(with_words(cypher(
         query_file!("audit/unsettled_steps_of_settled_runs.cypher"),
         None,
-    ))
+    )))
     .await
 }
 
 /// EXEC-5: settled runs whose event log is not exactly 1..eventSeq.
 pub async fn event_gaps(tx: &mut Tx) -> Result<Vec<IdRow>, Error> {
-    tx.rows(cypher(query_file!("audit/event_gaps.cypher"), None))
-        .await
+    tx.rows(with_words(cypher(
+        query_file!("audit/event_gaps.cypher"),
+        None,
+    )))
+    .await
 }
 
 /// One bound Alternative or Summary with its Episode's name and group (EPI-1).
@@ -226,7 +250,7 @@ pub async fn id_findings(
     for c in &ID_CHECKS {
         out.push((
             c.invariant,
-            tx.rows(cypher(c.text, c.label)).await?,
+            tx.rows(with_words(cypher(c.text, c.label))).await?,
             c.message,
         ));
     }

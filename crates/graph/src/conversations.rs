@@ -11,6 +11,7 @@ use aiden_domain::conversation::{
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::knowledge::for_ingestion;
 use crate::{bolt, cypher, query_file, tx::IdRow, Error, Graph, Tx};
 
 /// A stored Conversation (properties, not a JSON document: it changes on every append).
@@ -148,12 +149,12 @@ pub async fn correct_summary(
         .param("rebind", content.is_some())
         .param("content", content)
         .param("now", now);
-    let matched = tx.one::<IdRow>(q).await?.is_some() || content.is_none();
+    let matched = tx.one::<IdRow>(for_ingestion(q)).await?.is_some() || content.is_none();
     if matched && content.is_some() {
         let q = cypher(query_file!("conversation/summary_reingest.cypher"), None)
             .param("id", id)
             .param("now", now);
-        tx.run(q).await?;
+        tx.run(for_ingestion(q)).await?;
     }
     Ok(matched)
 }
@@ -358,7 +359,8 @@ pub struct NewAlternative {
 
 impl NewAlternative {
     fn bind(&self, q: neo4rs::Query) -> neo4rs::Query {
-        q.param("alternativeId", self.alternative_id.as_str())
+        for_ingestion(q)
+            .param("alternativeId", self.alternative_id.as_str())
             .param("content", self.content.clone())
             .param("state", self.state)
             .param("runId", self.run_id.clone())
@@ -617,7 +619,7 @@ pub async fn create_summary(tx: &mut Tx, s: &SummaryRecord) -> Result<(), Error>
         .param("createdByProcessId", s.created_by_process_id.clone())
         .param("runId", s.run_id.clone())
         .param("now", s.created_at.as_str());
-    match tx.one::<IdRow>(q).await? {
+    match tx.one::<IdRow>(for_ingestion(q)).await? {
         Some(_) => Ok(()),
         None => Err(Error::Query("summary target vanished".into())),
     }
@@ -636,7 +638,7 @@ pub async fn fork_copy(
         .param("conversationId", conversation_id)
         .param("path", bolt(Value::Array(path))?)
         .param("now", now);
-    tx.run(q).await?;
+    tx.run(for_ingestion(q)).await?;
     if !links.is_empty() {
         let q = cypher(query_file!("turn/fork_link.cypher"), None)
             .param("links", bolt(Value::Array(links))?);

@@ -4,6 +4,7 @@
 //! share the database with graphiti-core's: `docs/knowledge.md`.
 
 use aiden_domain::knowledge::entity::{ChosenEntity, EntityFacts, MentionedEntity};
+use aiden_domain::knowledge::{Binding, OutboxState};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -28,6 +29,13 @@ pub fn item_id(kind: TargetKind, id: &str) -> String {
     format!("{}:{id}", kind.as_str())
 }
 
+/// The words a statement that records content for ingestion writes (EPI-3): the content's
+/// binding starts `$pending`, its outbox item `$new`.
+pub(crate) fn for_ingestion(q: neo4rs::Query) -> neo4rs::Query {
+    q.param("pending", Binding::Pending.as_str())
+        .param("new", OutboxState::New.as_str())
+}
+
 /// An outbox row: content to ingest.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
@@ -40,7 +48,9 @@ pub struct OutboxItem {
 }
 
 pub async fn outbox_new(graph: &Graph, limit: i64) -> Result<Vec<OutboxItem>, Error> {
-    let q = cypher(query_file!("knowledge/outbox_new.cypher"), None).param("limit", limit);
+    let q = cypher(query_file!("knowledge/outbox_new.cypher"), None)
+        .param("new", OutboxState::New.as_str())
+        .param("limit", limit);
     graph.read_rows(q).await
 }
 
@@ -50,6 +60,7 @@ pub async fn outbox_stale(
     limit: i64,
 ) -> Result<Vec<OutboxItem>, Error> {
     let q = cypher(query_file!("knowledge/outbox_stale.cypher"), None)
+        .param("published", OutboxState::Published.as_str())
         .param("before", published_before)
         .param("limit", limit);
     graph.read_rows(q).await
@@ -62,6 +73,7 @@ pub async fn outbox_mark_published(
 ) -> Result<(), Error> {
     let mut tx = graph.begin().await?;
     let q = cypher(query_file!("knowledge/outbox_mark.cypher"), None)
+        .param("published", OutboxState::Published.as_str())
         .param("ids", ids)
         .param("now", now);
     tx.run(q).await?;
@@ -119,7 +131,10 @@ pub async fn target(graph: &Graph, kind: TargetKind, id: &str) -> Result<Option<
         TargetKind::Introspection => query_file!("knowledge/target_introspection.cypher"),
         TargetKind::Memory => query_file!("knowledge/target_memory.cypher"),
     };
-    let q = cypher(text, None).param("id", id);
+    // `$bound`: a Summary's source that is an Episode itself (target_summary.cypher) is bound.
+    let q = cypher(text, None)
+        .param("id", id)
+        .param("bound", Binding::Bound.as_str());
     Ok(graph.read_rows(q).await?.into_iter().next())
 }
 
@@ -146,6 +161,8 @@ pub async fn bind(graph: &Graph, b: &Bind<'_>, now: &str) -> Result<bool, Error>
         .param("id", b.id)
         .param("uuid", b.uuid)
         .param("edgeSource", b.kind.as_str())
+        .param("pending", Binding::Pending.as_str())
+        .param("bound", Binding::Bound.as_str())
         .param("now", now);
     let row = tx.one::<Row>(q).await?;
     if row.as_ref().is_some_and(|r| !r.found) {
@@ -193,7 +210,9 @@ pub struct Unembedded {
 }
 
 pub async fn unembedded(graph: &Graph, limit: i64) -> Result<Vec<Unembedded>, Error> {
-    let q = cypher(query_file!("knowledge/unembedded.cypher"), None).param("limit", limit);
+    let q = cypher(query_file!("knowledge/unembedded.cypher"), None)
+        .param("withEpisode", Binding::words(Binding::is_bound))
+        .param("limit", limit);
     graph.read_rows(q).await
 }
 
@@ -287,6 +306,7 @@ pub async fn record_failure(
         .param("id", id)
         .param("itemId", item_id(kind, id))
         .param("reason", reason)
+        .param("failed", Binding::Failed.as_str())
         .param("now", now);
     tx.run(q).await?;
     tx.commit().await

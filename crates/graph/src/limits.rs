@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use aiden_domain::execution::machine::RunStatus;
 pub use aiden_domain::process::Subject;
 use serde::Deserialize;
 use serde_json::Value;
@@ -40,7 +41,8 @@ pub async fn active_runs(tx: &mut Tx, subject: &Subject<'_>) -> Result<i64, Erro
             cypher(query_file!("limit/active_runs_of_owner.cypher"), None).param("ownerId", *u)
         }
     };
-    tx.count(q).await
+    tx.count(q.param("open", RunStatus::words(|s| !s.is_settled())))
+        .await
 }
 
 #[derive(Deserialize)]

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::knowledge::for_ingestion;
 use crate::{cypher, query_file, tx::IdRow, Error, Graph, Tx};
 
 /// A memory to keep.
@@ -43,7 +44,7 @@ pub async fn remember(tx: &mut Tx, items: &[NewMemoryRecord]) -> Result<(), Erro
     let items = serde_json::to_value(items).map_err(|e| Error::Decode(e.to_string()))?;
     let items = neo4rs::BoltType::try_from(items).map_err(|e| Error::Decode(e.to_string()))?;
     let q = cypher(query_file!("memory/remember.cypher"), None).param("items", items);
-    tx.run(q).await
+    tx.run(for_ingestion(q)).await
 }
 
 pub async fn list(graph: &Graph, owner_id: &str, limit: i64) -> Result<Vec<MemoryRow>, Error> {

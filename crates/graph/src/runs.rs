@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use aiden_domain::conversation::AltState;
 use aiden_domain::execution::machine::RunStatus;
 use aiden_domain::execution::schedule::StepStatus;
 
@@ -16,11 +17,7 @@ use crate::{bolt, cypher, query_file, Error, IdRow, Tx};
 /// The run statuses `pick` selects, as the graph stores them: the status sets statements take
 /// as parameters (never as literals of their own).
 pub fn run_statuses(pick: impl Fn(RunStatus) -> bool) -> Vec<&'static str> {
-    RunStatus::ALL
-        .into_iter()
-        .filter(|s| pick(*s))
-        .map(RunStatus::as_str)
-        .collect()
+    RunStatus::words(pick)
 }
 
 /// A stored run status; an unknown word is an error naming the run, never a default.
@@ -162,7 +159,8 @@ pub async fn create(tx: &mut Tx, run: &NewRun, now: &str) -> Result<(), Error> {
             run.trigger.as_ref().map(|t| t.1.clone()),
         )
         .param("stepRuns", steps)
-        .param("ownerBudgetMicros", run.owner_budget_micros);
+        .param("ownerBudgetMicros", run.owner_budget_micros)
+        .param("queued", RunStatus::Queued.as_str());
     #[derive(Deserialize)]
     struct N {
         n: i64,
@@ -594,7 +592,15 @@ pub async fn apply(tx: &mut Tx, batch: &Batch) -> Result<Vec<String>, Error> {
         .param("steps", bolt(Value::Array(batch.steps.clone()))?)
         .param("runs", bolt(Value::Array(batch.runs.clone()))?)
         .param("links", batch.links.clone())
-        .param("invokes", bolt(Value::Array(batch.invokes.clone()))?);
+        .param("invokes", bolt(Value::Array(batch.invokes.clone()))?)
+        .param("queued", RunStatus::Queued.as_str())
+        .param("stepPending", StepStatus::Pending.as_str())
+        .param("settled", RunStatus::words(RunStatus::is_settled))
+        .param("completed", RunStatus::Completed.as_str())
+        .param("generating", AltState::Generating.as_str())
+        .param("valid", AltState::Valid.as_str())
+        .param("failed", AltState::Failed.as_str());
+    let q = crate::knowledge::for_ingestion(q);
     #[derive(Deserialize)]
     struct Made {
         made: Vec<String>,
@@ -701,6 +707,7 @@ pub async fn forget_tool(tx: &mut Tx, tool_id: &str) -> Result<(), Error> {
 /// parentId, kind, toolId, order, at, spec}` each.
 pub async fn create_calls(tx: &mut Tx, calls: Vec<Value>) -> Result<(), Error> {
     let q = cypher(query_file!("run/create_calls.cypher"), None)
-        .param("calls", bolt(Value::Array(calls))?);
+        .param("calls", bolt(Value::Array(calls))?)
+        .param("queued", StepStatus::Queued.as_str());
     tx.run(q).await
 }

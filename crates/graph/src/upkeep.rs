@@ -3,6 +3,7 @@
 
 use serde::Deserialize;
 
+use crate::knowledge::for_ingestion;
 use crate::{cypher, query_file, tx::IdRow, Error, Graph, Tx};
 
 #[derive(Debug, Clone, Deserialize)]
@@ -324,7 +325,7 @@ pub async fn place_note(tx: &mut Tx, n: &NewNote<'_>, now: &str) -> Result<bool,
         .param("conversationContext", n.conversation_context)
         .param("runId", n.run_id)
         .param("now", now);
-    Ok(tx.one::<IdRow>(q).await?.is_some())
+    Ok(tx.one::<IdRow>(for_ingestion(q)).await?.is_some())
 }
 
 /// `false`: not the owner's current note at that revision.
@@ -342,7 +343,7 @@ pub async fn correct_note(
         .param("expectedRevision", expected)
         .param("content", content)
         .param("now", now);
-    Ok(tx.one::<IdRow>(q).await?.is_some())
+    Ok(tx.one::<IdRow>(for_ingestion(q)).await?.is_some())
 }
 
 /// Archives a current note of `owner_id`; `false` when there is none with that id.

@@ -1,5 +1,6 @@
 //! Message bodies. JSON, versioned by `v`; unknown versions are poison (dead-lettered).
 
+use aiden_domain::execution::machine::AttemptOutcome;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -110,6 +111,17 @@ pub enum StepOutcome {
     },
 }
 
+impl StepOutcome {
+    /// How the attempt ended, without its facts: the word of the `outcome` tag.
+    pub fn kind(&self) -> AttemptOutcome {
+        match self {
+            Self::Completed { .. } => AttemptOutcome::Completed,
+            Self::Retrying { .. } => AttemptOutcome::Retrying,
+            Self::Failed { .. } => AttemptOutcome::Failed,
+        }
+    }
+}
+
 /// Everything the engine reacts to arrives on its one queue, in order of arrival.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
@@ -201,5 +213,24 @@ mod tests {
         assert_eq!(text["outcome"], "retrying");
         assert_eq!(text["nextAttempt"], 3);
         assert_eq!(serde_json::from_value::<EngineMessage>(text).unwrap(), msg);
+    }
+
+    /// The `outcome` tag is the attempt lifecycle's word: one vocabulary on the wire and in
+    /// the engine's metrics.
+    #[test]
+    fn an_outcome_is_tagged_with_its_attempt_word() {
+        let error = || ErrorInfo::new("X", "x");
+        for outcome in [
+            StepOutcome::Completed { output: json!(1) },
+            StepOutcome::Retrying {
+                error: error(),
+                next_attempt: 2,
+                delay_ms: 1,
+            },
+            StepOutcome::Failed { error: error() },
+        ] {
+            let text = serde_json::to_value(&outcome).unwrap();
+            assert_eq!(text["outcome"], outcome.kind().as_str(), "{text}");
+        }
     }
 }

@@ -252,30 +252,8 @@ pub struct RunSummary {
     pub trigger: Option<RunTrigger>,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum RunStatus {
-    Queued,
-    Running,
-    WaitingForApproval,
-    Completed,
-    Failed,
-    Canceled,
-}
-
-impl RunStatus {
-    /// The stored word (the wire's snake_case).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Queued => "queued",
-            RunStatus::Running => "running",
-            RunStatus::WaitingForApproval => "waiting_for_approval",
-            RunStatus::Completed => "completed",
-            RunStatus::Failed => "failed",
-            RunStatus::Canceled => "canceled",
-        }
-    }
-}
+/// The run machine's own status: what the graph stores is what the wire shows.
+pub use aiden_domain::execution::machine::RunStatus;
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -3,7 +3,7 @@
 // (RunEventChunk, HAS_EVENTS) and pre-chunk RunEvents. A chunk not hung off its Run is not
 // counted, so its run is reported too; so is a log whose parts and ranges differ in number.
 MATCH (r:Run)
-WHERE r.status IN ['completed', 'failed', 'canceled']
+WHERE r.status IN $settled
 OPTIONAL MATCH (e:RunEvent {runId: r.id})
 WITH r, count(e) AS single, max(e.seq) AS singleLast
 OPTIONAL MATCH (r)-[:HAS_EVENTS]->(c:RunEventChunk)

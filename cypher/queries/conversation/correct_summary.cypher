@@ -9,6 +9,6 @@ WITH s WHERE $rebind
 SET s.previousContents = coalesce(s.previousContents, []) + [s.content],
     s.previousEpisodeIds = coalesce(s.previousEpisodeIds, []) +
                            CASE WHEN s.episodeId IS NULL THEN [] ELSE [s.episodeId] END,
-    s.content = $content, s.episodeId = null, s.binding = 'pending',
+    s.content = $content, s.episodeId = null, s.binding = $pending,
     s.revision = coalesce(s.revision, 1) + 1, s.correctedAt = $now
 RETURN s.id AS id

@@ -7,10 +7,10 @@ CREATE (s:Summary {id: $id, conversationId: $conversationId, content: $content,
                    tokenCount: $tokenCount, sources: $sourceIds,
                    alternativeSources: $alternativeSources, summarySources: $summarySources,
                    createdByProcessId: $createdByProcessId, runId: $runId, createdAt: $now,
-                   binding: 'pending'})
+                   binding: $pending})
 // EPI-3: the Summary's Episode is ingested through the outbox like an Alternative's.
 CREATE (:IngestItem {id: 'summary:' + $id, kind: 'summary', targetId: $id,
-                     conversationId: $conversationId, state: 'new', createdAt: $now})
+                     conversationId: $conversationId, state: $new, createdAt: $now})
 CREATE (c)-[:HAS_SUMMARY {createdAt: $now}]->(s)
 CREATE (s)-[:COVERS_UP_TO]->(t)
 WITH s

@@ -4,5 +4,5 @@ MATCH (s:Summary {id: $id})
 MERGE (o:IngestItem {id: 'summary:' + $id})
   ON CREATE SET o.kind = 'summary', o.targetId = $id, o.conversationId = s.conversationId,
                 o.createdAt = $now
-SET o.state = 'new'
+SET o.state = $new
 RETURN o.id AS id

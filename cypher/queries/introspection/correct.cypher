@@ -5,11 +5,11 @@ WHERE i.status = 'current' AND i.revision = $expectedRevision
 SET i.previousContents = coalesce(i.previousContents, []) + [i.content],
     i.previousEpisodeIds = coalesce(i.previousEpisodeIds, []) +
                            CASE WHEN i.episodeId IS NULL THEN [] ELSE [i.episodeId] END,
-    i.content = $content, i.episodeId = null, i.binding = 'pending',
+    i.content = $content, i.episodeId = null, i.binding = $pending,
     i.revision = i.revision + 1, i.correctedAt = $now
 // One outbox item per note: one still on its way is sent again and binds the new content.
 MERGE (o:IngestItem {id: 'introspection:' + $id})
   ON CREATE SET o.kind = 'introspection', o.targetId = $id,
                 o.conversationId = 'system_introspection', o.createdAt = $now
-SET o.state = 'new'
+SET o.state = $new
 RETURN i.id AS id

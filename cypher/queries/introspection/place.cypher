@@ -10,10 +10,10 @@ MATCH (u:User {id: $ownerId})
 CREATE (i:Introspection {id: $id, ownerId: $ownerId, carouselPosition: $position,
                          slotKey: $ownerId + '#' + toString($position), status: 'current',
                          content: $content, conversationContext: $conversationContext,
-                         runId: $runId, createdAt: $now, revision: 1, binding: 'pending'})
+                         runId: $runId, createdAt: $now, revision: 1, binding: $pending})
 CREATE (i)-[:OWNED_BY {createdAt: $now}]->(u)
 CREATE (:IngestItem {id: 'introspection:' + $id, kind: 'introspection', targetId: $id,
-                     conversationId: 'system_introspection', state: 'new', createdAt: $now})
+                     conversationId: 'system_introspection', state: $new, createdAt: $now})
 WITH i
 OPTIONAL MATCH (r:Run {id: coalesce($runId, '')})
 FOREACH (_ IN CASE WHEN r IS NULL THEN [] ELSE [1] END | CREATE (i)-[:GENERATED_BY]->(r))

@@ -11,6 +11,6 @@ FOREACH (_ IN CASE WHEN e IS NOT NULL AND bound = 0 THEN [1] ELSE [] END |
   CREATE (x)-[:HAS_CONTENT {source: $edgeSource, createdAt: $now}]->(e))
 FOREACH (_ IN CASE WHEN e IS NULL THEN [] ELSE [1] END |
   SET x.episodeId = $uuid, x.boundAt = coalesce(x.boundAt, $now),
-      x.binding = CASE WHEN x.binding IS NULL OR x.binding = 'pending' THEN 'bound'
+      x.binding = CASE WHEN x.binding IS NULL OR x.binding = $pending THEN $bound
                        ELSE x.binding END)
 RETURN x.id AS id, e IS NOT NULL AS found

@@ -11,7 +11,7 @@ WITH s, collect(CASE WHEN src IS NULL THEN null
                                         THEN 'message'
                                       ELSE 'summary' END,
                            episodeId: coalesce(src.episodeId, src.uuid),
-                           binding: CASE WHEN src.uuid IS NOT NULL AND src.id IS NULL THEN 'bound'
+                           binding: CASE WHEN src.uuid IS NOT NULL AND src.id IS NULL THEN $bound
                                          ELSE src.binding END} END) AS context
 RETURN s.id AS id, s.conversationId AS conversationId, null AS speaker, s.content AS content,
        coalesce(s.correctedAt, s.createdAt) AS createdAt, s.binding AS binding,

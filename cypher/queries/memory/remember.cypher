@@ -7,10 +7,10 @@ MATCH (u:User {id: m.ownerId})
 OPTIONAL MATCH (a:Alternative {id: coalesce(m.alternativeId, '')})
 CREATE (x:Memory {id: m.id, ownerId: m.ownerId, content: m.content, status: 'current',
                   createdAt: m.at, runId: m.runId, alternativeId: m.alternativeId,
-                  conversationId: a.conversationId, binding: 'pending'})
+                  conversationId: a.conversationId, binding: $pending})
 CREATE (x)-[:OWNED_BY {createdAt: m.at}]->(u)
 CREATE (:IngestItem {id: 'memory:' + m.id, kind: 'memory', targetId: m.id,
-                     conversationId: 'memory_' + m.ownerId, state: 'new', createdAt: m.at})
+                     conversationId: 'memory_' + m.ownerId, state: $new, createdAt: m.at})
 WITH x, m
 OPTIONAL MATCH (r:Run {id: coalesce(m.runId, '')})
 FOREACH (_ IN CASE WHEN r IS NULL THEN [] ELSE [1] END | CREATE (x)-[:REMEMBERED_BY]->(r))

@@ -9,7 +9,9 @@
 // `generating` only, and its content is recorded for Graphiti ingestion (IngestItem, the
 // outbox) with it.
 // Every lookup by a key that may be null goes through coalesce(key, ''), so that a null key
-// is an index seek that finds nothing, never a label scan.
+// is an index seek that finds nothing, never a label scan. Status words are parameters from the
+// domain's enums: a new Run is $queued, a new StepRun $stepPending; $settled, $completed (run),
+// $generating, $valid, $failed (Alternative), $pending (binding) and $new (outbox item).
 // Last, runs started in this pass are linked to their ProcessVersion, User, ProcessSteps and
 // Tools (run/create_run.cypher says why that is not done at creation).
 // First the Runs handed to the engine to create (the API of the instance holding the engine
@@ -22,7 +24,7 @@ MATCH (p:Process {id: nr.processId})-[:HAS_VERSION]->(v:ProcessVersion {id: nr.v
 WHERE nr.expectedRevision IS NULL
    OR (p.revision = nr.expectedRevision AND p.enabled = true AND p.version = v.number)
 CREATE (:Run {id: nr.id, processId: nr.processId, processVersion: nr.processVersion,
-              versionId: nr.versionId, status: 'queued', depth: nr.depth,
+              versionId: nr.versionId, status: $queued, depth: nr.depth,
               parentRunId: nr.parentRunId, parentStepRunId: nr.parentStepRunId,
               ownerId: nr.ownerId, inputs: nr.inputs, plan: nr.plan, eventSeq: 0, version: 0,
               createdAt: nr.createdAt, alternativeId: nr.alternativeId,
@@ -34,7 +36,7 @@ WITH count(*) AS runsMade
 UNWIND $stepRuns AS n
 MATCH (run:Run {id: n.runId})
 CREATE (run)-[:HAS_STEP_RUN {order: n.order}]->(:StepRun {id: n.id, runId: n.runId,
-        stepId: n.stepId, processStepId: n.processStepId, status: 'pending', attempts: 0,
+        stepId: n.stepId, processStepId: n.processStepId, status: $stepPending, attempts: 0,
         order: n.order, runVersion: n.runVersion})
 WITH count(*) AS created
 UNWIND $steps AS s
@@ -66,20 +68,19 @@ FOREACH (e IN CASE WHEN r.events IS NULL THEN [] ELSE [r.events] END |
 WITH stepRows, x
 OPTIONAL MATCH (al:Alternative {id: coalesce(x.alternativeId, '')})
 WITH stepRows, x, al,
-     al IS NOT NULL AND al.state = 'generating'
-       AND x.status IN ['completed', 'failed', 'canceled'] AS settles
+     al IS NOT NULL AND al.state = $generating AND x.status IN $settled AS settles
 WITH stepRows, x, al, settles,
-     settles AND x.status = 'completed' AND trim(coalesce(x.outputText, '')) <> '' AS ingests
+     settles AND x.status = $completed AND trim(coalesce(x.outputText, '')) <> '' AS ingests
 FOREACH (_ IN CASE WHEN settles THEN [1] ELSE [] END |
-  SET al.state = CASE WHEN x.status = 'completed' THEN 'valid' ELSE 'failed' END,
-      al.content = CASE WHEN x.status = 'completed' THEN x.outputText ELSE null END,
-      al.error = CASE WHEN x.status = 'completed' THEN null ELSE x.error END,
+  SET al.state = CASE WHEN x.status = $completed THEN $valid ELSE $failed END,
+      al.content = CASE WHEN x.status = $completed THEN x.outputText ELSE null END,
+      al.error = CASE WHEN x.status = $completed THEN null ELSE x.error END,
       al.settledAt = x.finishedAt,
-      al.binding = CASE WHEN ingests THEN 'pending' ELSE null END)
+      al.binding = CASE WHEN ingests THEN $pending ELSE null END)
 // EPI-3: the settled content is recorded for ingestion in this same transaction (the outbox).
 FOREACH (_ IN CASE WHEN ingests THEN [1] ELSE [] END |
   CREATE (:IngestItem {id: 'message:' + al.id, kind: 'message', targetId: al.id,
-                       conversationId: al.conversationId, state: 'new', createdAt: x.finishedAt}))
+                       conversationId: al.conversationId, state: $new, createdAt: x.finishedAt}))
 WITH stepRows, count(*) AS runRows
 // Runs started in this pass get their edges into the definitions and to their caller. A static
 // step's Tool is reached through OF_STEP->CALLS_TOOL: no edge of its own.

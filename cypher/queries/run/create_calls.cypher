@@ -7,7 +7,7 @@ MATCH (r:Run {id: c.runId})
 MATCH (p:StepRun {id: c.parentId})
 CREATE (r)-[:HAS_STEP_RUN {order: c.order}]->(sr:StepRun {
   id: c.id, runId: c.runId, stepId: c.stepId, parentStepRunId: c.parentId, kind: c.kind,
-  callSpec: c.spec, status: 'queued', attempts: 0, order: c.order, queuedAt: c.at,
+  callSpec: c.spec, status: $queued, attempts: 0, order: c.order, queuedAt: c.at,
   runVersion: c.runVersion})
 CREATE (p)-[:HAS_CALL {order: c.order}]->(sr)
 WITH sr, c

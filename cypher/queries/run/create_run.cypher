@@ -10,7 +10,7 @@ MATCH (p:Process {id: $processId})-[:HAS_VERSION]->(v:ProcessVersion {id: $versi
 WHERE $expectedRevision IS NULL
    OR (p.revision = $expectedRevision AND p.enabled = true AND p.version = v.number)
 CREATE (r:Run {id: $id, processId: $processId, processVersion: $number, versionId: $versionId,
-               status: 'queued', depth: $depth, parentRunId: $parentRunId,
+               status: $queued, depth: $depth, parentRunId: $parentRunId,
                parentStepRunId: $parentStepRunId, ownerId: $ownerId, inputs: $inputs,
                plan: $plan, eventSeq: 0, version: 0, createdAt: $now, alternativeId: $alternativeId,
                triggerKind: $triggerKind, triggerSubjectId: $triggerSubjectId, linked: false,

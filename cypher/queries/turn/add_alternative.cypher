@@ -15,11 +15,11 @@ CREATE (t)-[:HAS_ALTERNATIVE {isActive: true, sequence: t.altCount}]->(a:Alterna
   conversationId: t.conversationId, speaker: t.speaker, turnType: t.turnType,
   sequence: t.altCount, depth: t.sequence,
   content: $content, state: $state, runId: $runId, respondsTo: $parentAlternativeId,
-  createdAt: $now, binding: CASE WHEN $content IS NULL THEN null ELSE 'pending' END})
+  createdAt: $now, binding: CASE WHEN $content IS NULL THEN null ELSE $pending END})
 // EPI-3: content to ingest is recorded in the transaction that makes it (the outbox).
 FOREACH (_ IN CASE WHEN $content IS NULL THEN [] ELSE [1] END |
   CREATE (:IngestItem {id: 'message:' + $alternativeId, kind: 'message', targetId: $alternativeId,
-                       conversationId: t.conversationId, state: 'new', createdAt: $now}))
+                       conversationId: t.conversationId, state: $new, createdAt: $now}))
 WITH t, a
 MATCH (c:Conversation {id: t.conversationId})
 SET c.currentTurnId = t.id, c.currentAlternativeId = a.id, c.updatedAt = $now

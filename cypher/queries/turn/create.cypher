@@ -13,11 +13,11 @@ CREATE (t)-[:HAS_ALTERNATIVE {isActive: true, sequence: 1}]->(a:Alternative {
   id: $alternativeId, seqKey: $turnId + '#1', turnId: $turnId, conversationId: $conversationId,
   speaker: $speaker, turnType: $turnType, sequence: 1, depth: $sequence, content: $content, state: $state,
   runId: $runId, respondsTo: $parentAlternativeId, createdAt: $now,
-  binding: CASE WHEN $content IS NULL THEN null ELSE 'pending' END})
+  binding: CASE WHEN $content IS NULL THEN null ELSE $pending END})
 // EPI-3: content to ingest is recorded in the transaction that makes it (the outbox).
 FOREACH (_ IN CASE WHEN $content IS NULL THEN [] ELSE [1] END |
   CREATE (:IngestItem {id: 'message:' + $alternativeId, kind: 'message', targetId: $alternativeId,
-                       conversationId: $conversationId, state: 'new', createdAt: $now}))
+                       conversationId: $conversationId, state: $new, createdAt: $now}))
 WITH t, a
 OPTIONAL MATCH (p:ConversationTurn {id: coalesce($parentTurnId, '')})
 OPTIONAL MATCH (pa:Alternative {id: coalesce($parentAlternativeId, '')})

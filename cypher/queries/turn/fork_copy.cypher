@@ -11,11 +11,11 @@ CREATE (t)-[:HAS_ALTERNATIVE {isActive: true, sequence: 1}]->(a:Alternative {
   conversationId: $conversationId, speaker: s.speaker, turnType: s.turnType, sequence: 1,
   depth: s.sequence,
   content: s.content, state: s.state, error: s.error, respondsTo: s.parentAlternativeId,
-  createdAt: $now, binding: CASE WHEN s.content IS NULL THEN null ELSE 'pending' END})
+  createdAt: $now, binding: CASE WHEN s.content IS NULL THEN null ELSE $pending END})
 // EPI-1: a fork is its own group; its copies become Episodes of their own (outbox, EPI-3).
 FOREACH (_ IN CASE WHEN s.content IS NULL THEN [] ELSE [1] END |
   CREATE (:IngestItem {id: 'message:' + s.alternativeId, kind: 'message',
-                       targetId: s.alternativeId, conversationId: $conversationId, state: 'new',
+                       targetId: s.alternativeId, conversationId: $conversationId, state: $new,
                        createdAt: $now}))
 WITH a, s
 MATCH (o:Alternative {id: s.originAlternativeId})

@@ -170,11 +170,7 @@ async fn run_job(shared: &Shared, broker: &Broker, slot: usize, delivery: Delive
         telemetry["ranToolId"] = json!(ran);
     }
     let failed = !matches!(outcome, StepOutcome::Completed { .. });
-    let outcome_label = match &outcome {
-        StepOutcome::Completed { .. } => "completed",
-        StepOutcome::Retrying { .. } => "retrying",
-        _ => "failed",
-    };
+    let outcome_label = outcome.kind().as_str();
     tracing::Span::current().record("outcome", outcome_label);
     metrics::histogram!(
         "aiden_step_duration_seconds",

@@ -9,6 +9,7 @@ import { processList, processPage, serviceList, toolList, workerList } from './c
 import { connectPage } from './connect.js';
 import { entityPage, searchPage } from './knowledge.js';
 import { memoriesPage } from './memories.js';
+import { loadStatuses } from './statuses.js';
 import { explain } from './words.js';
 
 // The page's view element; each route swaps in a fresh one, so a page left behind (its SSE
@@ -106,6 +107,8 @@ async function route() {
   if (!session.token) return signIn();
   try {
     if (!session.me) session.me = await get('/v1/me');
+    // The pages compare statuses with the API's own words.
+    await loadStatuses();
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) {
       session.token = null;

@@ -4,6 +4,7 @@
 
 import { all, get, patch, post, put, runEvents, session } from './api.js';
 import { badge, h, mount, when } from './dom.js';
+import { alternative as altStatus } from './statuses.js';
 import { explain } from './words.js';
 
 
@@ -124,7 +125,7 @@ export async function conversationPage(view, id, { showError }) {
     if (state.left) return;
     for (const turn of tree.turns) {
       for (const alt of turn.alternatives) {
-        if (alt.cacheStatus !== 'generating' || !alt.runId || state.streams.has(alt.runId)) continue;
+        if (alt.cacheStatus !== altStatus.generating || !alt.runId || state.streams.has(alt.runId)) continue;
         const stop = new AbortController();
         state.streams.set(alt.runId, stop);
         let piece = null;
@@ -186,12 +187,12 @@ export async function conversationPage(view, id, { showError }) {
     const isLast = !next;
     const alt = activeOf(turn);
     const human = turn.speaker !== 'agent';
-    const text = alt.cacheStatus === 'generating' ? (state.live.get(alt.id) || '') : (alt.content ?? '');
+    const text = alt.cacheStatus === altStatus.generating ? (state.live.get(alt.id) || '') : (alt.content ?? '');
     const status = [];
-    if (alt.cacheStatus === 'stale') status.push(badge('stale', 'answered a different version'), h('span.note', ' answered a different version'));
-    if (alt.cacheStatus === 'generating') status.push(badge('generating'));
-    if (alt.cacheStatus === 'failed') {
-      status.push(badge('failed'), h('span.note', ' ', explain(alt.error || { code: 'FAILED' })));
+    if (alt.cacheStatus === altStatus.stale) status.push(badge(altStatus.stale, 'answered a different version'), h('span.note', ' answered a different version'));
+    if (alt.cacheStatus === altStatus.generating) status.push(badge(altStatus.generating));
+    if (alt.cacheStatus === altStatus.failed) {
+      status.push(badge(altStatus.failed), h('span.note', ' ', explain(alt.error || { code: 'FAILED' })));
     }
     const editing = state.editing === alt.id;
     const editor = h('textarea', { 'aria-label': 'Edited message', rows: 3 }, alt.content || '');
@@ -207,18 +208,18 @@ export async function conversationPage(view, id, { showError }) {
         }),
       }, editor, h('button', { type: 'submit' }, 'Save as new version'),
       h('button', { type: 'button', onclick: () => { state.editing = null; reload(); } }, 'Cancel'))
-      : h('div.content', text || (alt.cacheStatus === 'generating' ? '…' : ''));
+      : h('div.content', text || (alt.cacheStatus === altStatus.generating ? '…' : ''));
     const actions = [];
     if (human && !editing) {
       actions.push(h('button.edit-btn', { type: 'button', onclick: () => { state.editing = alt.id; reload(); } }, 'Edit'));
     }
-    if (!human && alt.cacheStatus === 'failed' && alt.executedBy && ready(alt.executedBy.processId)) {
+    if (!human && alt.cacheStatus === altStatus.failed && alt.executedBy && ready(alt.executedBy.processId)) {
       actions.push(h('button.retry', {
         type: 'button',
         onclick: act(() => post(`/v1/turns/${turn.id}/alternatives`, { processId: alt.executedBy.processId })),
       }, 'Retry'));
     }
-    if (!human && state.processes.length && alt.cacheStatus !== 'generating') {
+    if (!human && state.processes.length && alt.cacheStatus !== altStatus.generating) {
       actions.push(regenerateWith, h('button.regenerate', {
         type: 'button',
         onclick: act(() => post(`/v1/turns/${turn.id}/alternatives`, { processId: regenerateWith.value })),
@@ -230,7 +231,7 @@ export async function conversationPage(view, id, { showError }) {
         onclick: () => { state.replyTo = turn.id; reload(); },
       }, 'Continue from here'));
     }
-    if (alt.cacheStatus !== 'generating') {
+    if (alt.cacheStatus !== altStatus.generating) {
       actions.push(h('button.fork', {
         type: 'button',
         onclick: async () => {
@@ -322,7 +323,7 @@ export async function conversationPage(view, id, { showError }) {
           'aria-pressed': a.isActive ? 'true' : 'false',
           title: (a.content || a.cacheStatus).slice(0, 120),
           onclick: act(() => goTo(a, altById)),
-        }, `v${a.sequence}${a.isActive ? ' (active)' : ''}${a.cacheStatus === 'stale' ? ' stale' : ''}`)),
+        }, `v${a.sequence}${a.isActive ? ' (active)' : ''}${a.cacheStatus === altStatus.stale ? ' stale' : ''}`)),
         state.forks.filter((f) => f.forkedFrom.originTurnId === t.id).map((f) => h('a.map-fork',
           { href: `#/c/${f.id}`, title: 'A conversation forked from here' }, ` ⑂ ${f.title || 'fork'}`)),
         branch(t.id))));

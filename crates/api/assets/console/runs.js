@@ -5,8 +5,9 @@ import { all, get, post, runEvents } from './api.js';
 import { drawDag } from './dag.js';
 import { lineage } from './lineage.js';
 import { badge, h, json, mount, table, when } from './dom.js';
+import { every, run as runStatus, step as stepStatus } from './statuses.js';
 
-const TERMINAL = ['completed', 'failed', 'canceled'];
+const settled = (status) => [runStatus.completed, runStatus.failed, runStatus.canceled].includes(status);
 
 export async function runList(view) {
   const params = new URLSearchParams(location.hash.split('?')[1] || '');
@@ -23,7 +24,7 @@ export async function runList(view) {
       if (process) next.set('process', process);
       location.hash = `#/runs${next.toString() ? `?${next}` : ''}`;
     },
-  }, ['', 'queued', 'running', 'waiting_for_approval', 'completed', 'failed', 'canceled']
+  }, ['', ...every(runStatus)]
     .map((s) => h('option', { value: s, selected: s === status }, s || 'any')));
   mount(view,
     h('h1', 'Runs', process ? h('span.muted', ` of ${process}`) : null),
@@ -55,7 +56,7 @@ export async function runPage(view, id, { showError }) {
   const drawLineage = () => lineage(run, version).then((el) => mount(lineageSlot, el), () => {});
   const toolNames = new Map((await all('/v1/tools').catch(() => [])).map((t) => [t.id, t.name]));
   const callsOf = (sid) => run.steps.filter((x) => x.stepId.startsWith(`${sid}#`));
-  const failedCalls = (sid) => callsOf(sid).filter((x) => x.status === 'failed').length;
+  const failedCalls = (sid) => callsOf(sid).filter((x) => x.status === stepStatus.failed).length;
 
   const millis = (s) => (s.startedAt && s.finishedAt ? new Date(s.finishedAt) - new Date(s.startedAt) : null);
   function callTitle(c) {
@@ -71,7 +72,7 @@ export async function runPage(view, id, { showError }) {
     if (!calls.length) return null;
     return h('section.timeline', { 'aria-label': `Timeline of ${sid}` },
       h('h2', `Timeline of ${sid}`),
-      failedCalls(sid) ? h('p.note', badge('failed'), ` ${failedCalls(sid)} call(s) failed inside this step; the model read the error and went on.`) : null,
+      failedCalls(sid) ? h('p.note', badge(stepStatus.failed), ` ${failedCalls(sid)} call(s) failed inside this step; the model read the error and went on.`) : null,
       h('ol.calls', calls.map((c) => h(`li.call.k-${c.kind || 'call'}`, { dataset: { status: c.status, step: c.stepId } },
         h('div.call-head', h('strong', callTitle(c)), ' ', badge(c.status),
           h('span.muted', ` ${millis(c) ?? '…'} ms · ${c.attempts} attempt${c.attempts === 1 ? '' : 's'} · ${c.workerId || 'no worker yet'}`)),
@@ -97,7 +98,7 @@ export async function runPage(view, id, { showError }) {
 
   function render() {
     const byStep = new Map(run.steps.map((s) => [s.stepId, s]));
-    const done = TERMINAL.includes(run.status);
+    const done = settled(run.status);
     mount(view,
       h('h1', 'Run ', h('code', run.id), ' ', badge(run.status)),
       run.inputs?.conversationId ? h('p.asked', 'Asked for by ',
@@ -114,7 +115,7 @@ export async function runPage(view, id, { showError }) {
       // A step that completed with a failed call inside is flagged, not green.
       drawDag(steps, (sid) => {
         const st = byStep.get(sid)?.status;
-        return st === 'completed' && failedCalls(sid) ? 'completed_with_failures' : st;
+        return st === stepStatus.completed && failedCalls(sid) ? 'completed_with_failures' : st;
       }, (sid) => { selected = sid; render(); }, (sid) => {
         // An agent step's model turns and tool calls are step runs `<step>#…` of their own.
         const calls = callsOf(sid).length;
@@ -138,7 +139,7 @@ export async function runPage(view, id, { showError }) {
       const next = await get(`/v1/runs/${id}`);
       if (n !== seq || stop.signal.aborted) return;
       run = next;
-      if (TERMINAL.includes(run.status)) drawLineage();
+      if (settled(run.status)) drawLineage();
       const focused = document.activeElement?.closest?.('[data-step]')?.dataset.step;
       render();
       if (focused) view.querySelector(`[data-step="${focused}"]`)?.focus();
@@ -147,7 +148,7 @@ export async function runPage(view, id, { showError }) {
 
   render();
   drawLineage();
-  if (!TERMINAL.includes(run.status)) {
+  if (!settled(run.status)) {
     runEvents(id, (kind) => {
       if (kind === 'step.delta') return;
       clearTimeout(pending);

@@ -41,6 +41,11 @@ const ASSETS: &[(&str, &str, &str)] = &[
         include_str!("../../assets/console/words.js"),
     ),
     (
+        "statuses.js",
+        JS,
+        include_str!("../../assets/console/statuses.js"),
+    ),
+    (
         "lineage.js",
         JS,
         include_str!("../../assets/console/lineage.js"),
@@ -97,6 +102,10 @@ pub async fn asset(Path(name): Path<String>) -> Result<Response, ApiError> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
+    use serde_json::Value;
+
     use super::ASSETS;
 
     /// Every file the page and the modules import is served (a missing one is a blank console).
@@ -118,5 +127,96 @@ mod tests {
                 assert!(served.contains(&name), "{name} is imported but not served");
             }
         }
+    }
+
+    /// The words of an enum schema: its `enum`, or a `oneOf` of `enum`s and `const`s (as
+    /// statuses.js reads them).
+    fn words_of(schema: &Value) -> Vec<String> {
+        let of = |s: &Value| -> Vec<String> {
+            match (s["enum"].as_array(), s["const"].as_str()) {
+                (Some(e), _) => e
+                    .iter()
+                    .filter_map(|w| w.as_str().map(str::to_owned))
+                    .collect(),
+                (None, Some(c)) => vec![c.to_owned()],
+                (None, None) => Vec::new(),
+            }
+        };
+        match schema["oneOf"].as_array() {
+            Some(parts) => parts.iter().flat_map(of).collect(),
+            None => of(schema),
+        }
+    }
+
+    /// `waiting_for_approval` → `waitingForApproval`, the name statuses.js gives a word.
+    fn camel(word: &str) -> String {
+        let mut parts = word.split('_');
+        let first = parts.next().unwrap_or_default().to_owned();
+        parts.fold(first, |mut out, p| {
+            let mut c = p.chars();
+            out.extend(c.next().map(|c| c.to_ascii_uppercase()));
+            out.push_str(c.as_str());
+            out
+        })
+    }
+
+    /// Every status the console names (`run.completed`, `alternative.stale`) is a word of the
+    /// OpenAPI document's enum statuses.js reads it from: a status renamed in the domain fails
+    /// here, not in a browser.
+    #[test]
+    fn every_status_the_console_names_is_one_the_api_lists() {
+        let doc = crate::openapi_document();
+        let statuses = include_str!("../../assets/console/statuses.js");
+        // `const SCHEMAS = { run: 'RunStatus', ... };`
+        let table = statuses
+            .split_once("const SCHEMAS = {")
+            .and_then(|(_, rest)| rest.split_once('}'))
+            .expect("statuses.js: SCHEMAS")
+            .0;
+        let schemas: HashMap<&str, Vec<String>> = table
+            .split(',')
+            .filter_map(|pair| pair.split_once(':'))
+            .map(|(name, schema)| {
+                let schema = schema.trim().trim_matches('\'');
+                let words = words_of(&doc["components"]["schemas"][schema]);
+                assert!(!words.is_empty(), "/openapi.json: no words for {schema}");
+                (name.trim(), words.iter().map(|w| camel(w)).collect())
+            })
+            .collect();
+        assert_eq!(schemas.len(), 3, "{table}");
+        let mut named = 0;
+        for (file, _, body) in ASSETS {
+            let Some((before, _)) = body.split_once("from './statuses.js'") else {
+                continue;
+            };
+            let imports = before.rsplit_once('{').expect("import {").1;
+            for import in imports.trim().trim_end_matches('}').split(',') {
+                let (name, alias) = import
+                    .split_once(" as ")
+                    .unwrap_or((import.trim(), import.trim()));
+                let Some(known) = schemas.get(name.trim()) else {
+                    continue;
+                };
+                let alias = format!("{}.", alias.trim());
+                for (at, _) in body.match_indices(&alias) {
+                    let before = body[..at].chars().next_back().unwrap_or(' ');
+                    if before.is_alphanumeric() || before == '_' || before == '.' {
+                        continue;
+                    }
+                    let rest = &body[at + alias.len()..];
+                    let word: String = rest
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    assert!(
+                        known.contains(&word),
+                        "{file} names `{alias}{word}`, which the API's {} has no word for",
+                        name.trim()
+                    );
+                    named += 1;
+                }
+            }
+        }
+        assert!(named >= 10, "only {named} statuses named");
     }
 }

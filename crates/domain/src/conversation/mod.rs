@@ -104,6 +104,8 @@ pub enum AltState {
 }
 
 impl AltState {
+    pub const ALL: [Self; 3] = [Self::Generating, Self::Valid, Self::Failed];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Generating => "generating",

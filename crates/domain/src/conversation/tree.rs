@@ -57,6 +57,19 @@ pub enum CacheStatus {
     Valid,
 }
 
+impl CacheStatus {
+    pub const ALL: [Self; 4] = [Self::Generating, Self::Stale, Self::Failed, Self::Valid];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Generating => "generating",
+            Self::Stale => "stale",
+            Self::Failed => "failed",
+            Self::Valid => "valid",
+        }
+    }
+}
+
 /// TURN-6, in the rule's order: generating while its run runs; stale when what it responded
 /// to is no longer on screen in the parent Turn; failed when its run failed; else valid.
 pub fn cache_status(

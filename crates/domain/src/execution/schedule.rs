@@ -65,6 +65,15 @@ impl StepStatus {
             .ok_or_else(|| UnknownStatus::new("step", word))
     }
 
+    /// The words of the statuses `pick` selects: a status set as a statement's parameter.
+    pub fn words(pick: impl Fn(Self) -> bool) -> Vec<&'static str> {
+        Self::ALL
+            .into_iter()
+            .filter(|s| pick(*s))
+            .map(Self::as_str)
+            .collect()
+    }
+
     /// Settled: will not change again.
     pub fn is_settled(self) -> bool {
         matches!(

@@ -150,6 +150,14 @@ pub enum Binding {
 }
 
 impl Binding {
+    pub const ALL: [Self; 5] = [
+        Self::Pending,
+        Self::Bound,
+        Self::Extracted,
+        Self::Skipped,
+        Self::Failed,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Pending => "pending",
@@ -161,19 +169,48 @@ impl Binding {
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "pending" => Self::Pending,
-            "bound" => Self::Bound,
-            "extracted" => Self::Extracted,
-            "skipped" => Self::Skipped,
-            "failed" => Self::Failed,
-            _ => return None,
-        })
+        Self::ALL.into_iter().find(|b| b.as_str() == s)
+    }
+
+    /// The words of the bindings `pick` selects: a set as a statement's parameter.
+    pub fn words(pick: impl Fn(Self) -> bool) -> Vec<&'static str> {
+        Self::ALL
+            .into_iter()
+            .filter(|b| pick(*b))
+            .map(Self::as_str)
+            .collect()
     }
 
     /// Whether nothing more will happen to it.
     pub fn is_final(self) -> bool {
         matches!(self, Self::Extracted | Self::Skipped | Self::Failed)
+    }
+
+    /// Whether its Episode is certainly there (exactly one `HAS_CONTENT`, an `episodeId`): a
+    /// failed binding may have given up before or after.
+    pub fn is_bound(self) -> bool {
+        matches!(self, Self::Bound | Self::Extracted | Self::Skipped)
+    }
+}
+
+/// EPI-3: an outbox item's (`IngestItem`) state: `new` from the transaction that recorded the
+/// content, `published` once the broker confirmed it; the item is deleted when its binding is
+/// final.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutboxState {
+    New,
+    Published,
+}
+
+impl OutboxState {
+    pub const ALL: [Self; 2] = [Self::New, Self::Published];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::New => "new",
+            Self::Published => "published",
+        }
     }
 }
 
@@ -226,15 +263,11 @@ mod tests {
 
     #[test]
     fn epi_3_binding_vocabulary_round_trips() {
-        for b in [
-            Binding::Pending,
-            Binding::Bound,
-            Binding::Extracted,
-            Binding::Skipped,
-            Binding::Failed,
-        ] {
+        for b in Binding::ALL {
             assert_eq!(Binding::parse(b.as_str()), Some(b));
         }
+        assert_eq!(Binding::parse("unbound"), None);
         assert!(Binding::Skipped.is_final() && !Binding::Bound.is_final());
+        assert!(Binding::Skipped.is_bound() && !Binding::Failed.is_bound());
     }
 }

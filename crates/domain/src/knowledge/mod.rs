@@ -9,4 +9,4 @@ pub mod merge;
 pub mod recall;
 
 pub use entity::{ActiveEntityFlags, EntityReference, NewEntity};
-pub use episode::{Binding, EpisodeDraft, EpisodeSource};
+pub use episode::{Binding, EpisodeDraft, EpisodeSource, OutboxState};

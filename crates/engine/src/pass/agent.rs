@@ -411,13 +411,14 @@ impl Pass<'_> {
     /// The loop cannot go on (over budget before its first turn, or the model failed): the
     /// step fails, with its pipeline's audit record.
     fn fail_agent(&mut self, run_id: &str, agent: usize, error: ErrorInfo) {
-        self.audit_pipeline(run_id, agent, "failed", &Value::Null);
+        self.audit_pipeline(run_id, agent, StepStatus::Failed, &Value::Null);
         self.fail_step_now(run_id, agent, error);
     }
 
     /// AGT-16: one audit record for the whole pipeline (router, policy, the executor's
-    /// calls and round trips, post-hooks), beside the per-call records, on the agent's step run.
-    fn audit_pipeline(&mut self, run_id: &str, agent: usize, status: &str, output: &Value) {
+    /// calls and round trips, post-hooks), beside the per-call records, on the agent's step run;
+    /// its status is the one the agent's step settles with.
+    fn audit_pipeline(&mut self, run_id: &str, agent: usize, status: StepStatus, output: &Value) {
         let (now, now_ms) = (self.now.clone(), self.now_ms);
         let run = self.run(run_id);
         let Some(state) = run.loops.get(&agent) else {
@@ -452,7 +453,7 @@ impl Pass<'_> {
                 Target::Agent { model, .. } => model.as_str(),
                 _ => "",
             },
-            "status": status, "durationMs": now_ms - state.started_ms, "attempt": 1,
+            "status": status.as_str(), "durationMs": now_ms - state.started_ms, "attempt": 1,
             "at": now, "kind": "pipeline", "pipeline": pipeline.to_string(),
         });
         tracing::info!(run_id, step = %parent, %pipeline, "agent pipeline");
@@ -490,7 +491,7 @@ impl Pass<'_> {
             }));
         }
         self.keep_memory(run_id, agent);
-        self.audit_pipeline(run_id, agent, "completed", &output);
+        self.audit_pipeline(run_id, agent, StepStatus::Completed, &output);
         self.complete_step(run_id, agent, output, telemetry);
     }
 

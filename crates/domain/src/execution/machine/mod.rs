@@ -22,7 +22,8 @@ pub use run::{
     Terminal,
 };
 pub use step::{
-    step, Call, Effect, EventKind, Message, MessageKind, Outcome, Retried, Step, StepPatch,
+    step, AttemptOutcome, Call, Effect, EventKind, Message, MessageKind, Outcome, Retried, Step,
+    StepPatch,
 };
 
 pub use crate::execution::schedule::UnknownStatus;

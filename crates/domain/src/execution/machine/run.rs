@@ -2,20 +2,25 @@
 //! through them their child runs), tells a parent step how its child ended, and writes the
 //! Alternative's content for a run that generates one.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::{props, string, text, Decided, Ignored, Machine, Refused};
 use crate::execution::schedule::{StepStatus, UnknownStatus};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+// A run's status: the word the graph stores is the one the API shows (the OpenAPI document's
+// `RunStatus`, so plain comments here: a doc comment would be in the document too, and one on a
+// variant would make the schema a `oneOf` instead of the plain enum clients read).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     Queued,
     Running,
+    // An agent step of the run waits for the owner's approval (AGT-9).
+    WaitingForApproval,
     Completed,
     Failed,
     Canceled,
-    /// An agent step of the run waits for the owner's approval (AGT-9).
-    WaitingForApproval,
 }
 
 impl RunStatus {
@@ -47,6 +52,15 @@ impl RunStatus {
             .into_iter()
             .find(|s| s.as_str() == word)
             .ok_or_else(|| UnknownStatus::new("run", word))
+    }
+
+    /// The words of the statuses `pick` selects: a status set as a statement's parameter.
+    pub fn words(pick: impl Fn(Self) -> bool) -> Vec<&'static str> {
+        Self::ALL
+            .into_iter()
+            .filter(|s| pick(*s))
+            .map(Self::as_str)
+            .collect()
     }
 
     pub fn is_settled(self) -> bool {

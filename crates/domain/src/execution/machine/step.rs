@@ -10,6 +10,7 @@
 //! nothing to the StepRun (their facts travel in the run's event log and the returned state);
 //! a retried attempt and a settled step each write it once, with the attempt's audit facts.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::{props, string, text, Decided, Ignored, Machine, Refused};
@@ -77,6 +78,30 @@ pub enum Outcome {
     Failed {
         error: Value,
     },
+}
+
+/// An attempt's lifecycle ends one of three ways: the word a worker's result carries
+/// (`outcome`) and the metrics' `outcome` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptOutcome {
+    Completed,
+    /// Failed, and published again for a later attempt.
+    Retrying,
+    /// Failed for good.
+    Failed,
+}
+
+impl AttemptOutcome {
+    pub const ALL: [Self; 3] = [Self::Completed, Self::Retrying, Self::Failed];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Retrying => "retrying",
+            Self::Failed => "failed",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

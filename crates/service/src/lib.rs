@@ -1,6 +1,7 @@
 //! The service: the one mutation path. Every write opens a graph transaction, loads a snapshot,
 //! lets the domain decide, applies the checked change and commits, retrying the whole unit on
-//! transient conflicts. HTTP, `aiden apply` and (later) workers and the engine all come here.
+//! transient conflicts. HTTP and `aiden apply` come here; the engine and the
+//! workers write run state through their own paths (docs/execution.md, "Who writes what").
 //! Must not know HTTP.
 
 mod admission;

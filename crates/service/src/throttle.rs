@@ -1,6 +1,7 @@
 //! USR-4: failed-authentication throttling per source. Each unknown token a source sends takes
 //! a cell from its GCRA budget (`governor`, `failures_per_minute` a minute, that many at once);
-//! when the budget is spent the source's unknown tokens are refused (429) until a cell is back.
+//! when the budget is spent the source's unknown tokens are refused (401 `RATE_LIMITED`, with
+//! `Retry-After`) until a cell is back.
 //! A valid token is never refused: one bad client behind a shared address (a proxy, a NAT)
 //! must not lock out everyone behind it, and a 256-bit token cannot be guessed at any rate.
 //! Counted per API instance (N instances allow N times the rate; docs/operations.md).

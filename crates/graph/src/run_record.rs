@@ -115,6 +115,35 @@ pub struct StepRunRecord {
     pub reserved_micros: Option<i64>,
 }
 
+impl StepRunRecord {
+    /// A StepRun listed at its run's creation and not written yet, as a view shows it.
+    pub fn pending(id: String, run_id: String, step_id: String, order: i64) -> Self {
+        Self {
+            id,
+            run_id,
+            step_id,
+            process_step_id: None,
+            status: StepStatus::Pending,
+            attempts: 0,
+            order,
+            run_version: 0,
+            worker_id: None,
+            queued_at: None,
+            started_at: None,
+            finished_at: None,
+            output: None,
+            error: None,
+            telemetry: None,
+            child_run_id: None,
+            call_spec: None,
+            kind: None,
+            parent_step_run_id: None,
+            agent: None,
+            reserved_micros: None,
+        }
+    }
+}
+
 /// Decodes a record read as a JSON map; `what` and `id` name it in the error, with the field.
 pub(crate) fn decode<T: serde::de::DeserializeOwned>(what: &str, value: Value) -> Result<T, Error> {
     let id = value

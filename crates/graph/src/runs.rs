@@ -14,12 +14,6 @@ use crate::run_record::decode;
 pub use crate::run_record::{RunRecord, StepRunRecord};
 use crate::{bolt, cypher, query_file, Error, IdRow, Tx};
 
-/// The run statuses `pick` selects, as the graph stores them: the status sets statements take
-/// as parameters (never as literals of their own).
-pub fn run_statuses(pick: impl Fn(RunStatus) -> bool) -> Vec<&'static str> {
-    RunStatus::words(pick)
-}
-
 /// A stored run status; an unknown word is an error naming the run, never a default.
 pub fn parse_run_status(run_id: &str, word: &str) -> Result<RunStatus, Error> {
     RunStatus::parse(word).map_err(|e| Error::Decode(format!("Run {run_id}: status: {e}")))
@@ -251,27 +245,9 @@ impl RunRow {
             .unwritten_step_runs()?
             .into_iter()
             .map(|s| StepRunRecord {
-                id: s.id,
-                run_id: self.run.id.clone(),
-                step_id: s.step_id,
                 process_step_id: Some(s.process_step_id),
-                status: StepStatus::Pending,
-                attempts: 0,
-                order: s.order,
                 run_version: self.run.version,
-                worker_id: None,
-                queued_at: None,
-                started_at: None,
-                finished_at: None,
-                output: None,
-                error: None,
-                telemetry: None,
-                child_run_id: None,
-                call_spec: None,
-                kind: None,
-                parent_step_run_id: None,
-                agent: None,
-                reserved_micros: None,
+                ..StepRunRecord::pending(s.id, self.run.id.clone(), s.step_id, s.order)
             })
             .collect())
     }
@@ -402,7 +378,7 @@ pub struct Unfinished {
 
 /// Runs not yet settled (for recovery after a restart, and durable cancel requests).
 pub async fn unfinished(tx: &mut Tx) -> Result<Vec<Unfinished>, Error> {
-    let open = run_statuses(|s| !s.is_settled());
+    let open = RunStatus::words(|s| !s.is_settled());
     tx.rows(cypher(query_file!("run/unfinished.cypher"), None).param("open", open))
         .await
 }
@@ -418,7 +394,7 @@ pub struct CancelRequest {
 
 /// Records a cancel request on a run that is not settled; `None` for an unknown run.
 pub async fn request_cancel(tx: &mut Tx, id: &str) -> Result<Option<CancelRequest>, Error> {
-    let settled = run_statuses(RunStatus::is_settled);
+    let settled = RunStatus::words(RunStatus::is_settled);
     let q = cypher(query_file!("run/request_cancel.cypher"), None)
         .param("id", id)
         .param("settled", settled);

@@ -718,29 +718,7 @@ mod tests {
             Some("t4"),
             "the first start stays the step's start"
         );
-        let pending = runs::StepRunRecord {
-            id: "r/a".into(),
-            run_id: "r".into(),
-            step_id: "a".into(),
-            process_step_id: None,
-            status: StepStatus::Pending,
-            attempts: 0,
-            order: 0,
-            run_version: 0,
-            worker_id: None,
-            queued_at: None,
-            started_at: None,
-            finished_at: None,
-            output: None,
-            error: None,
-            telemetry: None,
-            child_run_id: None,
-            call_spec: None,
-            kind: None,
-            parent_step_run_id: None,
-            agent: None,
-            reserved_micros: None,
-        };
+        let pending = runs::StepRunRecord::pending("r/a".into(), "r".into(), "a".into(), 0);
         let view = merged(pending.clone(), live.get("a"));
         assert_eq!(view.status, StepStatus::Running);
         assert_eq!(view.step_id, "a");

@@ -67,11 +67,7 @@ impl StepStatus {
 
     /// The words of the statuses `pick` selects: a status set as a statement's parameter.
     pub fn words(pick: impl Fn(Self) -> bool) -> Vec<&'static str> {
-        Self::ALL
-            .into_iter()
-            .filter(|s| pick(*s))
-            .map(Self::as_str)
-            .collect()
+        words_of(&Self::ALL, pick, Self::as_str)
     }
 
     /// Settled: will not change again.
@@ -81,6 +77,16 @@ impl StepStatus {
             Self::Completed | Self::Failed | Self::Skipped | Self::Canceled
         )
     }
+}
+
+/// The words of the members of a lifecycle's `all` that `pick` selects: a status set as a
+/// statement's parameter.
+pub fn words_of<T: Copy>(
+    all: &[T],
+    pick: impl Fn(T) -> bool,
+    word: fn(T) -> &'static str,
+) -> Vec<&'static str> {
+    all.iter().copied().filter(|s| pick(*s)).map(word).collect()
 }
 
 /// A stored status word that no status of its lifecycle has: reading it is an error (a run

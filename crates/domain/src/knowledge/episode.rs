@@ -174,11 +174,7 @@ impl Binding {
 
     /// The words of the bindings `pick` selects: a set as a statement's parameter.
     pub fn words(pick: impl Fn(Self) -> bool) -> Vec<&'static str> {
-        Self::ALL
-            .into_iter()
-            .filter(|b| pick(*b))
-            .map(Self::as_str)
-            .collect()
+        crate::execution::schedule::words_of(&Self::ALL, pick, Self::as_str)
     }
 
     /// Whether nothing more will happen to it.

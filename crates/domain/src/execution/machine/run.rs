@@ -56,11 +56,7 @@ impl RunStatus {
 
     /// The words of the statuses `pick` selects: a status set as a statement's parameter.
     pub fn words(pick: impl Fn(Self) -> bool) -> Vec<&'static str> {
-        Self::ALL
-            .into_iter()
-            .filter(|s| pick(*s))
-            .map(Self::as_str)
-            .collect()
+        crate::execution::schedule::words_of(&Self::ALL, pick, Self::as_str)
     }
 
     pub fn is_settled(self) -> bool {

@@ -12,6 +12,9 @@
 #   scripts/bench.sh --scenarios chain3_history [--history-runs 50000]
 #       chain3 on a new, empty database, then again once it holds 50,000 completed runs
 #       (about 3-4 minutes here), on the stack's third Neo4j instance, wiped first.
+#   scripts/bench.sh --scenarios isolation
+#       chain3 one run at a time, idle and then beside a burst of 1,000 llm_call runs that wait
+#       for a pool of 8 behind a slow scripted model: the p99s and their ratio (goal ≤ 1.2)
 #   AIDEN_BENCH_QUEUE_TYPE=quorum scripts/bench.sh ...
 #       the same on quorum queues, in a fresh vhost of their own
 set -euo pipefail
@@ -71,8 +74,9 @@ WORKER_METRICS=127.0.0.1:$((PORT + 1))
   --metrics-addr "$WORKER_METRICS" >.stack/bench-worker.log 2>&1 &
 pids+=($!)
 case " $* " in
-  *agent_loop*)
-    # The agent scenario's model turns run on the llm_call pool.
+  *agent_loop* | *isolation*)
+    # The agent scenario's model turns and the isolation scenario's backlog run on the
+    # llm_call pool.
     "$BIN/aiden" worker --type llm_call --concurrency 8 >.stack/bench-worker-llm.log 2>&1 &
     pids+=($!)
     ;;

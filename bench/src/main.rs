@@ -10,6 +10,8 @@ mod agent_loop;
 mod api;
 mod counts;
 mod cpu;
+mod hops;
+mod isolation;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -146,12 +148,18 @@ async fn scenario(
     let urls = METRICS_URLS.get().map(Vec::as_slice).unwrap_or_default();
     let counts_before = counts::Counts::scrape(&api.http, urls).await;
     let cpu_before = cpu::Sample::now();
-    let (mut latencies, wall) = drive(&api, process, runs, in_flight).await?;
+    let (done, wall) = drive_runs(&api, process, runs, in_flight).await?;
     let cpu_s = cpu::Sample::now().since(&cpu_before);
+    let (mut latencies, ids): (Vec<Duration>, Vec<String>) = done.into_iter().unzip();
     let per_step = counts::Counts::scrape(&api.http, urls)
         .await
         .per_step(&counts_before, runs * steps);
     latencies.sort();
+    // One run at a time, each step's hops are its own: the latency budget per hop.
+    let hops = match in_flight {
+        1 => hops::per_hop(&api, &ids).await?,
+        _ => Value::Null,
+    };
     Ok(json!({
         "system": "aiden", "scenario": name, "workflows": runs, "steps_per_workflow": steps,
         "wall_s": (wall * 1000.0).round() / 1000.0,
@@ -161,6 +169,7 @@ async fn scenario(
         "p99_ms": (percentile(&latencies, 0.99) * 100.0).round() / 100.0,
         "cpu_s": cpu_s,
         "per_step": per_step,
+        "hops": hops,
     }))
 }
 
@@ -169,7 +178,9 @@ fn warmup_workloads<'a>(scenarios: &[String], ids: &'a Ids) -> Vec<(&'static str
     let mut used = Vec::new();
     for name in scenarios {
         let workload = match name.as_str() {
-            "chain3" | "chain3_seq" | "chain3_history" => ("chain3", ids.chain3.as_str()),
+            "chain3" | "chain3_seq" | "chain3_history" | "isolation" => {
+                ("chain3", ids.chain3.as_str())
+            }
             "fanout4" => ("fanout4", ids.fanout4.as_str()),
             _ => continue,
         };
@@ -343,6 +354,19 @@ async fn main() -> anyhow::Result<()> {
                     Ok(agent) => {
                         let line = agent_loop::scenario(api.clone(), &agent, scaled(200), 1).await;
                         agent_loop::cleanup(&api, &agent).await;
+                        line
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            "isolation" => {
+                let tag = ids.tool.trim_start_matches("bench-echo-").to_owned();
+                match isolation::setup(&api, &tag).await {
+                    Ok(backlog) => {
+                        let line =
+                            isolation::scenario(api.clone(), &backlog, &ids.chain3, scaled(100))
+                                .await;
+                        isolation::cleanup(&api, &backlog).await;
                         line
                     }
                     Err(e) => Err(e),

@@ -247,6 +247,7 @@ impl Engine {
             });
             let ended = self.session(lost, &mut starts).await;
             self.door.set_open(false);
+            self.notifier.set_leading(false);
             while let Ok(s) = starts.try_recv() {
                 s.answer(Started::NotTaken);
             }
@@ -280,6 +281,7 @@ impl Engine {
                 FieldTable::default(),
             )
             .await?;
+        self.notifier.set_leading(true);
         self.door.set_open(true);
         let mut recovered = false;
         // The first tick (recovery, when no backlog arrives) comes shortly after connecting.
@@ -444,6 +446,7 @@ impl Engine {
                 });
             }
             let written = clock.elapsed();
+            let statement_start_us = aiden_jobs::epoch_us() - (written - handled).as_micros() as i64;
             let touched = pass.touched();
             let jobs = std::mem::take(&mut pass.jobs);
             let cancels = std::mem::take(&mut pass.cancels);
@@ -475,6 +478,16 @@ impl Engine {
             match committed {
                 Ok(()) => {
                     let commit = clock.elapsed();
+                    let hops = aiden_jobs::Hops {
+                        statement_start_us,
+                        statement_us: (written - handled).as_micros() as i64,
+                        commit_end_us: aiden_jobs::epoch_us(),
+                        ..Default::default()
+                    };
+                    let mut jobs = jobs;
+                    for job in &mut jobs {
+                        job.hops = Some(hops.clone());
+                    }
                     let job_count = jobs.len();
                     metrics::histogram!("aiden_engine_pass_seconds").record(commit.as_secs_f64());
                     metrics::histogram!("aiden_engine_pass_messages").record(messages.len() as f64);

@@ -62,6 +62,9 @@ pub struct Snapshot {
 #[derive(Clone, Default)]
 pub struct Notifier {
     runs: Arc<Mutex<HashMap<String, RunEntry>>>,
+    /// Whether this process's engine holds the lease: then every commit of a run passes here,
+    /// and a stream of a run whose whole log is here need not poll the graph when it is quiet.
+    leading: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// A stream's view of one run's live events; unsubscribes when dropped.
@@ -83,6 +86,26 @@ pub struct Committed {
 impl Notifier {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, RunEntry>> {
         self.runs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A process that stops leading may miss commits from then on: no log here is whole.
+    pub(crate) fn set_leading(&self, leading: bool) {
+        let mut runs = self.lock();
+        self.leading
+            .store(leading, std::sync::atomic::Ordering::Release);
+        if !leading {
+            for entry in runs.values_mut() {
+                entry.complete = false;
+                entry.events.clear();
+            }
+        }
+    }
+
+    /// Whether every commit of `run_id` reaches this process: its engine leads and holds the
+    /// run's whole log. A quiet stream then waits for live events instead of polling the graph.
+    pub fn drives(&self, run_id: &str) -> bool {
+        self.leading.load(std::sync::atomic::Ordering::Acquire)
+            && self.lock().get(run_id).is_some_and(|e| e.complete)
     }
 
     pub fn subscribe(&self, run_id: &str) -> Subscription {
@@ -195,6 +218,13 @@ impl Notifier {
     }
 }
 
+impl Subscription {
+    /// [`Notifier::drives`] for this stream's run.
+    pub fn drives(&self) -> bool {
+        self.notifier.drives(&self.run_id)
+    }
+}
+
 impl Drop for Subscription {
     fn drop(&mut self) {
         let mut runs = self.notifier.lock();
@@ -272,6 +302,21 @@ mod tests {
         n.committed(committed("gap", &[3], false));
         assert!(n.snapshot("gap", 0).is_none(), "missed seq 2");
         assert!(n.snapshot("unknown", 0).is_none());
+    }
+
+    #[test]
+    fn only_a_leading_engine_with_the_whole_log_drives_a_run() {
+        let n = Notifier::default();
+        n.committed(committed("r", &[1], false));
+        n.committed(committed("late", &[4], false));
+        assert!(!n.drives("r"), "not leading");
+        n.set_leading(true);
+        assert!(n.drives("r"));
+        assert!(!n.drives("late"), "its log began mid-run");
+        assert!(!n.drives("unknown"));
+        n.set_leading(false);
+        n.set_leading(true);
+        assert!(!n.drives("r"), "commits made elsewhere meanwhile were missed");
     }
 
     #[test]

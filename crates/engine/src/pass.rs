@@ -284,6 +284,7 @@ impl<'a> Pass<'a> {
                 outcome,
                 telemetry,
                 input_hash,
+                hops,
                 ..
             } => {
                 let call = Call {
@@ -295,6 +296,11 @@ impl<'a> Pass<'a> {
                     input_hash,
                 };
                 self.step_finished(&run_id, &step_run_id, call, outcome);
+                // Kept on the StepRun the result settled (or retried), never on one it left alone.
+                if let Some(h) = hops.filter(|_| self.step_sets.contains_key(&step_run_id)) {
+                    let text = serde_json::to_string(&h).unwrap_or_default();
+                    self.set_step(&step_run_id, json!({ "hops": text }));
+                }
             }
         }
         self.drain().await

@@ -97,6 +97,9 @@ pub struct StepRunRecord {
     /// JSON text.
     #[serde(default)]
     pub telemetry: Option<String>,
+    /// JSON text of the result's `aiden_jobs::Hops`: where the step's time went.
+    #[serde(default)]
+    pub hops: Option<String>,
     #[serde(default)]
     pub child_run_id: Option<String>,
     /// An agent's call: the JSON text of the plan step it is dispatched from.
@@ -134,6 +137,7 @@ impl StepRunRecord {
             output: None,
             error: None,
             telemetry: None,
+            hops: None,
             child_run_id: None,
             call_spec: None,
             kind: None,

@@ -44,6 +44,37 @@ pub struct Job {
     /// tool definitions and answers `{text, toolCalls}`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub agent_turn: bool,
+    /// When the pass that dispatched it wrote and committed (set just before publishing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hops: Option<Hops>,
+}
+
+/// Where a step's time went from the pass that dispatched it to its result, in microseconds
+/// since the Unix epoch: the engine fills the pass's part, the worker its own, and the engine
+/// keeps the whole on the StepRun (`hops`). The two clocks are one machine's on a single-host
+/// stack; across hosts the hops that span them include the clocks' skew.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Hops {
+    /// The dispatching pass began its write statement(s)...
+    pub statement_start_us: i64,
+    /// ...which took this long...
+    pub statement_us: i64,
+    /// ...and its commit returned (durable) at this time; the publish follows.
+    pub commit_end_us: i64,
+    /// The worker took the delivery.
+    #[serde(default)]
+    pub delivered_us: i64,
+    /// The worker published the result.
+    #[serde(default)]
+    pub result_us: i64,
+}
+
+/// Now, in microseconds since the Unix epoch (the unit of [`Hops`]).
+pub fn epoch_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
 }
 
 impl Job {
@@ -171,6 +202,9 @@ pub enum EngineMessage {
         /// The audit hash of the rendered input (`aiden_domain::execution::audit_hash`), never the
         /// input itself.
         input_hash: Option<String>,
+        /// The job's [`Hops`], completed by the worker.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hops: Option<Hops>,
     },
 }
 
@@ -207,6 +241,13 @@ mod tests {
             },
             telemetry: json!({"latencyMs": 5}),
             input_hash: Some("h".into()),
+            hops: Some(Hops {
+                statement_start_us: 1,
+                statement_us: 2,
+                commit_end_us: 3,
+                delivered_us: 4,
+                result_us: 5,
+            }),
         };
         let text = serde_json::to_value(&msg).unwrap();
         assert_eq!(text["kind"], "step_finished");

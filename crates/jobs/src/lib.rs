@@ -8,7 +8,9 @@ pub mod shared;
 pub mod topology;
 pub mod trace;
 
-pub use envelope::{EngineMessage, ErrorInfo, Job, StepDelta, StepOutcome, JOB_VERSION};
+pub use envelope::{
+    epoch_us, EngineMessage, ErrorInfo, Hops, Job, StepDelta, StepOutcome, JOB_VERSION,
+};
 pub use episodes::IngestMessage;
 pub use shared::SharedBroker;
 pub use topology::{Broker, BrokerError, OperationType, QueueType, RetryPolicy, DELTAS_EXCHANGE};

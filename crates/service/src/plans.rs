@@ -3,8 +3,8 @@
 //! statement writes nothing unless the Process is still at the cached revision, enabled and on
 //! the cached version (`cypher/queries/run/create_run.cypher`), and a miss there drops the
 //! entry and retries with a fresh read. What a plan also holds of its Tools (the operation type
-//! that picks the queue) is refreshed on every local catalog change and at least every
-//! [`MAX_AGE`].
+//! that picks the queue) is refreshed on every local catalog change and read again once it is
+//! [`MAX_AGE`] old, by one start while the others use the old entry (at most 3 × `MAX_AGE`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -21,6 +21,9 @@ pub(crate) struct CachedPlan {
     /// The plan as stored on each Run (serialized once).
     pub plan_json: String,
     read_at: Instant,
+    /// Set by the one caller that reads the plan again once it is [`MAX_AGE`] old; the others
+    /// go on with this entry meanwhile (the create re-validates its revision in any case).
+    refreshing: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Clone, Default)]
@@ -33,11 +36,19 @@ impl PlanCache {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The cached plan; `None` when there is none, or for the one caller that is to read an
+    /// old one again (a burst of starts then reads it once, not once per request).
     pub fn get(&self, process_id: &str) -> Option<Arc<CachedPlan>> {
-        self.lock()
-            .get(process_id)
-            .filter(|c| c.read_at.elapsed() < MAX_AGE)
-            .cloned()
+        let entry = self.lock().get(process_id).cloned()?;
+        let old = entry.read_at.elapsed() >= MAX_AGE;
+        let claimed = old
+            && !entry
+                .refreshing
+                .swap(true, std::sync::atomic::Ordering::AcqRel);
+        match claimed || entry.read_at.elapsed() >= MAX_AGE * 3 {
+            true => None,
+            false => Some(entry),
+        }
     }
 
     pub fn put(&self, process_id: &str, loaded: Loaded) -> Arc<CachedPlan> {
@@ -46,6 +57,7 @@ impl PlanCache {
             loaded,
             plan_json,
             read_at: Instant::now(),
+            refreshing: Default::default(),
         });
         let mut entries = self.lock();
         if entries.len() >= CAPACITY {

@@ -262,11 +262,19 @@ pub struct StepView {
     pub status: StepStatus,
     pub attempts: i64,
     pub worker_id: Option<String>,
+    /// When the pass that dispatched its (last) attempt began.
+    #[serde(default)]
+    pub queued_at: Option<String>,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
     pub output: Value,
     pub error: Value,
     pub telemetry: Value,
+    /// Where its last attempt's time went, in microseconds since the Unix epoch: the
+    /// dispatching pass's write (`statementStartUs`, `statementUs`), its commit
+    /// (`commitEndUs`), the worker's delivery (`deliveredUs`) and result (`resultUs`).
+    #[serde(default)]
+    pub hops: Value,
     pub child_run_id: Option<String>,
     /// For an agent's calls (`<step>#m1`, `#t1`, `#r1`): `model`, `tool` or `router`.
     #[serde(default)]

@@ -40,6 +40,7 @@ pub(super) async fn poison(
             },
             telemetry: json!({}),
             input_hash: None,
+            hops: None,
         };
         let _ = broker.publish_engine(&msg).await;
     }
@@ -63,6 +64,8 @@ pub(super) async fn fail_or_retry(
         let mut next = job.clone();
         next.attempt += 1;
         next.redispatch = false;
+        // No pass dispatched the retry: its hops would be the first attempt's.
+        next.hops = None;
         if broker.publish_retry(&next, delay).await.is_ok() {
             metrics::counter!("aiden_step_retries_total", "type" => shared.ty.as_str())
                 .increment(1);

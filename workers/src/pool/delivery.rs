@@ -18,7 +18,8 @@ use super::nodes::set_job;
 use super::{now, CancelFlag, Shared, STARTED_NOTICE_AFTER};
 
 pub(super) async fn handle(shared: &Shared, broker: &Broker, slot: usize, delivery: Delivery) {
-    let job = match decode(shared.ty, &delivery.data) {
+    let delivered_us = aiden_jobs::epoch_us();
+    let mut job = match decode(shared.ty, &delivery.data) {
         Ok(job) => job,
         Err(reason) => return poison(shared, broker, slot, &delivery, &reason).await,
     };
@@ -34,6 +35,9 @@ pub(super) async fn handle(shared: &Shared, broker: &Broker, slot: usize, delive
             outcome = tracing::field::Empty,
         )
     });
+    if let Some(hops) = &mut job.hops {
+        hops.delivered_us = delivered_us;
+    }
     run_job(shared, broker, slot, delivery, job)
         .instrument(span)
         .await
@@ -189,6 +193,10 @@ async fn run_job(shared: &Shared, broker: &Broker, slot: usize, delivery: Delive
         outcome,
         telemetry,
         input_hash: hash,
+        hops: job.hops.clone().map(|h| aiden_jobs::Hops {
+            result_us: aiden_jobs::epoch_us(),
+            ..h
+        }),
     };
     match broker.publish_engine(&finished).await {
         Ok(()) => {

@@ -84,6 +84,7 @@ impl Pass<'_> {
             agent_turn: spec.call_of.is_some()
                 && aiden_domain::execution::agent::CallKind::of(&spec.id)
                     .is_some_and(aiden_domain::execution::agent::CallKind::asks_model),
+            hops: None,
         })
     }
 

@@ -1,0 +1,154 @@
+//! `isolation`: a backlog of one operation type must not slow another (issue #49). `chain3`
+//! runs (`rest_api`), one at a time, first on an idle stack, then while 1,000 runs of a
+//! one-step `llm_call` Process are started in a burst and wait for a small `llm_call` pool
+//! behind a scripted model that answers in `MODEL_DELAY`. Prints both latencies and the ratio
+//! of the p99s (the goal: within 1.2×).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use axum::{routing::post, Json, Router};
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+use crate::{drive, percentile, Api};
+
+/// How long the scripted model takes per call: with a pool of 8 the backlog drains at ~80
+/// runs/s, so 1,000 runs outlast the measurement.
+const MODEL_DELAY: Duration = Duration::from_millis(100);
+const BACKLOG_RUNS: usize = 1_000;
+/// Starts of the burst in flight at once (each answered once its run is durable).
+const BURST_IN_FLIGHT: usize = 64;
+
+async fn model(Json(_): Json<Value>) -> Json<Value> {
+    tokio::time::sleep(MODEL_DELAY).await;
+    Json(json!({"id": "chatcmpl-i", "object": "chat.completion", "model": "scripted",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}))
+}
+
+pub struct Backlog {
+    service: String,
+    tool: String,
+    process: String,
+}
+
+/// Serves the model and defines the one-step `llm_call` Process.
+pub async fn setup(api: &Api, tag: &str) -> anyhow::Result<Backlog> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let endpoint = format!("http://{}/v1", listener.local_addr()?);
+    let app = Router::new().route("/v1/chat/completions", post(model));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let ids = Backlog {
+        service: format!("bench-slow-model-service-{tag}"),
+        tool: format!("bench-slow-model-{tag}"),
+        process: format!("bench-llm-{tag}"),
+    };
+    api.send(reqwest::Method::POST, "/v1/services", Some(json!({
+        "id": ids.service, "name": "Benchmark slow scripted model", "type": "llm_provider",
+        "protocol": "http", "requiresSecret": false, "endpoint": endpoint, "enabled": true,
+        "connectionSchema": {"type": "object", "required": ["endpoint", "model"],
+            "properties": {"endpoint": {"type": "string"}, "model": {"type": "string"}}}})))
+    .await?;
+    api.send(reqwest::Method::POST, "/v1/tools", Some(json!({
+        "id": ids.tool, "name": "slow model", "serviceId": ids.service,
+        "connectionParams": {"endpoint": endpoint, "model": "scripted"},
+        "operation": {"type": "llm_call", "api": "openai", "promptTemplate": "{{message}}"},
+        "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
+        "outputSchema": {"type": "object"}, "enabled": true})))
+    .await?;
+    api.send(reqwest::Method::POST, "/v1/processes", Some(json!({
+        "id": ids.process, "name": "Benchmark: one model call",
+        "steps": [{"id": "answer", "tool": ids.tool, "inputs": {"message": "hi"},
+                   "output": {"variable": "a"}}],
+        "outputTemplate": "{{a.text}}"})))
+    .await?;
+    Ok(ids)
+}
+
+pub async fn cleanup(api: &Api, ids: &Backlog) {
+    for path in [
+        format!("/v1/processes/{}", ids.process),
+        format!("/v1/tools/{}", ids.tool),
+        format!("/v1/services/{}", ids.service),
+    ] {
+        if let Err(e) = api.send(reqwest::Method::DELETE, &path, None).await {
+            eprintln!("cleanup: {e}");
+        }
+    }
+}
+
+/// Starts `BACKLOG_RUNS` runs of the backlog Process; their ids, in start order, and how long
+/// starting them took.
+async fn burst(api: Arc<Api>, process: String) -> anyhow::Result<(Vec<String>, f64)> {
+    let t0 = Instant::now();
+    let started = futures::stream::iter(0..BACKLOG_RUNS)
+        .map(|_| {
+            let (api, path) = (api.clone(), format!("/v1/processes/{process}/runs"));
+            async move {
+                let r = api
+                    .send(reqwest::Method::POST, &path, Some(json!({"inputs": {}})))
+                    .await?;
+                anyhow::Ok(r["runId"].as_str().context("no runId")?.to_owned())
+            }
+        })
+        .buffered(BURST_IN_FLIGHT)
+        .collect::<Vec<_>>()
+        .await;
+    Ok((started.into_iter().collect::<anyhow::Result<_>>()?, t0.elapsed().as_secs_f64()))
+}
+
+/// Waits (at most `limit`) until the run is settled; whether it did.
+async fn settled(api: &Api, run_id: &str, limit: Duration) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        if let Ok(run) = api
+            .send(reqwest::Method::GET, &format!("/v1/runs/{run_id}"), None)
+            .await
+        {
+            if matches!(run["status"].as_str(), Some("completed" | "failed" | "canceled")) {
+                return true;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    false
+}
+
+fn latency(sorted: &[Duration]) -> Value {
+    let round = |v: f64| (v * 100.0).round() / 100.0;
+    json!({"runs": sorted.len(), "p50_ms": round(percentile(sorted, 0.5)),
+           "p99_ms": round(percentile(sorted, 0.99))})
+}
+
+/// The scenario: `runs` `chain3` runs idle, then as many beside the burst.
+pub async fn scenario(
+    api: Arc<Api>,
+    backlog: &Backlog,
+    chain3: &str,
+    runs: usize,
+) -> anyhow::Result<Value> {
+    let (mut idle, _) = drive(&api, chain3, runs, 1).await?;
+    idle.sort();
+    let t0 = Instant::now();
+    let burst = tokio::spawn(burst(api.clone(), backlog.process.clone()));
+    let (mut beside, measured_s) = drive(&api, chain3, runs, 1).await?;
+    beside.sort();
+    let (ids, started_s) = burst.await??;
+    // The backlog was there all along if its last run settles only after the measurement.
+    let last = ids.last().context("no backlog run")?;
+    let drained = settled(&api, last, Duration::from_secs(120)).await;
+    let drained_s = t0.elapsed().as_secs_f64();
+    let ratio = percentile(&beside, 0.99) / percentile(&idle, 0.99).max(0.001);
+    Ok(json!({
+        "system": "aiden", "scenario": "isolation", "idle": latency(&idle),
+        "beside_backlog": latency(&beside),
+        "p99_ratio": (ratio * 100.0).round() / 100.0, "goal_p99_ratio": 1.2,
+        "backlog": {"runs": ids.len(), "type": "llm_call", "model_delay_ms": MODEL_DELAY.as_millis(),
+                    "all_started_s": (started_s * 10.0).round() / 10.0,
+                    "measured_s": (measured_s * 10.0).round() / 10.0,
+                    "drained": drained, "drained_s": (drained_s * 10.0).round() / 10.0},
+    }))
+}

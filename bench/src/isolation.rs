@@ -23,10 +23,12 @@ const BURST_IN_FLIGHT: usize = 64;
 
 async fn model(Json(_): Json<Value>) -> Json<Value> {
     tokio::time::sleep(MODEL_DELAY).await;
-    Json(json!({"id": "chatcmpl-i", "object": "chat.completion", "model": "scripted",
+    Json(
+        json!({"id": "chatcmpl-i", "object": "chat.completion", "model": "scripted",
         "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
                      "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}))
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}),
+    )
 }
 
 pub struct Backlog {
@@ -46,24 +48,36 @@ pub async fn setup(api: &Api, tag: &str) -> anyhow::Result<Backlog> {
         tool: format!("bench-slow-model-{tag}"),
         process: format!("bench-llm-{tag}"),
     };
-    api.send(reqwest::Method::POST, "/v1/services", Some(json!({
+    api.send(
+        reqwest::Method::POST,
+        "/v1/services",
+        Some(json!({
         "id": ids.service, "name": "Benchmark slow scripted model", "type": "llm_provider",
         "protocol": "http", "requiresSecret": false, "endpoint": endpoint, "enabled": true,
         "connectionSchema": {"type": "object", "required": ["endpoint", "model"],
-            "properties": {"endpoint": {"type": "string"}, "model": {"type": "string"}}}})))
+            "properties": {"endpoint": {"type": "string"}, "model": {"type": "string"}}}})),
+    )
     .await?;
-    api.send(reqwest::Method::POST, "/v1/tools", Some(json!({
+    api.send(
+        reqwest::Method::POST,
+        "/v1/tools",
+        Some(json!({
         "id": ids.tool, "name": "slow model", "serviceId": ids.service,
         "connectionParams": {"endpoint": endpoint, "model": "scripted"},
         "operation": {"type": "llm_call", "api": "openai", "promptTemplate": "{{message}}"},
         "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
-        "outputSchema": {"type": "object"}, "enabled": true})))
+        "outputSchema": {"type": "object"}, "enabled": true})),
+    )
     .await?;
-    api.send(reqwest::Method::POST, "/v1/processes", Some(json!({
+    api.send(
+        reqwest::Method::POST,
+        "/v1/processes",
+        Some(json!({
         "id": ids.process, "name": "Benchmark: one model call",
         "steps": [{"id": "answer", "tool": ids.tool, "inputs": {"message": "hi"},
                    "output": {"variable": "a"}}],
-        "outputTemplate": "{{a.text}}"})))
+        "outputTemplate": "{{a.text}}"})),
+    )
     .await?;
     Ok(ids)
 }
@@ -97,7 +111,10 @@ async fn burst(api: Arc<Api>, process: String) -> anyhow::Result<(Vec<String>, f
         .buffered(BURST_IN_FLIGHT)
         .collect::<Vec<_>>()
         .await;
-    Ok((started.into_iter().collect::<anyhow::Result<_>>()?, t0.elapsed().as_secs_f64()))
+    Ok((
+        started.into_iter().collect::<anyhow::Result<_>>()?,
+        t0.elapsed().as_secs_f64(),
+    ))
 }
 
 /// Waits (at most `limit`) until the run is settled; whether it did.
@@ -108,7 +125,10 @@ async fn settled(api: &Api, run_id: &str, limit: Duration) -> bool {
             .send(reqwest::Method::GET, &format!("/v1/runs/{run_id}"), None)
             .await
         {
-            if matches!(run["status"].as_str(), Some("completed" | "failed" | "canceled")) {
+            if matches!(
+                run["status"].as_str(),
+                Some("completed" | "failed" | "canceled")
+            ) {
                 return true;
             }
         }

@@ -47,7 +47,7 @@ pub struct Door {
 }
 
 /// Starts waiting for a pass at most (beyond it a start waits for room).
-const CAPACITY: usize = 4_096;
+pub(crate) const CAPACITY: usize = 4_096;
 
 pub(crate) fn door() -> (Door, mpsc::Receiver<LocalStart>) {
     let (tx, rx) = mpsc::channel(CAPACITY);
@@ -84,14 +84,86 @@ impl Door {
     }
 }
 
+/// Starts taken from the door and waiting for a pass, one queue per Process, handed out in
+/// turn: a burst of one Process's starts waits behind its own kind only, and no pass carries
+/// more than it is given, so a pass (the one writer) stays short while a burst lasts.
+/// Dropped with the engine's session: what still waits is answered `NotTaken` and written
+/// by its API instead.
+#[derive(Default)]
+pub(crate) struct Waiting {
+    queues: std::collections::HashMap<String, std::collections::VecDeque<LocalStart>>,
+    /// Processes with starts waiting, in the order they are served next.
+    turn: std::collections::VecDeque<String>,
+    len: usize,
+}
+
+impl Waiting {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn push(&mut self, start: LocalStart) {
+        let key = start.run.process_id.clone();
+        let queue = self.queues.entry(key.clone()).or_default();
+        if queue.is_empty() {
+            self.turn.push_back(key);
+        }
+        queue.push_back(start);
+        self.len += 1;
+    }
+
+    /// At most `n` starts, one Process's at a time in turn.
+    pub fn take_fair(&mut self, n: usize) -> Vec<LocalStart> {
+        let mut taken = Vec::with_capacity(n.min(self.len));
+        while taken.len() < n {
+            let Some(key) = self.turn.pop_front() else {
+                break;
+            };
+            let queue = self
+                .queues
+                .get_mut(&key)
+                .expect("a Process in turn has a queue");
+            if let Some(start) = queue.pop_front() {
+                taken.push(start);
+                self.len -= 1;
+            }
+            match queue.is_empty() {
+                true => {
+                    self.queues.remove(&key);
+                }
+                false => self.turn.push_back(key),
+            }
+        }
+        taken
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        for (_, queue) in self.queues.drain() {
+            for start in queue {
+                start.answer(Started::NotTaken);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn run(id: &str) -> NewRun {
+        of("p", id)
+    }
+
+    fn of(process_id: &str, id: &str) -> NewRun {
         NewRun {
             id: id.into(),
-            process_id: "p".into(),
+            process_id: process_id.into(),
             number: 1,
             version_id: "p@1".into(),
             depth: 1,
@@ -135,6 +207,45 @@ mod tests {
             door.start(run("r3")).await,
             Started::NotTaken,
             "no engine behind it"
+        );
+    }
+
+    #[tokio::test]
+    async fn waiting_starts_are_served_one_process_at_a_time_and_never_dropped_silently() {
+        let mut waiting = Waiting::default();
+        let mut answers = Vec::new();
+        for (p, id) in [
+            ("burst", "b1"),
+            ("burst", "b2"),
+            ("burst", "b3"),
+            ("other", "o1"),
+        ] {
+            let (reply, answer) = oneshot::channel();
+            waiting.push(LocalStart {
+                run: of(p, id),
+                reply,
+            });
+            answers.push(answer);
+        }
+        let ids = |v: Vec<LocalStart>| v.into_iter().map(|s| s.run.id).collect::<Vec<_>>();
+        assert_eq!(
+            ids(waiting.take_fair(2)),
+            ["b1", "o1"],
+            "the other Process's start is not behind the burst"
+        );
+        assert_eq!(waiting.len(), 2);
+        assert_eq!(ids(waiting.take_fair(1)), ["b2"]);
+        drop(waiting);
+        assert_eq!(
+            answers.pop().unwrap().await.ok(),
+            None,
+            "o1 was taken: its sender went with it"
+        );
+        let b3 = answers.pop().unwrap().await;
+        assert_eq!(
+            b3.ok(),
+            Some(Started::NotTaken),
+            "a start left waiting is given back"
         );
     }
 }

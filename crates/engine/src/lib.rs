@@ -33,6 +33,9 @@ pub use state::{step_run_id, RunState, RunStatus};
 
 /// How many engine messages one pass (one graph transaction) takes at most.
 const MAX_BATCH: usize = 256;
+/// How many runs one pass creates at most: a run's create is the costliest part of a pass, and
+/// a burst of starts must not hold the one writer for long (another type's result waits).
+const MAX_STARTS: usize = 32;
 /// A worker that has not heartbeated for this long is offline and its job is re-dispatched.
 pub const WORKER_STALE_AFTER: Duration = Duration::from_secs(15);
 const SWEEP_EVERY: Duration = Duration::from_secs(3);
@@ -288,15 +291,18 @@ impl Engine {
         let first_tick = tokio::time::Instant::now() + Duration::from_millis(300);
         let mut sweep = tokio::time::interval_at(first_tick, SWEEP_EVERY);
         sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // Starts handed over by this process's API, waiting for a pass (fair between Processes).
+        let mut waiting = door::Waiting::default();
         loop {
             let mut deliveries = Vec::new();
-            let mut handed = Vec::new();
             tokio::select! {
                 d = consumer.next() => match d {
                     Some(d) => deliveries.push(d?),
                     None => return Ok(()),
                 },
-                Some(s) = starts.recv() => handed.push(s),
+                Some(s) = starts.recv() => waiting.push(s),
+                // Starts are waiting: the next pass takes them without waiting for more.
+                _ = std::future::ready(()), if !waiting.is_empty() => {}
                 _ = lost.changed() => {
                     // Another instance may take over: stop consuming at once, so the broker
                     // hands unacked messages to the next engine.
@@ -314,25 +320,24 @@ impl Engine {
                     continue;
                 }
             }
-            while deliveries.len() + handed.len() < MAX_BATCH {
-                if let Some(Some(d)) = consumer.next().now_or_never() {
-                    match d {
-                        Ok(d) => deliveries.push(d),
-                        Err(e) => {
-                            // Nothing of this batch is written: its API requests write their
-                            // runs themselves rather than fail.
-                            for s in handed {
-                                s.answer(Started::NotTaken);
-                            }
-                            return Err(e.into());
-                        }
-                    }
-                } else if let Ok(s) = starts.try_recv() {
-                    handed.push(s);
-                } else {
-                    break;
+            // Nothing of this pass is written when the broker fails: the starts waiting go back
+            // to their API (dropping `waiting`), which writes their runs itself.
+            while deliveries.len() < MAX_BATCH {
+                match consumer.next().now_or_never() {
+                    Some(Some(d)) => deliveries.push(d?),
+                    _ => break,
                 }
             }
+            while waiting.len() < door::CAPACITY {
+                match starts.try_recv() {
+                    Ok(s) => waiting.push(s),
+                    Err(_) => break,
+                }
+            }
+            // A pass carries every message that is ready (results are what frees the other
+            // types' steps) but at most MAX_STARTS starts, in turn between Processes.
+            let room = MAX_BATCH.saturating_sub(deliveries.len()).min(MAX_STARTS);
+            let handed = waiting.take_fair(room);
             let mut messages = Vec::with_capacity(deliveries.len());
             for d in &deliveries {
                 match serde_json::from_slice::<EngineMessage>(&d.data) {
@@ -348,7 +353,7 @@ impl Engine {
                     Err(e) => tracing::error!(error = %e, "undecodable engine message dropped"),
                 }
             }
-            let drained = deliveries.len() + handed.len() < MAX_BATCH;
+            let drained = deliveries.len() < MAX_BATCH && waiting.is_empty();
             let last = deliveries.last();
             match self.apply(&broker, messages, handed).await {
                 Ok(()) => {
@@ -446,7 +451,8 @@ impl Engine {
                 });
             }
             let written = clock.elapsed();
-            let statement_start_us = aiden_jobs::epoch_us() - (written - handled).as_micros() as i64;
+            let statement_start_us =
+                aiden_jobs::epoch_us() - (written - handled).as_micros() as i64;
             let touched = pass.touched();
             let jobs = std::mem::take(&mut pass.jobs);
             let cancels = std::mem::take(&mut pass.cancels);

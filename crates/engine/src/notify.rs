@@ -316,7 +316,10 @@ mod tests {
         assert!(!n.drives("unknown"));
         n.set_leading(false);
         n.set_leading(true);
-        assert!(!n.drives("r"), "commits made elsewhere meanwhile were missed");
+        assert!(
+            !n.drives("r"),
+            "commits made elsewhere meanwhile were missed"
+        );
     }
 
     #[test]

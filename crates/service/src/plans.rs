@@ -51,6 +51,15 @@ impl PlanCache {
         }
     }
 
+    /// The cached plan only if it is younger than [`MAX_AGE`]: what a start that reads the
+    /// graph anyway (the slow path, and the one start [`get`](Self::get) sent to refresh) uses.
+    pub fn fresh(&self, process_id: &str) -> Option<Arc<CachedPlan>> {
+        self.lock()
+            .get(process_id)
+            .filter(|c| c.read_at.elapsed() < MAX_AGE)
+            .cloned()
+    }
+
     pub fn put(&self, process_id: &str, loaded: Loaded) -> Arc<CachedPlan> {
         let plan_json = serde_json::to_string(&loaded.plan).unwrap_or_default();
         let entry = Arc::new(CachedPlan {
@@ -73,5 +82,68 @@ impl PlanCache {
 
     pub fn clear(&self) {
         self.lock().clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aiden_domain::execution::schedule::Plan;
+
+    fn loaded() -> Loaded {
+        Loaded {
+            plan: Plan {
+                process_id: "p".into(),
+                version: 1,
+                steps: Vec::new(),
+                output_template: None,
+                token_budget: None,
+                max_recursion_depth: 1,
+                quota: None,
+            },
+            initial_context: Vec::new(),
+            version_id: "p@1".into(),
+            enabled: true,
+            revision: 1,
+            owner_id: "u".into(),
+            shared: false,
+            steps: Vec::new(),
+        }
+    }
+
+    /// Ages the cached entry by `by`.
+    fn age(cache: &PlanCache, by: Duration) {
+        let mut entries = cache.lock();
+        let entry = entries.get_mut("p").unwrap();
+        let plan = Arc::get_mut(entry).expect("no other holder");
+        plan.read_at -= by;
+    }
+
+    #[test]
+    fn an_old_plan_is_read_again_by_one_start_while_the_others_use_it() {
+        let cache = PlanCache::default();
+        cache.put("p", loaded());
+        assert!(cache.get("p").is_some() && cache.fresh("p").is_some());
+        age(&cache, MAX_AGE);
+        assert!(
+            cache.get("p").is_none(),
+            "the first start to see it old reads it again"
+        );
+        assert!(
+            cache.get("p").is_some(),
+            "the others go on with the old entry"
+        );
+        assert!(
+            cache.fresh("p").is_none(),
+            "the slow path never uses an old entry"
+        );
+        cache.put("p", loaded());
+        assert!(cache.get("p").is_some() && cache.fresh("p").is_some());
+        age(&cache, MAX_AGE * 3);
+        assert!(cache.get("p").is_none(), "claimed by the first");
+        assert!(
+            cache.get("p").is_none(),
+            "too old for anyone once a refresh never came"
+        );
     }
 }

@@ -161,6 +161,11 @@ fn cached_run(
     Ok(new_run)
 }
 
+/// Whether `caller` may start `process_id` on the cached `plan` without reading it again.
+fn usable(caller: &Caller, process_id: &str, plan: &crate::plans::CachedPlan) -> bool {
+    plan.loaded.plan.quota.is_none() && check_runnable(caller, process_id, &plan.loaded).is_ok()
+}
+
 impl App {
     pub async fn start_run(
         &self,
@@ -211,7 +216,7 @@ impl App {
                 }
             }
             let clock = std::time::Instant::now();
-            let cached = match self.usable_cached_plan(caller, process_id) {
+            let cached = match self.usable_fresh_plan(caller, process_id) {
                 Some(c) => c,
                 None => {
                     let loaded = plan::load(&mut tx, process_id).await.map_err(load_error)?;
@@ -326,9 +331,18 @@ impl App {
         caller: &Caller,
         process_id: &str,
     ) -> Option<std::sync::Arc<crate::plans::CachedPlan>> {
-        self.plans.get(process_id).filter(|c| {
-            c.loaded.plan.quota.is_none() && check_runnable(caller, process_id, &c.loaded).is_ok()
-        })
+        let plan = self.plans.get(process_id)?;
+        usable(caller, process_id, &plan).then_some(plan)
+    }
+
+    /// [`Self::usable_cached_plan`] for the slow path: it reads the plan again once it is old.
+    fn usable_fresh_plan(
+        &self,
+        caller: &Caller,
+        process_id: &str,
+    ) -> Option<std::sync::Arc<crate::plans::CachedPlan>> {
+        let plan = self.plans.fresh(process_id)?;
+        usable(caller, process_id, &plan).then_some(plan)
     }
 
     pub(crate) async fn notify_engine(&self, message: &EngineMessage, confirmed: bool) {

@@ -12,6 +12,9 @@
 #   scripts/bench.sh --scenarios chain3_history [--history-runs 50000]
 #       chain3 on a new, empty database, then again once it holds 50,000 completed runs
 #       (about 3-4 minutes here), on the stack's third Neo4j instance, wiped first.
+#   scripts/bench.sh --scenarios warm_curve,chain3,chain3_seq,fanout4 --warmup 0 [--curve-seconds 240]
+#       cold and warm: chain3 without pause from the graph server's start, throughput per 5 s,
+#       the steady state and when it reached 90 % of it; then the three scenarios, warm
 #   scripts/bench.sh --scenarios isolation
 #       chain3 one run at a time, idle and then beside a burst of 1,000 llm_call runs that wait
 #       for a pool of 8 behind a slow scripted model: the p99s and their ratio (goal ≤ 1.2)
@@ -25,6 +28,9 @@ if [ "${AIDEN_BENCH_REUSE_STACK:-0}" = 1 ]; then
   scripts/stack.sh up >/dev/null
 else
   scripts/stack.sh restart >/dev/null
+  # warm_curve measures from here: the graph server is up (and cold).
+  AIDEN_BENCH_GRAPH_STARTED_MS=$(date +%s%3N)
+  export AIDEN_BENCH_GRAPH_STARTED_MS
 fi
 scripts/echo-nginx.sh up >/dev/null
 # shellcheck disable=SC1091

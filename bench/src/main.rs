@@ -10,6 +10,7 @@ mod agent_loop;
 mod api;
 mod counts;
 mod cpu;
+mod curve;
 mod hops;
 mod isolation;
 
@@ -48,6 +49,9 @@ struct Args {
     /// `chain3_history`: completed runs the graph holds before the second measurement.
     #[arg(long, default_value_t = 50_000)]
     history_runs: usize,
+    /// `warm_curve`: how long to run `chain3` without pause.
+    #[arg(long, default_value_t = 240)]
+    curve_seconds: u64,
     /// Prometheus endpoints counted for per-step graph statements and broker messages
     /// (`per_step`); default: the server's own `/metrics`. Repeat for the worker pools'.
     #[arg(long)]
@@ -358,6 +362,20 @@ async fn main() -> anyhow::Result<()> {
                     }
                     Err(e) => Err(e),
                 }
+            }
+            "warm_curve" => {
+                // scripts/bench.sh says when it (re)started the graph server.
+                let started_ms = std::env::var("AIDEN_BENCH_GRAPH_STARTED_MS")
+                    .ok()
+                    .and_then(|v| v.parse::<u128>().ok());
+                let now_ms = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis());
+                let since = Duration::from_millis(
+                    started_ms.map_or(0, |s| now_ms.saturating_sub(s)) as u64,
+                );
+                let duration = Duration::from_secs(args.curve_seconds);
+                curve::scenario(api.clone(), &ids.chain3, duration, since).await
             }
             "isolation" => {
                 let tag = ids.tool.trim_start_matches("bench-echo-").to_owned();

@@ -28,12 +28,18 @@ pub struct GraphArgs {
 
 impl GraphArgs {
     pub async fn connect(&self) -> anyhow::Result<aiden_graph::Graph> {
+        self.connect_pool(self.neo4j_max_connections).await
+    }
+
+    /// A pool of its own, of `max_connections`: the engine's, which the API's load never
+    /// leaves waiting for a connection.
+    pub async fn connect_pool(&self, max_connections: usize) -> anyhow::Result<aiden_graph::Graph> {
         let settings = aiden_graph::Settings {
             uri: self.neo4j_uri.clone(),
             user: self.neo4j_user.clone(),
             password: self.neo4j_password.clone(),
             database: self.neo4j_database.clone(),
-            max_connections: self.neo4j_max_connections,
+            max_connections,
             timeout: std::time::Duration::from_millis(self.neo4j_timeout_ms.max(1)),
         };
         aiden_graph::Graph::connect(&settings)

@@ -100,7 +100,14 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
         args.amqp_uri.clone(),
         notifier.clone(),
     ));
-    let engine = aiden_engine::Engine::new(graph.clone(), args.amqp_uri.clone(), notifier.clone());
+    // The engine (the one writer of runs) and its lease use Bolt connections of their own: a
+    // burst of API requests holding every shared connection must not stall a pass or a renewal.
+    let engine_graph = args.graph.connect_pool(ENGINE_CONNECTIONS).await?;
+    let engine = aiden_engine::Engine::new(
+        engine_graph.clone(),
+        args.amqp_uri.clone(),
+        notifier.clone(),
+    );
     let admission = aiden_service::Admission::new(args.admit_queue_bound);
     let app = aiden_service::App::new(graph.clone(), vault)
         .with_broker(&args.amqp_uri)
@@ -156,7 +163,7 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
     // The engine starts once the port is bound: the port makes the default instance id unique
     // on this host, so a second process with the same id never gets this far.
     let lease = aiden_engine::Lease::new(
-        graph.clone(),
+        engine_graph,
         args.instance_id(server.port()),
         std::time::Duration::from_millis(args.engine_lease_ms),
     );
@@ -166,6 +173,10 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
     lease.release().await;
     Ok(())
 }
+
+/// The engine's own Bolt connections: its pass, its sweep and recovery (one at a time), the
+/// lease's renewals, and one spare.
+const ENGINE_CONNECTIONS: usize = 4;
 
 fn vault(key: Option<&str>) -> anyhow::Result<aiden_service::Vault> {
     let key = key.context("AIDEN_MASTER_KEY is required (base64 of 32 bytes)")?;

@@ -29,6 +29,9 @@ pub(crate) struct CachedPlan {
 #[derive(Clone, Default)]
 pub(crate) struct PlanCache {
     entries: Arc<Mutex<HashMap<String, Arc<CachedPlan>>>>,
+    /// One lock per Process whose plan is being read: a burst of starts of a Process not
+    /// cached reads its plan once, the others wait for that read instead of making their own.
+    loading: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
 }
 
 impl PlanCache {
@@ -74,6 +77,15 @@ impl PlanCache {
         }
         entries.insert(process_id.to_owned(), entry.clone());
         entry
+    }
+
+    /// The lock that whoever reads `process_id`'s plan holds meanwhile.
+    pub fn loading(&self, process_id: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut loading = self.loading.lock().unwrap_or_else(|p| p.into_inner());
+        if loading.len() >= CAPACITY {
+            loading.retain(|_, l| Arc::strong_count(l) > 1);
+        }
+        loading.entry(process_id.to_owned()).or_default().clone()
     }
 
     pub fn forget(&self, process_id: &str) {

@@ -287,8 +287,13 @@ impl App {
         if caller.quota.is_some() {
             return Ok(None);
         }
-        let Some(cached) = self.usable_cached_plan(caller, process_id) else {
-            return Ok(None);
+        let cached = match self.usable_cached_plan(caller, process_id) {
+            Some(cached) => cached,
+            None => match self.read_plan_once(process_id).await {
+                Some(plan) if usable(caller, process_id, &plan) => plan,
+                // Refusals (and their errors) are the slow path's to decide.
+                _ => return Ok(None),
+            },
         };
         let new_run = cached_run(caller, process_id, &cached, inputs, trigger.clone())?;
         let run_id = new_run.id.clone();
@@ -333,6 +338,25 @@ impl App {
     ) -> Option<std::sync::Arc<crate::plans::CachedPlan>> {
         let plan = self.plans.get(process_id)?;
         usable(caller, process_id, &plan).then_some(plan)
+    }
+
+    /// Reads `process_id`'s plan into the cache unless a start that held the lock before
+    /// did; `None` if it cannot be read (the slow path then reads it and says why).
+    async fn read_plan_once(
+        &self,
+        process_id: &str,
+    ) -> Option<std::sync::Arc<crate::plans::CachedPlan>> {
+        let lock = self.plans.loading(process_id);
+        let _reading = lock.lock().await;
+        if let Some(plan) = self.plans.fresh(process_id) {
+            return Some(plan);
+        }
+        let read = async {
+            read_tx!(self, |tx| {
+                plan::load(&mut tx, process_id).await.map_err(load_error)
+            })
+        };
+        read.await.ok().map(|l| self.plans.put(process_id, l))
     }
 
     /// [`Self::usable_cached_plan`] for the slow path: it reads the plan again once it is old.

@@ -36,6 +36,8 @@ const MAX_BATCH: usize = 256;
 /// How many runs one pass creates at most: a run's create is the costliest part of a pass, and
 /// a burst of starts must not hold the one writer for long (another type's result waits).
 const MAX_STARTS: usize = 32;
+/// A pass this slow is logged at `info` (with where its time went).
+const SLOW_PASS: Duration = Duration::from_millis(250);
 /// A worker that has not heartbeated for this long is offline and its job is re-dispatched.
 pub const WORKER_STALE_AFTER: Duration = Duration::from_secs(15);
 const SWEEP_EVERY: Duration = Duration::from_secs(3);
@@ -505,16 +507,26 @@ impl Engine {
                         });
                     }
                     self.publish(broker, jobs, cancels).await;
-                    tracing::debug!(
-                        messages = messages.len(),
-                        jobs = job_count,
-                        begin_us = began.as_micros() as u64,
-                        handle_us = (handled - began).as_micros() as u64,
-                        write_us = (written - handled).as_micros() as u64,
-                        commit_us = (commit - written).as_micros() as u64,
-                        publish_us = (clock.elapsed() - commit).as_micros() as u64,
-                        "engine pass"
-                    );
+                    let took = clock.elapsed();
+                    let level_info = took >= SLOW_PASS;
+                    macro_rules! pass_line {
+                        ($level:ident) => {
+                            tracing::$level!(
+                                messages = messages.len(),
+                                jobs = job_count,
+                                handle_us = (handled - began).as_micros() as u64,
+                                write_us = (written - handled).as_micros() as u64,
+                                commit_us = (commit - written).as_micros() as u64,
+                                publish_us = (took - commit).as_micros() as u64,
+                                "engine pass"
+                            )
+                        };
+                    }
+                    // A slow pass holds every run behind it: logged where operators look.
+                    match level_info {
+                        true => pass_line!(info),
+                        false => pass_line!(debug),
+                    }
                     self.notify(events);
                     self.rollup.merge(measured);
                     self.ledger.add(&charges);

@@ -137,11 +137,14 @@ impl Graph {
 
     /// Opens an explicit transaction. Callers retry the whole unit on `Error::is_transient`.
     pub async fn begin(&self) -> Result<Tx, Error> {
-        self.inner
-            .start_txn()
-            .await
-            .map(Tx::new)
-            .map_err(Error::from_driver)
+        let started = std::time::Instant::now();
+        let tx = self.inner.start_txn().await;
+        let took = started.elapsed();
+        if took >= tx::SLOW {
+            // A connection of the pool, or the server's answer to BEGIN, kept it waiting.
+            tracing::info!(ms = took.as_millis() as u64, "slow graph begin");
+        }
+        tx.map(Tx::new).map_err(Error::from_driver)
     }
 }
 

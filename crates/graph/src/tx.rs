@@ -93,6 +93,9 @@ fn decode<T: DeserializeOwned>(rows: Vec<neo4rs::Row>) -> Result<Vec<T>, Error> 
         .collect()
 }
 
+/// A statement or a begin this slow is logged (the slow query log, at `info`).
+pub(crate) const SLOW: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// `aiden_graph_statement_seconds{file}`: one statement's round trip (sent, every row read),
 /// successful ones only, by the `cypher/queries` file it came from.
 pub(crate) struct StatementTimer {
@@ -109,8 +112,16 @@ impl StatementTimer {
     }
 
     pub(crate) fn done(self) {
+        let took = self.started.elapsed();
         metrics::histogram!("aiden_graph_statement_seconds", "file" => self.file)
-            .record(self.started.elapsed().as_secs_f64());
+            .record(took.as_secs_f64());
+        if took >= SLOW {
+            tracing::info!(
+                file = self.file,
+                ms = took.as_millis() as u64,
+                "slow graph statement"
+            );
+        }
     }
 }
 

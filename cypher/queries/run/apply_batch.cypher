@@ -14,12 +14,13 @@
 // $generating, $valid, $failed (Alternative), $pending (binding) and $new (outbox item).
 // Last, runs started in this pass are linked to their ProcessVersion, User, ProcessSteps and
 // Tools (run/create_run.cypher says why that is not done at creation).
+// The parts come in one map, $batch (runs::apply says why: one plan for every mix of parts).
 // First the Runs handed to the engine to create (the API of the instance holding the engine
 // lease hands a start over instead of writing it, so the engine is the one writer of runs),
 // each only if its Process is still at the plan's revision, enabled and on its version
 // (run/create_run.cypher's rule); the RETURN says which were made, and the engine undoes a pass
 // that missed one.
-UNWIND $newRuns AS nr
+UNWIND $batch.newRuns AS nr
 MATCH (p:Process {id: nr.processId})-[:HAS_VERSION]->(v:ProcessVersion {id: nr.versionId})
 WHERE nr.expectedRevision IS NULL
    OR (p.revision = nr.expectedRevision AND p.enabled = true AND p.version = v.number)
@@ -33,13 +34,13 @@ CREATE (:Run {id: nr.id, processId: nr.processId, processVersion: nr.processVers
 WITH count(*) AS runsMade
 // Then the StepRuns of runs written for the first time (run/create_run.cypher says why the
 // engine creates them).
-UNWIND $stepRuns AS n
+UNWIND $batch.stepRuns AS n
 MATCH (run:Run {id: n.runId})
 CREATE (run)-[:HAS_STEP_RUN {order: n.order}]->(:StepRun {id: n.id, runId: n.runId,
         stepId: n.stepId, processStepId: n.processStepId, status: $stepPending, attempts: 0,
         order: n.order, runVersion: n.runVersion})
 WITH count(*) AS created
-UNWIND $steps AS s
+UNWIND $batch.steps AS s
 MATCH (sr:StepRun {id: s.id})
 SET sr += s.set
 FOREACH (wid IN s.workers | MERGE (w:Worker {id: wid}) CREATE (sr)-[:RAN_ON]->(w))
@@ -59,7 +60,7 @@ FOREACH (a IN s.audits |
                           durationMs: a.durationMs, attempt: a.attempt, at: a.at,
                           kind: a.kind, pipeline: a.pipeline}))
 WITH count(*) AS stepRows
-UNWIND $runs AS r
+UNWIND $batch.runs AS r
 MATCH (x:Run {id: r.id})
 SET x += r.set
 FOREACH (e IN CASE WHEN r.events IS NULL THEN [] ELSE [r.events] END |
@@ -84,7 +85,7 @@ FOREACH (_ IN CASE WHEN ingests THEN [1] ELSE [] END |
 WITH stepRows, count(*) AS runRows
 // Runs started in this pass get their edges into the definitions and to their caller. A static
 // step's Tool is reached through OF_STEP->CALLS_TOOL: no edge of its own.
-UNWIND $links AS runId
+UNWIND $batch.links AS runId
 MATCH (r:Run {id: runId})
 MATCH (v:ProcessVersion {id: r.versionId})
 MATCH (u:User {id: r.ownerId})
@@ -97,11 +98,11 @@ MATCH (ps:ProcessStep {id: sr.processStepId})
 CREATE (sr)-[:OF_STEP]->(ps)
 WITH count(*) AS linked
 // A static step that ran on the caller's own Tool of its Tool's template names it.
-UNWIND $invokes AS iv
+UNWIND $batch.invokes AS iv
 MATCH (sr:StepRun {id: iv.stepRunId})
 MATCH (t:Tool {id: iv.toolId})
 CREATE (sr)-[:INVOKES_TOOL]->(t)
 WITH count(*) AS invoked
-UNWIND $newRuns AS nr
+UNWIND $batch.newRuns AS nr
 OPTIONAL MATCH (m:Run {id: nr.id})
 RETURN collect(m.id) AS made

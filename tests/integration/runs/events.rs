@@ -14,12 +14,7 @@ use super::*;
 async fn exec_5_sse_replays_an_ordered_gapless_log_and_resumes_after_last_event_id() {
     let u = user().await;
     let k = kit(&u).await;
-    let p = process(
-        &u,
-        json!({"steps": [step(&k.echo, "a", json!({"q": "1"})), step(&k.echo, "b", json!({"q": "2"}))]}),
-    )
-    .await;
-    let id = start(&u, &p, json!({})).await;
+    let id = start_echo_pair(&u, &k.echo).await;
     // Subscribed at once: the stream delivers the live events and ends by itself.
     let live = sse(&u, &id, None).await;
     let run = u.settled_run(&id).await;

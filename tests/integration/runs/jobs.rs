@@ -59,6 +59,7 @@ fn duplicate_job(
         traceparent: None,
         literal_input: None,
         agent_turn: false,
+        hops: None,
     }
 }
 

@@ -336,6 +336,16 @@ async fn process(client: &Client, body: Value) -> String {
     id_of(&fixtures::create(client, "processes", body).await)
 }
 
+/// A Process of two echo steps, `a` then `b`, started once; the run's id.
+async fn start_echo_pair(client: &Client, echo: &str) -> String {
+    let p = process(
+        client,
+        json!({"steps": [step(echo, "a", json!({"q": "1"})), step(echo, "b", json!({"q": "2"}))]}),
+    )
+    .await;
+    start(client, &p, json!({})).await
+}
+
 async fn start(client: &Client, process: &str, inputs: Value) -> String {
     let r = client
         .post(

@@ -249,3 +249,39 @@ async fn a_missing_variable_fails_with_interpolation_error_and_nothing_is_sent()
     assert!(!log.iter().any(|e| e.ends_with(" c")), "{log:?}");
     take_dead_letter(&format!("{id}/b")).await;
 }
+
+/// Where a step's time went (issue #49): every settled step of a chain shows `queuedAt` and
+/// `hops`, stamped by the engine (its pass's write and commit) and the worker (delivery and
+/// result), in the order they happened, and the next step's pass writes after the result.
+#[tokio::test]
+async fn a_settled_step_shows_where_its_time_went_hop_by_hop() {
+    let u = user().await;
+    let k = kit(&u).await;
+    let id = start_echo_pair(&u, &k.echo).await;
+    let run = u.settled_run(&id).await;
+    assert_eq!(run["status"], "completed", "{run}");
+    let steps = run["steps"].as_array().unwrap();
+    let at = |s: &serde_json::Value, k: &str| {
+        s["hops"][k]
+            .as_i64()
+            .unwrap_or_else(|| panic!("no {k}: {s}"))
+    };
+    for s in steps {
+        assert!(s["queuedAt"].is_string(), "{s}");
+        let written = at(s, "statementStartUs") + at(s, "statementUs");
+        assert!(at(s, "statementUs") >= 0, "{s}");
+        assert!(
+            written <= at(s, "commitEndUs"),
+            "committed after it was written: {s}"
+        );
+        assert!(
+            at(s, "commitEndUs") <= at(s, "deliveredUs"),
+            "published once durable: {s}"
+        );
+        assert!(at(s, "deliveredUs") <= at(s, "resultUs"), "{s}");
+    }
+    assert!(
+        at(&steps[0], "resultUs") <= at(&steps[1], "statementStartUs"),
+        "b is dispatched by a pass after a's result: {run}"
+    );
+}

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use axum::{routing::post, Json, Router};
+use axum::Json;
 use serde_json::{json, Value};
 
 use crate::{drive_runs, percentile, Api};
@@ -41,37 +41,13 @@ pub struct AgentIds {
 
 /// Serves the model and defines its Service, Tool and the agent Process over `echo_tool`.
 pub async fn setup(api: &Api, tag: &str, echo_tool: &str) -> anyhow::Result<AgentIds> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    let app = Router::new().route("/v1/chat/completions", post(model));
-    tokio::spawn(async move { axum::serve(listener, app).await });
     let ids = AgentIds {
         service: format!("bench-model-service-{tag}"),
         model: format!("bench-model-{tag}"),
         process: format!("bench-agent-{tag}"),
     };
-    let endpoint = format!("http://{addr}/v1");
-    api.send(
-        reqwest::Method::POST,
-        "/v1/services",
-        Some(json!({
-        "id": ids.service, "name": "Benchmark scripted model", "type": "llm_provider",
-        "protocol": "http", "requiresSecret": false, "endpoint": endpoint, "enabled": true,
-        "connectionSchema": {"type": "object", "required": ["endpoint", "model"],
-            "properties": {"endpoint": {"type": "string"}, "model": {"type": "string"}}}})),
-    )
-    .await?;
-    api.send(
-        reqwest::Method::POST,
-        "/v1/tools",
-        Some(json!({
-        "id": ids.model, "name": "model", "serviceId": ids.service,
-        "connectionParams": {"endpoint": endpoint, "model": "scripted"},
-        "operation": {"type": "llm_call", "api": "openai", "promptTemplate": "{{message}}"},
-        "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
-        "outputSchema": {"type": "object"}, "enabled": true})),
-    )
-    .await?;
+    let name = "Benchmark scripted model";
+    crate::scripted_model::serve_and_define(api, model, &ids.service, &ids.model, name).await?;
     api.send(
         reqwest::Method::POST,
         "/v1/processes",
@@ -135,13 +111,13 @@ pub async fn scenario(
 }
 
 pub async fn cleanup(api: &Api, ids: &AgentIds) {
-    for path in [
-        format!("/v1/processes/{}", ids.process),
-        format!("/v1/tools/{}", ids.model),
-        format!("/v1/services/{}", ids.service),
-    ] {
-        if let Err(e) = api.send(reqwest::Method::DELETE, &path, None).await {
-            eprintln!("cleanup: {e}");
-        }
-    }
+    crate::delete_all(
+        api,
+        &[
+            format!("/v1/processes/{}", ids.process),
+            format!("/v1/tools/{}", ids.model),
+            format!("/v1/services/{}", ids.service),
+        ],
+    )
+    .await
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use axum::{routing::post, Json, Router};
+use axum::Json;
 use futures::StreamExt;
 use serde_json::{json, Value};
 
@@ -39,36 +39,13 @@ pub struct Backlog {
 
 /// Serves the model and defines the one-step `llm_call` Process.
 pub async fn setup(api: &Api, tag: &str) -> anyhow::Result<Backlog> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let endpoint = format!("http://{}/v1", listener.local_addr()?);
-    let app = Router::new().route("/v1/chat/completions", post(model));
-    tokio::spawn(async move { axum::serve(listener, app).await });
     let ids = Backlog {
         service: format!("bench-slow-model-service-{tag}"),
         tool: format!("bench-slow-model-{tag}"),
         process: format!("bench-llm-{tag}"),
     };
-    api.send(
-        reqwest::Method::POST,
-        "/v1/services",
-        Some(json!({
-        "id": ids.service, "name": "Benchmark slow scripted model", "type": "llm_provider",
-        "protocol": "http", "requiresSecret": false, "endpoint": endpoint, "enabled": true,
-        "connectionSchema": {"type": "object", "required": ["endpoint", "model"],
-            "properties": {"endpoint": {"type": "string"}, "model": {"type": "string"}}}})),
-    )
-    .await?;
-    api.send(
-        reqwest::Method::POST,
-        "/v1/tools",
-        Some(json!({
-        "id": ids.tool, "name": "slow model", "serviceId": ids.service,
-        "connectionParams": {"endpoint": endpoint, "model": "scripted"},
-        "operation": {"type": "llm_call", "api": "openai", "promptTemplate": "{{message}}"},
-        "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
-        "outputSchema": {"type": "object"}, "enabled": true})),
-    )
-    .await?;
+    let name = "Benchmark slow scripted model";
+    crate::scripted_model::serve_and_define(api, model, &ids.service, &ids.tool, name).await?;
     api.send(
         reqwest::Method::POST,
         "/v1/processes",
@@ -83,15 +60,15 @@ pub async fn setup(api: &Api, tag: &str) -> anyhow::Result<Backlog> {
 }
 
 pub async fn cleanup(api: &Api, ids: &Backlog) {
-    for path in [
-        format!("/v1/processes/{}", ids.process),
-        format!("/v1/tools/{}", ids.tool),
-        format!("/v1/services/{}", ids.service),
-    ] {
-        if let Err(e) = api.send(reqwest::Method::DELETE, &path, None).await {
-            eprintln!("cleanup: {e}");
-        }
-    }
+    crate::delete_all(
+        api,
+        &[
+            format!("/v1/processes/{}", ids.process),
+            format!("/v1/tools/{}", ids.tool),
+            format!("/v1/services/{}", ids.service),
+        ],
+    )
+    .await
 }
 
 /// Starts `BACKLOG_RUNS` runs of the backlog Process; their ids, in start order, and how long

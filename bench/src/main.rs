@@ -13,6 +13,7 @@ mod cpu;
 mod curve;
 mod hops;
 mod isolation;
+mod scripted_model;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -250,17 +251,27 @@ fn step(tool: &str, id: &str, mode: &str, input: &str) -> Value {
            "execution": {"mode": mode}})
 }
 
-async fn cleanup(api: &Api, ids: &Ids) {
-    for path in [
-        format!("/v1/processes/{}", ids.chain3),
-        format!("/v1/processes/{}", ids.fanout4),
-        format!("/v1/tools/{}", ids.tool),
-        format!("/v1/services/{}", ids.service),
-    ] {
-        if let Err(e) = api.send(reqwest::Method::DELETE, &path, None).await {
+/// Deletes what a benchmark defined (a Process before its Tool, a Tool before its Service); a
+/// failure is reported, not fatal.
+async fn delete_all(api: &Api, paths: &[String]) {
+    for path in paths {
+        if let Err(e) = api.send(reqwest::Method::DELETE, path, None).await {
             eprintln!("cleanup: {e}");
         }
     }
+}
+
+async fn cleanup(api: &Api, ids: &Ids) {
+    delete_all(
+        api,
+        &[
+            format!("/v1/processes/{}", ids.chain3),
+            format!("/v1/processes/{}", ids.fanout4),
+            format!("/v1/tools/{}", ids.tool),
+            format!("/v1/services/{}", ids.service),
+        ],
+    )
+    .await
 }
 
 async fn setup(api: &Api, ids: &Ids, echo: &str) -> anyhow::Result<()> {

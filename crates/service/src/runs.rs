@@ -216,7 +216,9 @@ impl App {
                 }
             }
             let clock = std::time::Instant::now();
-            let cached = match self.usable_fresh_plan(caller, process_id) {
+            // The slow path reads the plan again once it is old (`PlanCache::fresh`).
+            let fresh = self.plans.fresh(process_id);
+            let cached = match fresh.filter(|p| usable(caller, process_id, p)) {
                 Some(c) => c,
                 None => {
                     let loaded = plan::load(&mut tx, process_id).await.map_err(load_error)?;
@@ -336,8 +338,7 @@ impl App {
         caller: &Caller,
         process_id: &str,
     ) -> Option<std::sync::Arc<crate::plans::CachedPlan>> {
-        let plan = self.plans.get(process_id)?;
-        usable(caller, process_id, &plan).then_some(plan)
+        (self.plans.get(process_id)).filter(|p| usable(caller, process_id, p))
     }
 
     /// Reads `process_id`'s plan into the cache unless a start that held the lock before
@@ -357,16 +358,6 @@ impl App {
             })
         };
         read.await.ok().map(|l| self.plans.put(process_id, l))
-    }
-
-    /// [`Self::usable_cached_plan`] for the slow path: it reads the plan again once it is old.
-    fn usable_fresh_plan(
-        &self,
-        caller: &Caller,
-        process_id: &str,
-    ) -> Option<std::sync::Arc<crate::plans::CachedPlan>> {
-        let plan = self.plans.fresh(process_id)?;
-        usable(caller, process_id, &plan).then_some(plan)
     }
 
     pub(crate) async fn notify_engine(&self, message: &EngineMessage, confirmed: bool) {

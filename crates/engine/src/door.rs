@@ -177,6 +177,7 @@ mod tests {
             expected_process_revision: Some(1),
             trigger: None,
             owner_budget_micros: None,
+            fork: None,
         }
     }
 

@@ -55,6 +55,8 @@ pub struct Pass<'a> {
     invokes: Vec<Value>,
     /// Per step run: the attempts whose worker went silent (`LOST_ON`).
     lost: BTreeMap<String, Vec<Value>>,
+    /// FORK-1: `{stepRunId, from}`: reused StepRuns and the original's they took.
+    reused: Vec<Value>,
     /// Agent calls decided in this pass: new StepRun nodes (`run/create_calls.cypher`).
     new_calls: Vec<Value>,
     /// Memory an agent's answer proposed (AGT-13): proposed Entities.
@@ -114,6 +116,7 @@ impl<'a> Pass<'a> {
             invokes: Vec::new(),
             lost: BTreeMap::new(),
             new_calls: Vec::new(),
+            reused: Vec::new(),
             proposals: Vec::new(),
             memories: Vec::new(),
             new_runs: Vec::new(),
@@ -523,6 +526,9 @@ impl<'a> Pass<'a> {
                 ),
                 Effect::Event(kind, data) => self.event(run_id, kind, Some(&step_id), data),
                 Effect::RanOn(worker) => self.ran_on(&sr_id, &worker),
+                Effect::ReusedFrom(from) => {
+                    self.reused.push(json!({"stepRunId": sr_id, "from": from}))
+                }
                 Effect::LostOn { worker_id, attempt } => {
                     let at = self.now.clone();
                     self.lost

@@ -36,7 +36,16 @@ pub enum LoadError {
 }
 
 pub async fn load(tx: &mut Tx, process_id: &str) -> Result<Loaded, LoadError> {
-    let rows = runs::plan_source(tx, process_id).await?;
+    load_version(tx, process_id, None).await
+}
+
+/// Version `number` of a Process (`None`: its current one) as a plan.
+pub async fn load_version(
+    tx: &mut Tx,
+    process_id: &str,
+    number: Option<i64>,
+) -> Result<Loaded, LoadError> {
+    let rows = runs::plan_source(tx, process_id, number).await?;
     let first = rows.first().ok_or(LoadError::NotFound)?;
     let definition: Definition = serde_json::from_str(&first.doc)
         .or_else(|_| {

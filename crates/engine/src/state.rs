@@ -1,7 +1,10 @@
 //! A run as the engine holds it in memory: rebuilt from the graph whenever it is not cached,
 //! so a restart loses nothing.
 
+use std::collections::BTreeMap;
+
 use aiden_domain::execution::agent::Loop;
+use aiden_domain::execution::fork::Reusable;
 use aiden_domain::execution::schedule::{Plan, PlanStep, StepStatus};
 use aiden_graph::runs::{RunRow, StepRunRecord};
 use serde_json::{Map, Value};
@@ -70,6 +73,8 @@ pub struct RunState {
     pub owner_budget_micros: Option<u64>,
     /// The write version of the run's record as last committed (`RunRow::version`).
     pub version: i64,
+    /// FORK-1: a fork's steps that may take their original's recorded result, by step id.
+    pub reuse: BTreeMap<String, Reusable>,
 }
 
 impl RunState {
@@ -151,6 +156,12 @@ impl RunState {
             steps.push(step_state(sr_id, s.status, Some(s))?);
             plan.steps.push(spec);
         }
+        let reuse = match &r.reuse {
+            Some(text) => {
+                serde_json::from_str(text).map_err(|e| format!("run {id}: field `reuse`: {e}"))?
+            }
+            None => BTreeMap::new(),
+        };
         let owner_budget_micros = r
             .owner_budget_micros
             .map(u64::try_from)
@@ -167,6 +178,7 @@ impl RunState {
             unwritten_step_runs: row.unwritten_step_runs().map_err(|e| e.to_string())?,
             owner_budget_micros,
             version: row.version(),
+            reuse,
             loops,
             plan,
             steps,

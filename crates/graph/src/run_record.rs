@@ -62,6 +62,15 @@ pub struct RunRecord {
     /// The event log: one JSON array of events per engine pass.
     #[serde(default)]
     pub events: Option<Vec<String>>,
+    /// FORK-1: the run this one was forked from, and at which step.
+    #[serde(default)]
+    pub forked_from: Option<String>,
+    #[serde(default)]
+    pub fork_step: Option<String>,
+    /// FORK-1: JSON text, step id → the original's result it may reuse
+    /// (`aiden_domain::execution::fork::Reusable`).
+    #[serde(default)]
+    pub reuse: Option<String>,
 }
 
 /// A StepRun node's properties (the audit-only ones, such as the retry log, are not read).
@@ -116,6 +125,12 @@ pub struct StepRunRecord {
     /// AGT-14: the estimate charged when a priced step was queued.
     #[serde(default)]
     pub reserved_micros: Option<i64>,
+    /// The audit hash of the input the step ran with (EXEC-2's record).
+    #[serde(default)]
+    pub input_hash: Option<String>,
+    /// FORK-1: the original's StepRun whose output this step reused.
+    #[serde(default)]
+    pub reused_from: Option<String>,
 }
 
 impl StepRunRecord {
@@ -144,6 +159,8 @@ impl StepRunRecord {
             parent_step_run_id: None,
             agent: None,
             reserved_micros: None,
+            input_hash: None,
+            reused_from: None,
         }
     }
 }

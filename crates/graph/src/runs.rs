@@ -38,9 +38,18 @@ pub struct PlanSourceRow {
     pub child_process_id: Option<String>,
 }
 
-pub async fn plan_source(tx: &mut Tx, process_id: &str) -> Result<Vec<PlanSourceRow>, Error> {
-    tx.rows(cypher(query_file!("run/plan_source.cypher"), None).param("processId", process_id))
-        .await
+/// The rows of a Process's version `number` (`None`: its current one) that make its plan.
+pub async fn plan_source(
+    tx: &mut Tx,
+    process_id: &str,
+    number: Option<i64>,
+) -> Result<Vec<PlanSourceRow>, Error> {
+    tx.rows(
+        cypher(query_file!("run/plan_source.cypher"), None)
+            .param("processId", process_id)
+            .param("number", number),
+    )
+    .await
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -78,6 +87,17 @@ pub struct NewRun {
     /// The owner's daily money budget when the run started, in micro-dollars (AGT-14: the
     /// engine holds the run's spend to it; child runs inherit it).
     pub owner_budget_micros: Option<i64>,
+    /// FORK-1: the run this one forks, and what it may reuse of it.
+    pub fork: Option<ForkOrigin>,
+}
+
+/// Where a fork comes from (`(fork)-[:FORKED_FROM {atStep}]->(original)`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForkOrigin {
+    pub run_id: String,
+    pub at_step: String,
+    /// JSON text: step id → `Reusable`.
+    pub reuse: String,
 }
 
 impl NewRun {
@@ -121,6 +141,9 @@ impl NewRun {
                 error: None,
                 waiting_for: None,
                 events: None,
+                forked_from: self.fork.as_ref().map(|f| f.run_id.clone()),
+                fork_step: self.fork.as_ref().map(|f| f.at_step.clone()),
+                reuse: self.fork.as_ref().map(|f| f.reuse.clone()),
             },
             steps: Vec::new(),
         })
@@ -154,6 +177,9 @@ pub async fn create(tx: &mut Tx, run: &NewRun, now: &str) -> Result<(), Error> {
         )
         .param("stepRuns", steps)
         .param("ownerBudgetMicros", run.owner_budget_micros)
+        .param("forkedFrom", run.fork.as_ref().map(|f| f.run_id.clone()))
+        .param("forkStep", run.fork.as_ref().map(|f| f.at_step.clone()))
+        .param("reuse", run.fork.as_ref().map(|f| f.reuse.clone()))
         .param("queued", RunStatus::Queued.as_str());
     #[derive(Deserialize)]
     struct N {
@@ -366,6 +392,51 @@ pub async fn get(tx: &mut Tx, id: &str) -> Result<Option<RunRow>, Error> {
         return Err(Error::Torn(format!("run {id}: {what}")));
     }
     Ok(Some(row))
+}
+
+/// Settled runs among `ids`, each with its StepRuns (a settled record no longer changes, so
+/// no lock is taken); ids of runs that are not settled or do not exist are left out.
+pub async fn settled_many(tx: &mut Tx, ids: &[String]) -> Result<Vec<RunRow>, Error> {
+    #[derive(Deserialize)]
+    struct Raw {
+        run: Value,
+        steps: Vec<Value>,
+    }
+    let q = cypher(query_file!("run/settled_many.cypher"), None)
+        .param("ids", ids.to_vec())
+        .param("settled", RunStatus::words(RunStatus::is_settled));
+    let rows: Vec<Raw> = tx.rows(q).await?;
+    rows.into_iter()
+        .map(|r| {
+            Ok(RunRow {
+                run: decode("Run", r.run)?,
+                steps: r
+                    .steps
+                    .into_iter()
+                    .map(|s| decode("StepRun", s))
+                    .collect::<Result<_, _>>()?,
+            })
+        })
+        .collect()
+}
+
+/// The newest settled top-level runs of `process_id` at versions below `below`; only
+/// `owner_id`'s unless it is `None`.
+pub async fn settled_of(
+    tx: &mut Tx,
+    process_id: &str,
+    below: i64,
+    owner_id: Option<&str>,
+    limit: i64,
+) -> Result<Vec<String>, Error> {
+    let q = cypher(query_file!("run/settled_of.cypher"), None)
+        .param("processId", process_id)
+        .param("below", below)
+        .param("ownerId", owner_id)
+        .param("limit", limit)
+        .param("settled", RunStatus::words(RunStatus::is_settled));
+    let rows: Vec<IdRow> = tx.rows(q).await?;
+    Ok(rows.into_iter().map(|r| r.id).collect())
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -679,6 +750,13 @@ pub async fn mark_stale_workers_offline(tx: &mut Tx, cutoff: &str) -> Result<Vec
 pub async fn forget_tool(tx: &mut Tx, tool_id: &str) -> Result<(), Error> {
     tx.run(cypher(query_file!("run/forget_tool.cypher"), None).param("toolId", tool_id))
         .await
+}
+
+/// FORK-1: `{stepRunId, from}` rows: a fork's reused StepRun `REUSED_FROM` the original's.
+pub async fn link_reused(tx: &mut Tx, rows: Vec<Value>) -> Result<(), Error> {
+    let q = cypher(query_file!("run/link_reused.cypher"), None)
+        .param("rows", bolt(Value::Array(rows))?);
+    tx.run(q).await
 }
 
 /// An agent loop's new call step runs (`run/create_calls.cypher`): `{id, runId, stepId,

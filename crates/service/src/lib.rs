@@ -12,6 +12,7 @@ mod common;
 mod conversations;
 mod error;
 pub mod events;
+pub mod forks;
 mod knowledge;
 mod limits;
 pub mod measurements;

@@ -64,7 +64,11 @@ pub(crate) async fn load_runnable(
 }
 
 /// OWN-2 (404 when not visible) and PROC-8 (disabled) for a loaded plan.
-fn check_runnable(caller: &Caller, process_id: &str, loaded: &plan::Loaded) -> Result<()> {
+pub(crate) fn check_runnable(
+    caller: &Caller,
+    process_id: &str,
+    loaded: &plan::Loaded,
+) -> Result<()> {
     ensure_readable(
         caller,
         &Owned {
@@ -122,6 +126,7 @@ pub(crate) fn top_level_run(
             .quota
             .and_then(|q| q.cost_budget_micros())
             .map(|m| m as i64),
+        fork: None,
     }
 }
 
@@ -371,7 +376,7 @@ impl App {
         }
     }
 
-    async fn visible_run(&self, caller: &Caller, run_id: &str) -> Result<runs::RunRow> {
+    pub(crate) async fn visible_run(&self, caller: &Caller, run_id: &str) -> Result<runs::RunRow> {
         let row = read_tx!(self, |tx| { Ok(runs::get(&mut tx, run_id).await?) })?
             .ok_or(Domain::NotFound)?;
         let owner = row.run.owner_id.as_str();
@@ -679,6 +684,7 @@ pub fn run_view(row: &runs::RunRow) -> Result<RunView> {
             "error": json_text(&field("error"), s.error.as_deref())?,
             "telemetry": json_text(&field("telemetry"), s.telemetry.as_deref())?,
             "childRunId": s.child_run_id,
+            "inputHash": s.input_hash, "reusedFrom": s.reused_from,
         }));
     }
     let field = |f: &str| format!("Run {} field `{f}`", r.id);
@@ -692,6 +698,7 @@ pub fn run_view(row: &runs::RunRow) -> Result<RunView> {
         "createdAt": r.created_at, "startedAt": r.started_at, "finishedAt": r.finished_at,
         "trigger": RunTrigger::from_parts(r.trigger_kind.clone(), r.trigger_subject_id.clone()),
         "version": r.version,
+        "forkedFrom": r.forked_from, "forkStep": r.fork_step,
         "steps": steps,
     }))
 }

@@ -214,6 +214,11 @@ pub struct RunView {
     /// commit that changes the run, and the view is that one commit's state.
     #[serde(default)]
     pub version: i64,
+    /// FORK-1: the run this one was forked from, and the step it ran anew from.
+    #[serde(default)]
+    pub forked_from: Option<String>,
+    #[serde(default)]
+    pub fork_step: Option<String>,
     pub steps: Vec<StepView>,
 }
 
@@ -286,4 +291,10 @@ pub struct StepView {
     /// arguments as the model wrote them. Null for a plan step (its inputs are the run's).
     #[serde(default)]
     pub input: Value,
+    /// The audit hash of the input it ran with.
+    #[serde(default)]
+    pub input_hash: Option<String>,
+    /// FORK-1: the original's StepRun whose output this step took (nothing was called).
+    #[serde(default)]
+    pub reused_from: Option<String>,
 }

@@ -9,6 +9,7 @@ mod access;
 mod children;
 mod control;
 mod events;
+mod forks;
 mod jobs;
 mod metrics;
 mod outputs;

@@ -3,6 +3,7 @@
 pub mod catalog;
 pub mod console;
 pub mod conversations;
+pub mod forks;
 pub mod knowledge;
 pub mod measurements;
 pub mod ops;

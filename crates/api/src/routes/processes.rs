@@ -3,7 +3,7 @@
 use aiden_service::Page;
 
 use super::{route, Table};
-use crate::handlers::{processes as p, runs as r};
+use crate::handlers::{forks as f, processes as p, runs as r};
 use crate::openapi::Op;
 
 pub(super) fn routes(t: Table) -> Table {
@@ -143,6 +143,35 @@ pub(super) fn routes(t: Table) -> Table {
                 serde_json::json!({"type": "string"}),
             )
             .event_stream()
+    );
+    let t = route!(
+        t,
+        POST,
+        "/v1/runs/{id}/forks",
+        f::fork_run,
+        Op::new("Fork a settled run from a step: earlier steps whose input is unchanged reuse its results; the step and everything downstream run anew (FORK-1..3)")
+            .body::<aiden_service::forks::ForkRequest>()
+            .accepted::<aiden_service::forks::ForkStarted>()
+            .links("/v1/runs", "runId")
+            .errors(&[409, 422, 429])
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/runs/{id}/diff/{other}",
+        f::diff_runs,
+        Op::new("How run `other` differs from run `id`, step by step: same, reused, input changed, output changed")
+            .ok::<aiden_service::forks::RunDiff>()
+    );
+    let t = route!(
+        t,
+        POST,
+        "/v1/processes/{id}/versions/{n}/replay",
+        f::replay_version,
+        Op::new("Dry replay: drive version n over recorded runs' results, calling and writing nothing; per run, same or the first divergence (REPLAY-1)")
+            .body::<aiden_service::forks::ReplayRequest>()
+            .ok::<aiden_service::forks::ReplayReport>()
+            .errors(&[422])
     );
     route!(
         t,

@@ -6,6 +6,8 @@ pub mod agent;
 pub mod audit_hash;
 pub mod budget;
 pub mod cost;
+pub mod fork;
 pub mod interpolate;
 pub mod machine;
+pub mod replay;
 pub mod schedule;

@@ -1,6 +1,7 @@
 //! Starting a step the schedule decided to run: a Tool step's job, a called Process's child run,
 //! or an agent's loop with the tools the gate sees now.
 
+use aiden_domain::execution::fork;
 use aiden_domain::execution::interpolate::render_tree;
 use aiden_domain::execution::machine::Message;
 use aiden_domain::execution::schedule::{referenced_variables, StepStatus, Target};
@@ -21,6 +22,17 @@ impl Pass<'_> {
     ) -> Result<(), aiden_graph::Error> {
         let run = self.run(run_id).clone();
         let spec = &run.plan.steps[i];
+        // FORK-1: a fork's step whose input is the one its original ran with takes the
+        // original's recorded output; its Tool (agent, child Process) is not called.
+        if let Some(r) = fork::reuse_for(spec, &run.variables, &run.reuse) {
+            let reuse = Message::Reuse {
+                from: &r.step_run_id,
+                input_hash: &r.input_hash,
+                output: &r.output,
+            };
+            self.transition(run_id, i, reuse);
+            return Ok(());
+        }
         match &spec.target {
             Target::Tool { .. } => {
                 if let Err(message) = self.charge_dispatch(run_id, i) {
@@ -173,6 +185,7 @@ impl Pass<'_> {
             expected_process_revision: None,
             trigger: None,
             owner_budget_micros: run.owner_budget_micros.map(|m| m as i64),
+            fork: None,
         };
         let state = RunState {
             id: child_id.clone(),
@@ -202,6 +215,7 @@ impl Pass<'_> {
             loops: Default::default(),
             unwritten_step_runs: new_run.steps.clone(),
             version: 0,
+            reuse: Default::default(),
             owner_budget_micros: run.owner_budget_micros,
         };
         self.new_runs.push(new_run);

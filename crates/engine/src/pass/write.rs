@@ -196,6 +196,11 @@ impl Pass<'_> {
             let made = runs::apply(tx, &batch).await?;
             missed.extend(unmade(&batch, made));
         }
+        // After the batch: a fork's StepRuns are created by it in the pass that starts the fork.
+        let reused = std::mem::take(&mut self.reused);
+        if !reused.is_empty() {
+            runs::link_reused(self.tx().await?, reused).await?;
+        }
         Ok(missed)
     }
 }

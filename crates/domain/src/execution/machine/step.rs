@@ -132,6 +132,14 @@ pub enum Message<'a> {
     AwaitApproval,
     /// AGT-9: the agent step's loop holds no call any more.
     Resume,
+    /// FORK-1: a fork's step whose input is the one its original ran with takes the
+    /// original's recorded output instead of being dispatched.
+    Reuse {
+        /// The original's StepRun.
+        from: &'a str,
+        input_hash: &'a str,
+        output: &'a Value,
+    },
 }
 
 /// A [`Message`]'s kind, for the table of decisions.
@@ -148,10 +156,11 @@ pub enum MessageKind {
     Cancel,
     AwaitApproval,
     Resume,
+    Reuse,
 }
 
 impl MessageKind {
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 12] = [
         Self::Dispatch,
         Self::Started,
         Self::Finished,
@@ -163,6 +172,7 @@ impl MessageKind {
         Self::Cancel,
         Self::AwaitApproval,
         Self::Resume,
+        Self::Reuse,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -178,6 +188,7 @@ impl MessageKind {
             Self::Cancel => "cancel",
             Self::AwaitApproval => "await_approval",
             Self::Resume => "resume",
+            Self::Reuse => "reuse",
         }
     }
 }
@@ -196,6 +207,7 @@ impl Message<'_> {
             Self::Cancel => MessageKind::Cancel,
             Self::AwaitApproval => MessageKind::AwaitApproval,
             Self::Resume => MessageKind::Resume,
+            Self::Reuse { .. } => MessageKind::Reuse,
         }
     }
 }
@@ -217,6 +229,8 @@ pub struct StepPatch {
     pub last_error: Option<Value>,
     pub telemetry: Option<Map<String, Value>>,
     pub child_run_id: Option<String>,
+    /// FORK-1: the original's StepRun whose output this step reused.
+    pub reused_from: Option<String>,
 }
 
 impl StepPatch {
@@ -238,6 +252,7 @@ impl StepPatch {
             ("lastError", text(&self.last_error)),
             ("telemetry", text(&telemetry)),
             ("childRunId", string(&self.child_run_id)),
+            ("reusedFrom", string(&self.reused_from)),
         ])
     }
 }
@@ -271,10 +286,12 @@ pub enum EventKind {
     ToolRequested,
     /// AGT-3 / AGT-15: a tool the policy or the loop does not let the agent call.
     ToolRefused,
+    /// FORK-1: a fork's step took its original's recorded output; nothing was called.
+    Reused,
 }
 
 impl EventKind {
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 12] = [
         Self::Queued,
         Self::Started,
         Self::Retrying,
@@ -286,6 +303,7 @@ impl EventKind {
         Self::Routed,
         Self::ToolRequested,
         Self::ToolRefused,
+        Self::Reused,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -301,6 +319,7 @@ impl EventKind {
             Self::Routed => "step.routed",
             Self::ToolRequested => "tool.requested",
             Self::ToolRefused => "tool.refused",
+            Self::Reused => "step.reused",
         }
     }
 }
@@ -321,6 +340,8 @@ pub enum Effect {
     Publish { redispatch: bool },
     /// The step settled: the run advances, an agent loop hears the result.
     Settled(Result<Value, Value>),
+    /// FORK-1: `REUSED_FROM` the original's StepRun.
+    ReusedFrom(String),
 }
 
 /// The transition function: every (status, message) pair is decided.
@@ -328,6 +349,7 @@ pub enum Effect {
 /// | status | dispatch, skip, fail, start agent, start child | started | finished | worker lost | cancel | await approval | resume |
 /// | --- | --- | --- | --- | --- | --- | --- | --- |
 /// | pending | moves | running | settles | requeued | canceled | refused | refused |
+/// (reuse moves like a dispatch: only a pending step takes it, and it settles it completed)
 /// | queued | refused | running | settles | requeued | canceled | refused | refused |
 /// | running | refused | running | settles | requeued | canceled | waiting | ignored |
 /// | waiting_for_approval | refused | refused | settles | refused | canceled | ignored | running |
@@ -363,6 +385,33 @@ pub fn step(
                     json!({"attempt": attempt}),
                 ));
                 effects.push(Effect::Publish { redispatch: false });
+            }
+            S::Queued | S::Running | S::WaitingForApproval => return Err(refused),
+            S::Completed | S::Failed | S::Skipped | S::Canceled => return Err(refused),
+        },
+        Message::Reuse {
+            from,
+            input_hash,
+            output,
+        } => match s.status {
+            S::Pending => {
+                s.status = S::Completed;
+                s.started_at = Some(now.to_owned());
+                effects.push(Effect::Write(Box::new(StepPatch {
+                    status: Some(S::Completed),
+                    started_at: Some(now.to_owned()),
+                    finished_at: Some(now.to_owned()),
+                    input_hash: Some(input_hash.to_owned()),
+                    output: Some(output.clone()),
+                    reused_from: Some(from.to_owned()),
+                    ..StepPatch::default()
+                })));
+                effects.push(Effect::ReusedFrom(from.to_owned()));
+                effects.push(Effect::Event(
+                    EventKind::Reused,
+                    json!({"from": from, "output": output}),
+                ));
+                effects.push(Effect::Settled(Ok(output.clone())));
             }
             S::Queued | S::Running | S::WaitingForApproval => return Err(refused),
             S::Completed | S::Failed | S::Skipped | S::Canceled => return Err(refused),

@@ -31,6 +31,7 @@ fn kinds(effects: &[Effect]) -> Vec<String> {
             Effect::LostOn { worker_id, attempt } => format!("lost_on {worker_id} {attempt}"),
             Effect::Publish { redispatch } => format!("publish redispatch={redispatch}"),
             Effect::Settled(r) => format!("settled ok={}", r.is_ok()),
+            Effect::ReusedFrom(from) => format!("reused_from {from}"),
         })
         .collect()
 }
@@ -387,6 +388,7 @@ fn expected(status: StepStatus, kind: MessageKind) -> Expect {
     };
     match kind {
         K::Dispatch => only_pending(S::Queued),
+        K::Reuse => only_pending(S::Completed),
         K::Skip => only_pending(S::Skipped),
         K::Fail => only_pending(S::Failed),
         K::StartAgent | K::StartChild => only_pending(S::Running),
@@ -446,6 +448,11 @@ fn sample(kind: MessageKind, c: &Call) -> Message<'_> {
         MessageKind::Cancel => Message::Cancel,
         MessageKind::AwaitApproval => Message::AwaitApproval,
         MessageKind::Resume => Message::Resume,
+        MessageKind::Reuse => Message::Reuse {
+            from: "r0/a",
+            input_hash: "h",
+            output: &REUSED,
+        },
     }
 }
 
@@ -478,7 +485,7 @@ fn every_status_and_message_is_decided() {
             decided += 1;
         }
     }
-    assert_eq!(decided, 8 * 11);
+    assert_eq!(decided, 8 * 12);
 }
 
 #[test]
@@ -739,4 +746,37 @@ fn the_scheduler_decides_only_for_a_pending_step() {
             );
         }
     }
+}
+
+static REUSED: Value = Value::Null;
+
+#[test]
+fn fork_1_a_reused_step_completes_with_the_original_output_and_names_its_source() {
+    let out = json!({"answer": 42});
+    let msg = Message::Reuse {
+        from: "r0/a",
+        input_hash: "h",
+        output: &out,
+    };
+    let Ok(Decided::Moved(s, effects)) = super::step(Step::default(), msg, NOW) else {
+        panic!("a pending step takes a reuse");
+    };
+    assert_eq!(s.status, StepStatus::Completed);
+    assert_eq!(s.attempts, 0, "nothing was attempted");
+    let Effect::Write(patch) = &effects[0] else {
+        panic!("{effects:?}")
+    };
+    assert_eq!(patch.reused_from.as_deref(), Some("r0/a"));
+    assert_eq!(patch.input_hash.as_deref(), Some("h"));
+    // Nothing is published: no Tool is called.
+    assert_eq!(
+        kinds(&effects),
+        [
+            "write Some(Completed)",
+            "reused_from r0/a",
+            "step.reused",
+            "settled ok=true"
+        ]
+    );
+    assert_eq!(effects[3], Effect::Settled(Ok(out)));
 }

@@ -60,7 +60,7 @@ struct Record {
 }
 
 impl Record {
-    fn of(row: &RunRow) -> Result<Self> {
+    pub(crate) fn of(row: &RunRow) -> Result<Self> {
         let state = RunState::from_row(row).map_err(crate::Error::Internal)?;
         let inputs = serde_json::from_str(&row.run.inputs)
             .map_err(|e| crate::Error::Internal(format!("run {}: inputs: {e}", row.run.id)))?;
@@ -112,11 +112,132 @@ fn version_error(process_id: &str, number: i64, e: LoadError) -> crate::Error {
     }
 }
 
+/// What a fork of a settled run runs: from which step (default: the version's last, the step
+/// that answers), on which version (default: the original's), with which run inputs, and for
+/// which Alternative (a regenerated answer).
+pub(crate) struct ForkSpec {
+    pub from_step: Option<String>,
+    pub process_version: Option<i64>,
+    pub inputs: Map<String, Value>,
+    pub alternative_id: Option<String>,
+}
+
+/// A fork created in the caller's transaction, for the engine to start once it commits.
+pub(crate) struct Forked {
+    pub run_id: String,
+    pub created: RunRow,
+    pub from_step: String,
+    pub process_version: i64,
+    pub version_id: String,
+    pub reusable: Vec<String>,
+}
+
+/// FORK-2, FORK-3: only a settled top-level run is forked, and only onto its own Process.
+pub(crate) fn check_forkable(row: &RunRow, process_id: Option<&str>) -> Result<()> {
+    let o = &row.run;
+    let refuse = |m: String| Err(Domain::referenced("FORK-2", m).into());
+    if !o.status.is_settled() {
+        return refuse(format!(
+            "run `{}` is {}: only a settled run can be forked",
+            o.id,
+            o.status.as_str()
+        ));
+    }
+    if o.depth != 1 {
+        return refuse(format!(
+            "run `{}` is a child run: fork the run that called it",
+            o.id
+        ));
+    }
+    if let Some(other) = process_id.filter(|p| *p != o.process_id) {
+        return Err(Domain::invariant(
+            "FORK-3",
+            "/processId",
+            format!(
+                "run `{}` is of process `{}`, not `{other}`: a fork runs its run's Process",
+                o.id, o.process_id
+            ),
+        )
+        .into());
+    }
+    Ok(())
+}
+
 impl App {
+    /// Creates a fork of `original` (checked by [`check_forkable`]) in `tx`: the version's
+    /// plan (visibility and PROC-8 as for any start, quotas too), the fork's step in it
+    /// (FORK-3), and what it may reuse (FORK-1).
+    pub(crate) async fn create_fork(
+        &self,
+        tx: &mut aiden_graph::Tx,
+        caller: &Caller,
+        original: &RunRow,
+        spec: &ForkSpec,
+    ) -> Result<Forked> {
+        let o = &original.run;
+        let process_id = o.process_id.as_str();
+        let number = spec.process_version.unwrap_or(o.process_version);
+        let loaded = plan::load_version(tx, process_id, Some(number))
+            .await
+            .map_err(|e| version_error(process_id, number, e))?;
+        check_runnable(caller, process_id, &loaded)?;
+        let last = loaded.plan.steps.last().map(|s| s.id.clone());
+        let from_step = spec.from_step.clone().or(last).unwrap_or_default();
+        let Some(from) = loaded.plan.index_of(&from_step) else {
+            return Err(Domain::invariant(
+                "FORK-3",
+                "/fromStep",
+                format!("version {number} of process `{process_id}` has no step `{from_step}`"),
+            )
+            .into());
+        };
+        for name in &loaded.initial_context {
+            if !spec.inputs.contains_key(name) {
+                return Err(Domain::invariant(
+                    "PROC-5",
+                    format!("/inputs/{name}"),
+                    "required by the process's initialContext",
+                )
+                .into());
+            }
+        }
+        let quota = loaded.plan.quota.as_ref();
+        crate::limits::check_start(tx, caller, process_id, quota, self.clock.now()).await?;
+        let record = Record::of(original)?;
+        let reuse = fork::reusable(&loaded.plan, from, &record.recorded());
+        let run_id = uuid::Uuid::now_v7().to_string();
+        let mut new_run = top_level_run(
+            &run_id,
+            caller,
+            process_id,
+            &loaded,
+            &spec.inputs,
+            spec.alternative_id.clone(),
+        );
+        new_run.fork = Some(ForkOrigin {
+            run_id: o.id.clone(),
+            at_step: from_step.clone(),
+            reuse: serde_json::to_string(&reuse)
+                .map_err(|e| crate::Error::Internal(e.to_string()))?,
+        });
+        let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        runs::create(tx, &new_run, &now).await?;
+        metrics::counter!("aiden_runs_started_total").increment(1);
+        metrics::counter!("aiden_runs_forked_total").increment(1);
+        Ok(Forked {
+            created: new_run.created_row(&now)?,
+            run_id,
+            from_step,
+            process_version: number,
+            version_id: loaded.version_id,
+            reusable: reuse.into_keys().collect(),
+        })
+    }
+
     /// FORK-1..3, `POST /v1/runs/{id}/forks`: a new run of the original's Process (at the
     /// original's version unless another is named) that reuses the original's results up to
     /// `fromStep` and runs it and everything downstream anew. The owner or an admin; the fork
-    /// is the caller's run, started on the slow path's checks (visibility, PROC-8, quotas).
+    /// is the caller's run.
     pub async fn fork_run(
         &self,
         caller: &Caller,
@@ -125,99 +246,39 @@ impl App {
     ) -> Result<ForkStarted> {
         self.admission.admit()?;
         let original = self.visible_run(caller, run_id).await?;
-        let o = &original.run;
-        if !o.status.is_settled() {
-            return Err(Domain::referenced(
-                "FORK-2",
-                format!(
-                    "run `{run_id}` is {}: only a settled run can be forked",
-                    o.status.as_str()
-                ),
-            )
-            .into());
-        }
-        if o.depth != 1 {
-            return Err(Domain::referenced(
-                "FORK-2",
-                format!("run `{run_id}` is a child run: fork the run that called it"),
-            )
-            .into());
-        }
-        if let Some(other) = req.process_id.as_deref().filter(|p| *p != o.process_id) {
-            return Err(Domain::invariant(
-                "FORK-3",
-                "/processId",
-                format!(
-                    "run `{run_id}` is of process `{}`, not `{other}`: a fork runs its run's Process",
-                    o.process_id
-                ),
-            )
-            .into());
-        }
-        let record = Record::of(&original)?;
-        let number = req.process_version.unwrap_or(o.process_version);
-        let mut inputs = record.inputs.clone();
+        check_forkable(&original, req.process_id.as_deref())?;
+        let mut inputs: Map<String, Value> = serde_json::from_str(&original.run.inputs)
+            .map_err(|e| crate::Error::Internal(format!("run {run_id}: inputs: {e}")))?;
         inputs.extend(req.inputs.clone().unwrap_or_default());
-        let fork_id = uuid::Uuid::now_v7().to_string();
-        let process_id = o.process_id.clone();
-        let (created, reusable) = write_tx!(self, |tx| {
-            let loaded = plan::load_version(&mut tx, &process_id, Some(number))
-                .await
-                .map_err(|e| version_error(&process_id, number, e))?;
-            check_runnable(caller, &process_id, &loaded)?;
-            let Some(from) = loaded.plan.index_of(&req.from_step) else {
-                return Err(Domain::invariant(
-                    "FORK-3",
-                    "/fromStep",
-                    format!(
-                        "version {number} of process `{process_id}` has no step `{}`",
-                        req.from_step
-                    ),
-                )
-                .into());
-            };
-            for name in &loaded.initial_context {
-                if !inputs.contains_key(name) {
-                    return Err(Domain::invariant(
-                        "PROC-5",
-                        format!("/inputs/{name}"),
-                        "required by the process's initialContext",
-                    )
-                    .into());
-                }
-            }
-            let quota = loaded.plan.quota.as_ref();
-            crate::limits::check_start(&mut tx, caller, &process_id, quota, self.clock.now())
-                .await?;
-            let reuse = fork::reusable(&loaded.plan, from, &record.recorded());
-            let mut new_run = top_level_run(&fork_id, caller, &process_id, &loaded, &inputs, None);
-            new_run.fork = Some(ForkOrigin {
-                run_id: run_id.to_owned(),
-                at_step: req.from_step.clone(),
-                reuse: serde_json::to_string(&reuse)
-                    .map_err(|e| crate::Error::Internal(e.to_string()))?,
-            });
-            let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-            runs::create(&mut tx, &new_run, &now).await?;
-            Ok((new_run.created_row(&now)?, reuse.into_keys().collect()))
-        })?;
-        metrics::counter!("aiden_runs_started_total").increment(1);
-        metrics::counter!("aiden_runs_forked_total").increment(1);
-        let start = EngineMessage::RunStart {
-            run_id: fork_id.clone(),
-            created: serde_json::to_value(&created).ok(),
+        let spec = ForkSpec {
+            from_step: Some(req.from_step.clone()),
+            process_version: req.process_version,
+            inputs,
+            alternative_id: None,
         };
-        self.notify_engine(&start, false).await;
+        let forked = write_tx!(self, |tx| {
+            self.create_fork(&mut tx, caller, &original, &spec).await
+        })?;
+        self.start_fork(&forked).await;
         Ok(ForkStarted {
-            run_id: fork_id,
+            run_id: forked.run_id,
             status: aiden_domain::execution::machine::RunStatus::Queued
                 .as_str()
                 .to_owned(),
             forked_from: run_id.to_owned(),
-            from_step: req.from_step,
-            process_version: number,
-            reusable,
+            from_step: forked.from_step,
+            process_version: forked.process_version,
+            reusable: forked.reusable,
         })
+    }
+
+    /// Hands a committed fork to the engine.
+    pub(crate) async fn start_fork(&self, forked: &Forked) {
+        let start = EngineMessage::RunStart {
+            run_id: forked.run_id.clone(),
+            created: serde_json::to_value(&forked.created).ok(),
+        };
+        self.notify_engine(&start, false).await;
     }
 
     /// `GET /v1/runs/{a}/diff/{b}`: per step, how run `b` differs from run `a`.

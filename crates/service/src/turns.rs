@@ -9,7 +9,8 @@ use aiden_domain::conversation::{
     memory::{self, WorkingMemory},
     rules::{self, AlternativeKind, Attachment},
     tree::{self, AlternativeView, Context, TurnView},
-    AltState, NewAgentTurn, NewAlternative, NewTurn, Speaker, SwitchActive, AGENT_CONTEXT,
+    AltState, NewAgentTurn, NewAlternative, NewTurn, Regenerate, Speaker, SwitchActive,
+    AGENT_CONTEXT,
 };
 use aiden_domain::{user::Caller, Error as Rule};
 use aiden_graph::conversations::{self as conv, AltWithTurn};
@@ -19,6 +20,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::conversations::{conversation_view, ensure_own, status_of};
+use crate::forks::{check_forkable, ForkSpec};
 use crate::recall::Prefetched;
 use crate::runs::{load_runnable, top_level_run};
 use crate::views::{TreeView, TreeWindow};
@@ -241,6 +243,56 @@ impl App {
         })
     }
 
+    /// FORK-1: an agent Alternative regenerated from a fork of the run that produced another
+    /// Alternative of the Turn, with that run's inputs (its user message and working memory:
+    /// the sibling answers the same message) and the new Alternative's id.
+    async fn prepare_regeneration(
+        &self,
+        tx: &mut Tx,
+        caller: &Caller,
+        answer: Answering<'_>,
+        rg: &Regenerate,
+    ) -> Result<AgentRun> {
+        let source = conv::turn_view(tx, answer.turn_id)
+            .await?
+            .into_iter()
+            .find(|r| r.alt.id == rg.alternative_id)
+            .and_then(|r| r.alt.run_id)
+            .ok_or_else(|| {
+                Rule::invariant(
+                    "FORK-3",
+                    "/regenerate/alternativeId",
+                    "not an Alternative of this Turn that a run generated",
+                )
+            })?;
+        let original = runs::get(tx, &source).await?.ok_or(Rule::NotFound)?;
+        check_forkable(&original, Some(answer.process_id))?;
+        let mut inputs: Map<String, Value> = serde_json::from_str(&original.run.inputs)
+            .map_err(|e| crate::Error::Internal(format!("run {source}: inputs: {e}")))?;
+        let alternative_id = uuid::Uuid::now_v7().to_string();
+        inputs.insert("alternativeId".into(), alternative_id.clone().into());
+        let spec = ForkSpec {
+            from_step: rg.from_step.clone(),
+            process_version: rg.process_version,
+            inputs,
+            alternative_id: Some(alternative_id.clone()),
+        };
+        let forked = self.create_fork(tx, caller, &original, &spec).await?;
+        Ok(AgentRun {
+            run_id: forked.run_id,
+            alternative: conv::NewAlternative {
+                alternative_id,
+                content: None,
+                state: AltState::Generating.as_str(),
+                run_id: None,
+                parent_alternative_id: answer.at.parent_alternative_id.clone(),
+                process_id: Some(answer.process_id.to_owned()),
+                process_version: Some(forked.process_version),
+                process_version_id: Some(forked.version_id),
+            },
+        })
+    }
+
     async fn start_agent_run(&self, run_id: &str) {
         let start = EngineMessage::RunStart {
             run_id: run_id.to_owned(),
@@ -407,7 +459,13 @@ impl App {
                         at: &at,
                         prefetched: prefetched.as_ref(),
                     };
-                    let mut agent = self.prepare_agent_run(&mut tx, caller, answering).await?;
+                    let mut agent = match &b.regenerate {
+                        Some(rg) => {
+                            self.prepare_regeneration(&mut tx, caller, answering, rg)
+                                .await?
+                        }
+                        None => self.prepare_agent_run(&mut tx, caller, answering).await?,
+                    };
                     agent.alternative.run_id = Some(agent.run_id.clone());
                     conv::add_alternative(&mut tx, turn_id, &agent.alternative, &now).await?;
                     let turn = one_turn(conv::turn_view(&mut tx, turn_id).await?)?;

@@ -15,6 +15,7 @@ mod alternatives;
 mod forks;
 mod lifecycle;
 mod memory;
+mod regenerate;
 mod scenario;
 mod turns;
 mod upkeep;

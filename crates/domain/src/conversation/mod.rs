@@ -188,6 +188,24 @@ pub struct NewAlternative {
     pub content: Option<String>,
     pub process_id: Option<String>,
     pub parent_alternative_id: Option<String>,
+    /// FORK-1: regenerate from a fork of the run that produced another Alternative of this
+    /// Turn: its retrieval and tool steps are reused, and only `fromStep` (default: the last,
+    /// the one that answers) and what follows it run again.
+    #[serde(default)]
+    pub regenerate: Option<Regenerate>,
+}
+
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Regenerate {
+    /// The agent Alternative of this Turn whose run is forked.
+    pub alternative_id: String,
+    /// The step to run anew, with everything downstream (default: the version's last step).
+    #[serde(default)]
+    pub from_step: Option<String>,
+    /// The version of the Process to run (default: the one the run ran).
+    #[serde(default)]
+    pub process_version: Option<i64>,
 }
 
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]

@@ -6,7 +6,7 @@
 use aiden_tests::{aiden_graph_query, fixtures, graph_write as write, server, unique, user};
 use serde_json::json;
 
-async fn findings_for(id: &str) -> Vec<&'static str> {
+pub(crate) async fn findings_for(id: &str) -> Vec<&'static str> {
     let graph = aiden_graph::Graph::connect(&server().graph)
         .await
         .expect("graph");

@@ -148,7 +148,7 @@ const fn check(invariant: &'static str, text: &'static str, message: &'static st
 
 /// The conversation (TURN-1, 2, 3, 5, 6, 7), knowledge-layer (EPI-3, ENT-2, ENT-3) and
 /// reference-edge (GRAPH-1..3) audits.
-const ID_CHECKS: [IdCheck; 17] = [
+const ID_CHECKS: [IdCheck; 18] = [
     check(
         "ENT-5",
         query_file!("audit/entity_merges.cypher"),
@@ -239,6 +239,11 @@ const ID_CHECKS: [IdCheck; 17] = [
         "EXEC-2",
         query_file!("audit/step_run_facts.cypher"),
         "step run settled by a worker without its attempts or finish time, or with retried attempts' facts out of step",
+    ),
+    check(
+        "FORK-1",
+        query_file!("audit/fork_reuse.cypher"),
+        "reused step run without exactly one REUSED_FROM to the step run it names, of the same step, input hash and forked run",
     ),
 ];
 

@@ -325,3 +325,45 @@ async fn replay_1_a_new_version_replays_over_history_and_names_the_divergence() 
         .await
         .rejects(422, "REPLAY-1");
 }
+
+/// FORK-1 (audit): `aiden check` finds a reused StepRun whose source is gone, doubled, of
+/// another step or input, and is quiet again once it is repaired.
+#[tokio::test]
+async fn fork_1_check_reports_a_reused_step_run_without_its_one_true_source() {
+    let u = user().await;
+    let k = kit(&u).await;
+    let (_, original) = chain(&u, &k).await;
+    let started = fork(&u, &original, json!({"fromStep": "c"})).await;
+    let id = started["runId"].as_str().unwrap().to_owned();
+    u.settled_run(&id).await;
+    let reused = format!("{id}/a");
+    let findings = || crate::audit::findings_for(&reused);
+    assert!(findings().await.is_empty(), "a fresh fork is clean");
+    let q = |text: &str| {
+        neo4rs::query(text)
+            .param("sr", reused.as_str())
+            .param("b", format!("{original}/b"))
+    };
+    // A second source, of another step.
+    aiden_tests::graph_write(q(
+        "MATCH (sr:StepRun {id: $sr}), (b:StepRun {id: $b}) CREATE (sr)-[:REUSED_FROM]->(b)",
+    ))
+    .await;
+    assert_eq!(findings().await, vec!["FORK-1"]);
+    aiden_tests::graph_write(q(
+        "MATCH (:StepRun {id: $sr})-[e:REUSED_FROM]->(:StepRun {id: $b}) DELETE e",
+    ))
+    .await;
+    assert!(findings().await.is_empty(), "repaired");
+    // Another input than the source's.
+    aiden_tests::graph_write(q(
+        "MATCH (sr:StepRun {id: $sr}) SET sr.keptHash = sr.inputHash, sr.inputHash = 'other'",
+    ))
+    .await;
+    assert_eq!(findings().await, vec!["FORK-1"]);
+    aiden_tests::graph_write(q(
+        "MATCH (sr:StepRun {id: $sr}) SET sr.inputHash = sr.keptHash REMOVE sr.keptHash",
+    ))
+    .await;
+    assert!(findings().await.is_empty(), "repaired");
+}

@@ -18,6 +18,10 @@
 #   scripts/bench.sh --scenarios isolation
 #       chain3 one run at a time, idle and then beside a burst of 1,000 llm_call runs that wait
 #       for a pool of 8 behind a slow scripted model: the p99s and their ratio (goal ≤ 1.2)
+#   scripts/bench.sh --scenarios fork20,replay100 --warmup 0
+#       a finished 20-step chain forked from its last step, one fork at a time (p50 against a
+#       one-step run's + 20 ms, and the Tools one fork called); 100 recorded 10-step runs
+#       replayed against a changed version (goal: under 1 s)
 #   AIDEN_BENCH_QUEUE_TYPE=quorum scripts/bench.sh ...
 #       the same on quorum queues, in a fresh vhost of their own
 set -euo pipefail

@@ -13,6 +13,7 @@ mod cpu;
 mod curve;
 mod hops;
 mod isolation;
+mod replays;
 mod scripted_model;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -65,14 +66,15 @@ static METRICS_URLS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new
 impl Api {
     /// Starts a run and waits for its terminal event; returns the latency and the run's id.
     async fn run_once(&self, process: &str) -> anyhow::Result<(Duration, String)> {
+        let path = format!("/v1/processes/{process}/runs");
+        self.start_and_wait(&path, json!({"inputs": {}})).await
+    }
+
+    /// POSTs `body` to `path` (a run's start or a fork), then waits for the started run's
+    /// terminal event; the latency from the POST and the run's id.
+    async fn start_and_wait(&self, path: &str, body: Value) -> anyhow::Result<(Duration, String)> {
         let t0 = Instant::now();
-        let started = self
-            .send(
-                reqwest::Method::POST,
-                &format!("/v1/processes/{process}/runs"),
-                Some(json!({"inputs": {}})),
-            )
-            .await?;
+        let started = self.send(reqwest::Method::POST, path, Some(body)).await?;
         let run_id = started["runId"].as_str().context("no runId")?.to_owned();
         let resp = self
             .http
@@ -388,6 +390,8 @@ async fn main() -> anyhow::Result<()> {
                 let duration = Duration::from_secs(args.curve_seconds);
                 curve::scenario(api.clone(), &ids.chain3, duration, since).await
             }
+            "fork20" => replays::fork20(&api, &ids.tool, scaled(50)).await,
+            "replay100" => replays::replay100(api.clone(), &ids.tool).await,
             "isolation" => {
                 let tag = ids.tool.trim_start_matches("bench-echo-").to_owned();
                 match isolation::setup(&api, &tag).await {

@@ -2,7 +2,7 @@
 //! without calling their Tools, runs its step and everything downstream anew, and is recorded as
 //! such in the graph; the diff of two runs; a dry replay of a new version over recorded runs.
 
-use aiden_tests::{graph_rows, user};
+use aiden_tests::{ask_query, graph_rows, user};
 use serde_json::json;
 
 use super::*;
@@ -102,6 +102,17 @@ async fn fork_1_a_fork_from_the_last_step_calls_only_it_and_reuses_the_rest() {
         .param("id", id.as_str()),
     )
     .await;
+    // docs/queries.md, question 12: the original's forks and what each reused.
+    let forks: Vec<Value> = graph_rows(ask_query("run_forks", &[("runId", json!(original))])).await;
+    assert_eq!(forks.len(), 1, "{forks:?}");
+    assert_eq!(
+        (
+            &forks[0]["forkId"],
+            &forks[0]["atStep"],
+            &forks[0]["reusedSteps"]
+        ),
+        (&json!(id), &json!("c"), &json!(["a", "b"]))
+    );
     assert_eq!(rows.len(), 1, "one FORKED_FROM edge");
     assert_eq!(
         (rows[0].at_step.as_str(), &rows[0].original),

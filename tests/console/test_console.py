@@ -4,8 +4,11 @@ llm_call worker pool and the scripted model (scripts/console-test.sh starts them
 Signs in (a wrong token first), creates a conversation, sends a message, watches an agent
 answer stream in, edits the message and sees `< 2/2 >` and `stale`, switches back (by click and
 by keyboard) and sees `stale` clear and return, regenerates, opens the run and sees its step
-complete, forks, visits the catalog and the run list, and checks the phone layout. Every
-screen is saved as a PNG in $AIDEN_SCREENSHOTS and checked to be non-blank.
+complete, forks, visits the catalog and the run list, and checks the phone layout. Then it
+runs a three-step Process, forks the run from its last step in the run page (a refused fork
+first), sees the fork's reused steps dimmed, compares the two runs, scrubs the fork's playback,
+and regenerates an answer's last step only. Every screen is saved as a PNG in
+$AIDEN_SCREENSHOTS and checked to be non-blank.
 """
 
 import json
@@ -87,6 +90,19 @@ def setup():
             {"id": "search-notes", "tool": model, "dependsOn": ["plan"],
              "execution": {"mode": "parallel"}, "inputs": {"message": "{{plan.text}}"}},
             {"id": "answer", "process": agent, "inputs": {"userMessage": "{{q}}"}}]})
+    # Three steps in a row, to fork from the last: only `reply` reads `tone`, so a fork with
+    # another tone reuses the first two steps' results and writes the reply again.
+    call("POST", "/v1/processes", admin, {
+        "id": f"console-steps-{TAG}", "name": "Find, summarize, reply", "shared": True,
+        "initialContext": ["q", "tone"],
+        "steps": [
+            {"id": "find", "tool": model, "inputs": {"message": "{{q}}"},
+             "output": {"variable": "found"}},
+            {"id": "summarize", "tool": model,
+             "inputs": {"message": 'script:[{"answer": "three hotels, two by the sea"}]'},
+             "output": {"variable": "summary"}},
+            {"id": "reply", "tool": model,
+             "inputs": {"message": 'script:[{"answer": "A {{tone}} reply"}]'}}]})
     return user["token"], agent
 
 
@@ -399,10 +415,124 @@ def run(c, token, agent):
     c.one("#conversation-list")
     c.shot("02-conversations")
 
+    fork_compare_and_play(c, token)
+    regenerate_answer_only(c, conversation)
+
     # A token that stops working sends the user back to sign-in with a message.
     d.execute_script("sessionStorage.setItem('aiden.token', 'revoked')")
     d.refresh()
     assert "no longer accepted" in c.one("#sign-in-error").text
+
+
+def node_class(c, scope, step):
+    return c.one(f'{scope} svg.dag g.node[data-step="{step}"]').get_attribute("class") or ""
+
+
+def settled_run(token, run_id, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        run = call("GET", f"/v1/runs/{run_id}", token)
+        if run["status"] in ("completed", "failed", "canceled"):
+            return run
+        time.sleep(0.3)
+    raise AssertionError(f"run {run_id} did not settle")
+
+
+def fork_compare_and_play(c, token):
+    """Forks a settled three-step run from its last step, compares the fork with its original,
+    and scrubs the fork's playback."""
+    d = c.d
+    started = call("POST", f"/v1/processes/console-steps-{TAG}/runs", token, {
+        "inputs": {"q": 'script:[{"answer": "found three hotels"}]', "tone": "warm"}})
+    original = started["runId"]
+    assert settled_run(token, original)["status"] == "completed"
+    c.go(f"#/runs/{original}")
+    c.wait("the reply completed", lambda: "s-completed" in node_class(c, "div.run-content", "reply"))
+    c.one('div.run-content svg.dag g.node[data-step="reply"]').click()
+    c.one("section.step-detail button.fork-step").click()
+    inputs = c.one("#fork-inputs")
+    assert json.loads(inputs.get_attribute("value")) == {
+        "q": 'script:[{"answer": "found three hotels"}]', "tone": "warm"}, inputs.get_attribute("value")
+    # A version that does not exist: refused, and the form says why in words (FORK-3).
+    c.one("#fork-version").send_keys("99")
+    c.one("form.fork-form button[type=submit]").click()
+    refused = c.one("p.fork-error")
+    assert "refused" in refused.text and "FORK-3" in refused.text, refused.text
+    c.one("#fork-version").clear()
+    d.execute_script("arguments[0].value = arguments[1]", inputs, json.dumps(
+        {"q": 'script:[{"answer": "found three hotels"}]', "tone": "cheerful"}, indent=2))
+    c.one("form.fork-form button[type=submit]").click()
+    c.wait("the fork's page", lambda: "#/runs/" in d.current_url and original not in d.current_url)
+    fork = d.current_url.split("#/runs/")[1]
+
+    # The page redraws while the fork runs, so each look is retried until it holds.
+    def forked_page():
+        line = c.one("p.forked-from").text
+        rows = c.css("div.run-content tr.reused")
+        return ("Forked from" in line and original in line and "reply" in line
+                # The reply written again; two steps reused (dimmed, labelled, nothing called).
+                and "s-completed" in node_class(c, "div.run-content", "reply")
+                and "reused" not in node_class(c, "div.run-content", "reply").split()
+                and all("reused" in node_class(c, "div.run-content", s).split() for s in ("find", "summarize"))
+                and len(rows) == 2 and all("reused" in r.text for r in rows)
+                and c.one("div.run-content tr.reused a.reused-link").get_attribute("href")
+                .endswith(f"#/runs/{original}"))
+    c.wait("the fork's lineage and its two reused steps", forked_page)
+    c.shot("21-fork")
+
+    # The diff: the two reused steps and the reply with another input, side by side.
+    c.one("a.compare-link").click()
+    c.wait("the diff", lambda: f"/diff/{fork}" in d.current_url and len(c.css("tr.diff-row")) == 3)
+    verdicts = {r.find_element(By.CSS_SELECTOR, "code").text: r.get_attribute("class")
+                for r in c.css("tr.diff-row")}
+    assert "v-reused" in verdicts["find"] and "v-reused" in verdicts["summarize"], verdicts
+    assert "v-input_changed" in verdicts["reply"], verdicts
+    assert "1 step differs" in c.one("p.diff-summary").text, c.one("p.diff-summary").text
+    for side in ("a", "b"):
+        assert "changed" in node_class(c, f"div.side-{side}", "reply").split(), side
+    pair = c.one("tr.v-input_changed .diff-pair")
+    assert "warm" in pair.text and "cheerful" in pair.text, pair.text
+    c.shot("22-diff")
+
+    # Playback of the fork: at the end all three are done; at the start none has begun; a few
+    # events in, the first step is under way; Play runs on to the end.
+    d.back()
+    c.wait("the fork's page again", lambda: d.current_url.endswith(f"#/runs/{fork}"))
+    where = c.wait("the whole log", lambda: (lambda t: t if t and "so far" not in t and not t.startswith("0 of")
+                                            else None)(c.one(".playback-where").text))
+    total = int(where.split(" of ")[1].split()[0])
+    assert all("s-completed" in node_class(c, "section.playback", s) for s in ("find", "summarize", "reply"))
+    scrubber = c.one("#playback-scrubber")
+    d.execute_script("arguments[0].scrollIntoView()", c.one("section.playback"))
+    scrubber.send_keys(Keys.HOME)
+    c.wait("the start", lambda: c.one(".playback-where").text.startswith(f"0 of {total}"))
+    assert all("s-none" in node_class(c, "section.playback", s) for s in ("find", "summarize", "reply"))
+    assert not c.css("li.playback-event")
+    scrubber.send_keys(Keys.ARROW_RIGHT, Keys.ARROW_RIGHT, Keys.ARROW_RIGHT)
+    c.wait("three events in", lambda: c.one(".playback-where").text.startswith(f"3 of {total}"))
+    assert len(c.css("li.playback-event")) == 3
+    assert "s-none" not in node_class(c, "section.playback", "find"), "the first step has moved"
+    assert "s-completed" not in node_class(c, "section.playback", "reply"), "the reply is not done yet"
+    c.shot("23-playback")
+    c.one("section.playback button.play").click()
+    c.wait("played to the end", lambda: c.one(".playback-where").text.startswith(f"{total} of {total}"),
+           timeout=total * 0.35 + 20)
+    assert "s-completed" in node_class(c, "section.playback", "reply")
+    kinds = [e.get_attribute("data-kind") for e in c.css("li.playback-event")]
+    assert kinds.count("step.reused") == 2 and kinds[-1] == "run.completed", kinds
+
+
+def regenerate_answer_only(c, conversation):
+    """The last answer written again from a fork of its run: a new version, still the answer."""
+    c.go(f"#/c/{conversation}")
+    c.wait("the conversation", lambda: len(c.turns()) == 4 and c.count(3) == "2/2")
+    c.one("button.regenerate-answer-only", c.turn(3)).click()
+    c.wait("the answer regenerated", lambda: c.count(3) == "3/3" and c.status(3) == "valid"
+           and c.content(3) == "third", timeout=40)
+    c.shot("24-regenerated-answer-only")
+    # Its run is a fork of the run that wrote the answer before.
+    c.one("a.run-link", c.turn(3)).click()
+    c.wait("its run's lineage", lambda: "Forked from" in c.one("p.forked-from").text)
 
 
 if __name__ == "__main__":

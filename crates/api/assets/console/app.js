@@ -4,7 +4,7 @@
 import { ApiError, get, session } from './api.js';
 import { h, mount } from './dom.js';
 import { conversationList, conversationPage } from './conversations.js';
-import { runList, runPage } from './runs.js';
+import { diffPage, runList, runPage } from './runs.js';
 import { processList, processPage, serviceList, toolList, workerList } from './catalog.js';
 import { connectPage } from './connect.js';
 import { entityPage, searchPage } from './knowledge.js';
@@ -27,6 +27,8 @@ const routes = [
   [/^#?\/?(\?.*)?$/, (v) => conversationList(v, { showError })],
   [/^#\/c\/([^/?]+)/, (v, id) => conversationPage(v, id, { showError })],
   [/^#\/runs(\?.*)?$/, (v) => runList(v)],
+  // Before a run's own page, whose pattern would take `<a>/diff/<b>` as run `<a>`.
+  [/^#\/runs\/([^/?]+)\/diff\/([^/?]+)/, (v, a, b) => diffPage(v, a, b)],
   [/^#\/runs\/([^/?]+)/, (v, id) => runPage(v, id, { showError })],
   [/^#\/processes(\?.*)?$/, (v) => processList(v)],
   [/^#\/processes\/([^/?]+)/, (v, id) => processPage(v, id)],
@@ -123,7 +125,8 @@ async function route() {
     const m = hash.match(pattern);
     if (!m) continue;
     mount(view, h('p.muted', 'Loading…'));
-    try { await page(view, m[1] && !m[1].startsWith('?') ? decodeURIComponent(m[1]) : undefined); } catch (err) {
+    const parts = m.slice(1).map((x) => (x && !x.startsWith('?') ? decodeURIComponent(x) : undefined));
+    try { await page(view, ...parts); } catch (err) {
       if (err instanceof ApiError && err.status === 404) return notFound(view);
       mount(view, h('h1', 'Could not load this page'), h('p', explain(err)),
         h('p', h('button', { type: 'button', onclick: route }, 'Try again')));

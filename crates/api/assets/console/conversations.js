@@ -225,6 +225,17 @@ export async function conversationPage(view, id, { showError }) {
         onclick: act(() => post(`/v1/turns/${turn.id}/alternatives`, { processId: regenerateWith.value })),
       }, 'Regenerate'));
     }
+    // A fork of the run that wrote this answer: its earlier steps (retrieval, tools) are reused,
+    // and only the last step, the answer itself, runs again.
+    if (!human && alt.runId && alt.executedBy?.processId && alt.cacheStatus !== altStatus.generating) {
+      actions.push(h('button.regenerate-answer-only', {
+        type: 'button',
+        title: 'Reuse the earlier steps of its run; write only the answer again',
+        onclick: act(() => post(`/v1/turns/${turn.id}/alternatives`, {
+          processId: alt.executedBy.processId, regenerate: { alternativeId: alt.id },
+        })),
+      }, 'Regenerate the answer only'));
+    }
     if (!isLast) {
       actions.push(h('button.reply-here', {
         type: 'button',

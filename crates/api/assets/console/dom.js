@@ -51,10 +51,14 @@ export function badge(word, title) {
   return h(`span.badge.b-${String(word).replace(/[^a-z_]/gi, '')}`, { title }, word);
 }
 
+/** A row is its cells, or `{ cells, className }` when the row itself must look different. */
+const row = (r) => (Array.isArray(r) ? h('tr', r.map((c) => h('td', c)))
+  : h('tr', { class: r.className }, r.cells.map((c) => h('td', c))));
+
 export function table(headers, rows, caption) {
   return h('div.table-wrap', h('table',
     caption && h('caption', caption),
     h('thead', h('tr', headers.map((x) => h('th', { scope: 'col' }, x)))),
-    h('tbody', rows.length ? rows.map((r) => h('tr', r.map((c) => h('td', c))))
+    h('tbody', rows.length ? rows.map(row)
       : h('tr', h('td', { colspan: headers.length }, 'Nothing here yet.')))));
 }

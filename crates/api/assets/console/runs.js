@@ -1,9 +1,11 @@
 // Runs: the list, and one run with its Process version's DAG whose steps fill in live from the
-// run's SSE stream, each step's attempts, worker, telemetry, output and error, and cancel.
+// run's SSE stream, each step's attempts, worker, telemetry, output and error, and cancel; a
+// settled run's forks (lineage.js) and the playback of its event log (dag.js); and two runs side
+// by side (a fork and its original).
 
 import { all, get, post, runEvents } from './api.js';
-import { drawDag } from './dag.js';
-import { lineage } from './lineage.js';
+import { drawDag, playback } from './dag.js';
+import { forkButton, forkLineage, lineage, reusedLabel } from './lineage.js';
 import { badge, h, json, mount, table, when } from './dom.js';
 import { every, run as runStatus, step as stepStatus } from './statuses.js';
 
@@ -36,7 +38,7 @@ export async function runList(view) {
     ]), 'Newest first'));
 }
 
-async function versionOf(processId, number) {
+export async function versionOf(processId, number) {
   const page = await get(`/v1/processes/${processId}/versions?limit=500`);
   return page.items.find((v) => v.version === number) || null;
 }
@@ -44,7 +46,8 @@ async function versionOf(processId, number) {
 export async function runPage(view, id, { showError }) {
   const stop = new AbortController();
   let pending = null;
-  view.addEventListener('console:leave', () => { stop.abort(); clearTimeout(pending); }, { once: true });
+  let player = null;
+  view.addEventListener('console:leave', () => { stop.abort(); clearTimeout(pending); player?.stop(); }, { once: true });
   let run = await get(`/v1/runs/${id}`);
   const version = await versionOf(run.processId, run.processVersion).catch(() => null);
   // An agent's model turns and tool calls are step runs `<step>#…`: not steps of the version.
@@ -59,6 +62,15 @@ export async function runPage(view, id, { showError }) {
   const failedCalls = (sid) => callsOf(sid).filter((x) => x.status === stepStatus.failed).length;
 
   const millis = (s) => (s.startedAt && s.finishedAt ? new Date(s.finishedAt) - new Date(s.startedAt) : null);
+  /** A step, or an agent's call as "<step> · Model turn 1", for the playback's events. */
+  const label = (sid) => {
+    if (!sid.includes('#')) return sid;
+    return `${sid.split('#')[0]} · ${callTitle(run.steps.find((x) => x.stepId === sid) || { stepId: sid })}`;
+  };
+  // Drawn once and kept across the redraws below, so the scrubber keeps its place and focus.
+  player = playback(steps, label);
+  const content = h('div.run-content');
+
   function callTitle(c) {
     const n = c.stepId.split('#')[1] || '';
     if (c.kind === 'model' || n.startsWith('m')) return `Model turn ${n.slice(1)}`;
@@ -86,6 +98,7 @@ export async function runPage(view, id, { showError }) {
     return h('section.step-detail', { 'aria-label': `Step ${s.stepId}` },
       h('h2', `Step ${s.stepId} `, badge(s.status)),
       h('dl',
+        s.reusedFrom ? [h('dt', 'Reused'), h('dd', reusedLabel(s), ' (nothing was called: the output is the original\'s)')] : null,
         h('dt', 'Attempts'), h('dd', String(s.attempts)),
         h('dt', 'Worker'), h('dd', s.workerId || '—'),
         h('dt', 'Started'), h('dd', when(s.startedAt)),
@@ -93,14 +106,17 @@ export async function runPage(view, id, { showError }) {
         s.childRunId ? [h('dt', 'Child run'), h('dd', h('a', { href: `#/runs/${s.childRunId}` }, s.childRunId))] : null),
       h('h3', 'Output'), json(s.output),
       s.error ? [h('h3', 'Error'), json(s.error)] : null,
-      h('h3', 'Telemetry'), json(s.telemetry));
+      h('h3', 'Telemetry'), json(s.telemetry),
+      // Only a settled top-level run can be forked (FORK-2); an agent's call is not a step.
+      settled(run.status) && run.depth === 1 && !s.stepId.includes('#') ? forkButton(run, s.stepId) : null);
   }
 
   function render() {
     const byStep = new Map(run.steps.map((s) => [s.stepId, s]));
     const done = settled(run.status);
-    mount(view,
+    mount(content,
       h('h1', 'Run ', h('code', run.id), ' ', badge(run.status)),
+      forkLineage(run),
       run.inputs?.conversationId ? h('p.asked', 'Asked for by ',
         h('a.turn-link', { href: `#/c/${run.inputs.conversationId}` }, 'a turn of its conversation')) : null,
       h('p', 'Process ', h('a', { href: `#/processes/${run.processId}` }, run.processId), ` version ${run.processVersion}`,
@@ -120,13 +136,18 @@ export async function runPage(view, id, { showError }) {
         // An agent step's model turns and tool calls are step runs `<step>#…` of their own.
         const calls = callsOf(sid).length;
         const failed = failedCalls(sid);
-        return calls ? `${calls} call${calls > 1 ? 's' : ''}${failed ? `, ${failed} failed` : ''}` : '';
-      }),
+        const reused = byStep.get(sid)?.reusedFrom ? 'reused' : '';
+        return [reused, calls ? `${calls} call${calls > 1 ? 's' : ''}${failed ? `, ${failed} failed` : ''}` : ''].filter(Boolean).join(', ');
+      }, (sid) => (byStep.get(sid)?.reusedFrom ? 'reused' : '')),
       steps.map((s) => timeline(s.id)),
-      table(['Step', 'Status', 'Attempts', 'Worker', 'Finished'], run.steps.filter((s) => !s.stepId.includes('#')).map((s) => [
-        h('button.linkish', { type: 'button', onclick: () => { selected = s.stepId; render(); } }, s.stepId),
-        badge(s.status), String(s.attempts), s.workerId || '—', when(s.finishedAt),
-      ]), 'Steps'),
+      // A reused step is dimmed: it took the original's output, and nothing ran for it here.
+      table(['Step', 'Status', 'Attempts', 'Worker', 'Finished'], run.steps.filter((s) => !s.stepId.includes('#')).map((s) => ({
+        className: s.reusedFrom ? 'reused' : null,
+        cells: [
+          h('button.linkish', { type: 'button', onclick: () => { selected = s.stepId; render(); } }, s.stepId),
+          [badge(s.status), ' ', reusedLabel(s)], String(s.attempts), s.workerId || '—', when(s.finishedAt),
+        ],
+      })), 'Steps'),
       stepDetail(byStep.get(selected)),
       lineageSlot,
       h('h2', 'Output'), json(run.output),
@@ -142,19 +163,94 @@ export async function runPage(view, id, { showError }) {
       if (settled(run.status)) drawLineage();
       const focused = document.activeElement?.closest?.('[data-step]')?.dataset.step;
       render();
-      if (focused) view.querySelector(`[data-step="${focused}"]`)?.focus();
+      if (focused) content.querySelector(`[data-step="${focused}"]`)?.focus();
     } catch (err) { if (!stop.signal.aborted) showError(err); }
   }
 
+  mount(view, content, player.el);
   render();
   drawLineage();
-  if (!settled(run.status)) {
-    runEvents(id, (kind) => {
-      if (kind === 'step.delta') return;
-      clearTimeout(pending);
-      pending = setTimeout(refresh, 50);
-    }, stop.signal).catch((err) => {
-      if (err.name !== 'AbortError') showError(new Error(`Live updates stopped (${err.message}); reload the page to resume.`));
-    }).finally(() => { if (!stop.signal.aborted) refresh(); });
-  }
+  // One stream, read from the start of the log: the playback gets every event, and a run still
+  // going is redrawn as its events come. A settled run's stream ends after its catch-up.
+  const live = !settled(run.status);
+  runEvents(id, (kind, data) => {
+    if (kind === 'step.delta') return;
+    player.add(data);
+    if (!live) return;
+    clearTimeout(pending);
+    pending = setTimeout(refresh, 50);
+  }, stop.signal).then(() => player.done(), (err) => {
+    if (err.name !== 'AbortError') showError(new Error(`Live updates stopped (${err.message}); reload the page to resume.`));
+  }).finally(() => { if (live && !stop.signal.aborted) refresh(); });
+}
+
+// ---- Two runs side by side (`#/runs/<a>/diff/<b>`, GET /v1/runs/{a}/diff/{b}): each run's DAG with
+// its steps marked by verdict, then one row per step with its verdict and, where the two differ,
+// their inputs and outputs next to each other.
+
+/** Verdicts the server gives (StepVerdict); the last four are the ones that mark a change. */
+const CHANGED = new Set(['input_changed', 'output_changed', 'only_in_a', 'only_in_b']);
+const SAYS = {
+  same: 'same input, same output',
+  reused: 'took the other run\'s recorded output',
+  input_changed: 'another input',
+  output_changed: 'same input, another outcome',
+  only_in_a: 'only in A',
+  only_in_b: 'only in B',
+};
+
+/** The steps one side's DAG draws: its version's, else the steps the diff names on that side. */
+function stepsOf(version, diff, side) {
+  if (version?.steps?.length) return version.steps;
+  return diff.steps.filter((s) => s[side] && !s.stepId.includes('#')).map((s) => ({ id: s.stepId }));
+}
+
+function sideDag(title, run, version, diff, side) {
+  const byStep = new Map(diff.steps.map((s) => [s.stepId, s]));
+  return h(`div.diff-side.side-${side}`,
+    h('h2', title, ' ', h('a', { href: `#/runs/${run.id}` }, h('code', run.id.slice(0, 13))),
+      ` · version ${run.processVersion} `, badge(run.status)),
+    drawDag(stepsOf(version, diff, side),
+      (sid) => byStep.get(sid)?.[side]?.status,
+      null,
+      (sid) => byStep.get(sid)?.verdict?.replace(/_/g, ' ') || '',
+      (sid) => {
+        const v = byStep.get(sid)?.verdict;
+        return v ? `v-${v}${CHANGED.has(v) ? ' changed' : ''}` : '';
+      }));
+}
+
+/** Input and output of the two sides next to each other, for a changed step. */
+function sideBySide(row) {
+  const part = (name) => h('div.diff-pair',
+    h('div', h('h3', `A's ${name}`), row.a ? json(row.a[name]) : h('p.muted', 'Not in A.')),
+    h('div', h('h3', `B's ${name}`), row.b ? json(row.b[name]) : h('p.muted', 'Not in B.')));
+  return h('details.diff-detail', { open: true }, h('summary', 'Inputs and outputs'), part('input'), part('output'));
+}
+
+export async function diffPage(view, a, b) {
+  const diff = await get(`/v1/runs/${a}/diff/${b}`);
+  const [runA, runB] = await Promise.all([get(`/v1/runs/${a}`), get(`/v1/runs/${b}`)]);
+  const [versionA, versionB] = await Promise.all([
+    versionOf(runA.processId, runA.processVersion).catch(() => null),
+    versionOf(runB.processId, runB.processVersion).catch(() => null),
+  ]);
+  const rows = diff.steps.map((row) => ({
+    className: `diff-row v-${row.verdict}${CHANGED.has(row.verdict) ? ' changed' : ''}`,
+    cells: [
+      h('code', row.stepId),
+      [badge(row.verdict), h('span.muted', ` ${SAYS[row.verdict] || ''}`)],
+      row.a ? badge(row.a.status) : '—',
+      row.b ? badge(row.b.status) : '—',
+      CHANGED.has(row.verdict) ? sideBySide(row) : h('span.muted', 'no difference'),
+    ],
+  }));
+  mount(view,
+    h('h1', 'Compare two runs'),
+    h('p.diff-summary',
+      diff.differing ? `${diff.differing} ${diff.differing === 1 ? 'step differs' : 'steps differ'}` : 'No step differs',
+      diff.bForkedFrom === a ? ' · B is a fork of A' : diff.bForkedFrom ? [' · B is a fork of ', h('a', { href: `#/runs/${diff.bForkedFrom}` }, 'another run')] : '',
+      '.'),
+    h('div.diff-dags', sideDag('A', runA, versionA, diff, 'a'), sideDag('B', runB, versionB, diff, 'b')),
+    table(['Step', 'Verdict', 'A', 'B', 'Difference'], rows, 'Each step of the two runs'));
 }

@@ -1,6 +1,7 @@
 //! Integration tests against the real Bolt server and RabbitMQ. Each invariant ID is named in
 //! the test that covers it.
 
+mod accounts;
 mod agents;
 mod audit;
 mod catalog;

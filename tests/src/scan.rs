@@ -59,6 +59,15 @@ pub fn record_raw_exchange(
     }
 }
 
+/// A value that must appear nowhere but where the test put it (a password, a session id):
+/// searched for in every capture, the graph and the queues, like a Secret's plaintext.
+pub fn record_plaintext(value: &str) {
+    append(
+        "plaintexts",
+        serde_json::to_string(value).unwrap_or_default().as_bytes(),
+    );
+}
+
 /// Log output of the in-process server, as it is written.
 pub fn record_log(bytes: &[u8]) {
     append("log", bytes);
@@ -76,6 +85,12 @@ pub fn record_exchange(
 ) {
     record("responses", response);
     let stores_secret = path.starts_with("/v1/secrets") && *method != reqwest::Method::GET;
+    // USR-5: a password a test sends (to set one or to sign in) is searched for everywhere.
+    let password = body.and_then(|b| b["password"].as_str());
+    if let Some(p) = password.filter(|_| *method != reqwest::Method::GET) {
+        record_plaintext(p);
+        return;
+    }
     if let (false, Some(body)) = (stores_secret, body) {
         record("requests", &body.to_string());
     }

@@ -16,6 +16,8 @@ pub enum ApiError {
     RateLimited(std::time::Duration),
     PayloadTooLarge,
     UnsupportedMediaType(String),
+    /// USR-6: a mutation made with a session cookie without its CSRF token.
+    CsrfMissing,
 }
 
 impl From<aiden_service::Error> for ApiError {
@@ -63,6 +65,18 @@ impl ApiError {
                     StatusCode::UNAUTHORIZED,
                     "RATE_LIMITED",
                     "unknown bearer token, and too many from this source; retry later".into(),
+                )
+            },
+            ApiError::CsrfMissing => Body {
+                details: vec![aiden_domain::Violation::rule(
+                    "USR-6",
+                    "X-CSRF-Token",
+                    "a mutation made with a session cookie carries its CSRF token",
+                )],
+                ..plain(
+                    StatusCode::FORBIDDEN,
+                    "CSRF",
+                    "send the session's CSRF token in X-CSRF-Token".into(),
                 )
             },
             ApiError::PayloadTooLarge => plain(

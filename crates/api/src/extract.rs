@@ -86,8 +86,13 @@ impl FromRequestParts<State> for Auth {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
             .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or(ApiError::Unauthenticated)?;
+            .filter(|t| !t.is_empty());
+        let Some(token) = token else {
+            // A person in the console: the session cookie (USR-6).
+            session_cookie(parts).ok_or(ApiError::Unauthenticated)?;
+            let s = Session::from_request_parts(parts, state).await?;
+            return Ok(Auth(s.0.caller));
+        };
         match state
             .app
             .authenticate_from(source(parts, state), token)
@@ -98,6 +103,71 @@ impl FromRequestParts<State> for Auth {
             Err(AuthRefusal::Throttled(wait)) => Err(ApiError::RateLimited(wait)),
             Err(AuthRefusal::Failed(e)) => Err(e.into()),
         }
+    }
+}
+
+/// The session cookie's value, if the request carries one.
+pub fn session_cookie(parts: &Parts) -> Option<String> {
+    session_cookie_in(&parts.headers)
+}
+
+/// [`session_cookie`] from headers.
+pub fn session_cookie_in(headers: &axum::http::HeaderMap) -> Option<String> {
+    headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().split_once('='))
+        .find(|(k, _)| *k == aiden_service::accounts::SESSION_COOKIE)
+        .map(|(_, v)| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+}
+
+/// A caller signed in with a session cookie (USR-6): live, unexpired, of an enabled user; a
+/// mutation (any method but GET, HEAD, OPTIONS) must carry the session's CSRF token in
+/// `X-CSRF-Token` (403 `CSRF` otherwise). With SameSite=Strict on the cookie, this is defence
+/// in depth against a cross-site form.
+pub struct Session(pub aiden_service::accounts::SessionCaller, pub String);
+
+impl FromRequestParts<State> for Session {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &State) -> Result<Self, Self::Rejection> {
+        let id = session_cookie(parts).ok_or(ApiError::Unauthenticated)?;
+        let s = match state
+            .app
+            .authenticate_session(source(parts, state), &id)
+            .await
+        {
+            Ok(s) => s,
+            Err(AuthRefusal::Unknown) => return Err(ApiError::Unauthenticated),
+            Err(AuthRefusal::Throttled(wait)) => return Err(ApiError::RateLimited(wait)),
+            Err(AuthRefusal::Failed(e)) => return Err(e.into()),
+        };
+        let safe = matches!(
+            parts.method,
+            axum::http::Method::GET | axum::http::Method::HEAD | axum::http::Method::OPTIONS
+        );
+        let echoed = parts
+            .headers
+            .get("x-csrf-token")
+            .and_then(|v| v.to_str().ok());
+        if !safe && echoed != Some(s.csrf.as_str()) {
+            return Err(ApiError::CsrfMissing);
+        }
+        Ok(Session(s, id))
+    }
+}
+
+/// The source address of a request (USR-4), for the sign-in handlers.
+pub struct Source(pub std::net::IpAddr);
+
+impl FromRequestParts<State> for Source {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &State) -> Result<Self, Self::Rejection> {
+        Ok(Source(source(parts, state)))
     }
 }
 

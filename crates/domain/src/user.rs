@@ -103,6 +103,19 @@ pub fn check_token_manager(caller: &Caller, user: &str) -> Result<(), crate::Err
     }
 }
 
+/// USR-5: a password is 10 to 256 characters (a passphrase fits; a PIN does not).
+pub fn check_password(password: &str) -> Result<(), crate::Error> {
+    let n = password.chars().count();
+    if !(10..=256).contains(&n) || password.trim().is_empty() {
+        return Err(crate::Error::invariant(
+            "USR-5",
+            "/password",
+            "a password is 10 to 256 characters",
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,5 +180,13 @@ mod tests {
             check_token_manager(&caller("u2", Role::User), "u1"),
             Err(crate::Error::NotFound)
         ));
+    }
+
+    #[test]
+    fn usr_5_a_password_is_ten_to_256_characters() {
+        assert_eq!(rule(check_password("short")), Some("USR-5"));
+        assert_eq!(rule(check_password(&" ".repeat(12))), Some("USR-5"));
+        assert_eq!(rule(check_password(&"x".repeat(257))), Some("USR-5"));
+        assert_eq!(rule(check_password("correct horse battery")), None);
     }
 }

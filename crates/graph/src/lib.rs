@@ -19,6 +19,7 @@ pub mod resources;
 pub mod run_record;
 pub mod runs;
 pub mod secrets;
+pub mod sessions;
 pub mod tools;
 mod tx;
 pub mod upkeep;

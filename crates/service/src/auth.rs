@@ -258,10 +258,13 @@ impl App {
                 .map(|q| q.map(|q| serde_json::to_string(&q).unwrap_or_default())),
         };
         let row = write_tx!(self, |tx| {
-            Ok(
-                aiden_graph::users::update(&mut tx, id, &change, caller.id.as_str(), &now())
-                    .await?,
-            )
+            let row = aiden_graph::users::update(&mut tx, id, &change, caller.id.as_str(), &now())
+                .await?;
+            // USR-6: a disabled user's sessions end with the change.
+            if patch.disabled == Some(true) {
+                aiden_graph::sessions::revoke_user_sessions(&mut tx, id, &now()).await?;
+            }
+            Ok(row)
         })?;
         self.auth_cache.forget_user(id);
         user_view(row.ok_or(aiden_domain::Error::NotFound)?)
@@ -399,7 +402,7 @@ impl AuthCache {
     }
 
     /// After a change to a user or their tokens: this instance asks the graph again.
-    fn forget_user(&self, id: &str) {
+    pub(crate) fn forget_user(&self, id: &str) {
         if let Ok(mut map) = self.map.lock() {
             map.retain(|_, (caller, _)| caller.id.as_str() != id);
         }

@@ -4,6 +4,7 @@
 //! workers write run state through their own paths (docs/execution.md, "Who writes what").
 //! Must not know HTTP.
 
+pub mod accounts;
 mod admission;
 mod audit;
 mod auth;

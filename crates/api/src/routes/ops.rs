@@ -70,6 +70,62 @@ pub(super) fn routes(t: Table) -> Table {
     );
     let t = route!(
         t,
+        POST,
+        "/v1/sessions",
+        u::sign_in,
+        Op::open("Sign in with a name and a password: a session cookie (HttpOnly, SameSite=Strict) and its CSRF token (USR-6)")
+            .body::<aiden_service::accounts::SignIn>()
+            .created_unlocated::<aiden_service::accounts::SessionView>()
+            .errors(&[401])
+    );
+    let t = route!(
+        t,
+        GET,
+        "/v1/sessions/current",
+        u::current_session,
+        Op::new("The session the cookie signs in, with its CSRF token")
+            .ok::<aiden_service::accounts::SessionView>()
+    );
+    let t = route!(
+        t,
+        DELETE,
+        "/v1/sessions/current",
+        u::sign_out,
+        Op::new("Sign out: the session is revoked (send X-CSRF-Token)")
+            .no_content()
+            .errors(&[403])
+    );
+    let t = route!(
+        t,
+        POST,
+        "/v1/password",
+        u::reset_password,
+        Op::open("Set a password with a one-time link's token (USR-5); the user's sessions end")
+            .body::<aiden_service::accounts::PasswordReset>()
+            .no_content()
+            .errors(&[401, 422])
+    );
+    let t = route!(
+        t,
+        POST,
+        "/v1/users/{id}/password-link",
+        u::password_link,
+        Op::new("A one-time link for the user to set a password (admin; 24 h, the newest only)")
+            .created_unlocated::<aiden_service::accounts::PasswordLink>()
+            .errors(&[403])
+    );
+    let t = route!(
+        t,
+        PUT,
+        "/v1/users/{id}/password",
+        u::set_password,
+        Op::new("Set your own password (USR-5); your other sessions end")
+            .body::<aiden_service::accounts::NewPassword>()
+            .no_content()
+            .errors(&[403, 422])
+    );
+    let t = route!(
+        t,
         GET,
         "/v1/me",
         u::get_me,

@@ -308,3 +308,24 @@ async fn usr_4_failed_sign_ins_are_throttled_per_source() {
         StatusCode::CREATED
     );
 }
+
+/// The admins' user list says who has a password (never its hash); a user may not list users;
+/// an admin narrows the run list to one user's runs.
+#[tokio::test]
+async fn usr_5_the_user_list_shows_who_has_a_password_and_a_users_runs_filter() {
+    let (id, _) = with_password().await;
+    let plain = new_user("user").await;
+    let list = admin().get("/v1/users").await;
+    let items = list.ok(200)["items"].as_array().unwrap().clone();
+    let of = |who: &str| items.iter().find(|u| u["id"] == who).cloned().unwrap();
+    assert_eq!(of(&id)["hasPassword"], true);
+    assert_eq!(of(&plain.id)["hasPassword"], false);
+    assert!(!list.body.to_string().contains("argon2"), "never the hash");
+    assert_eq!(plain.get("/v1/users").await.status.as_u16(), 403);
+    let runs = admin().get(&format!("/v1/runs?ownerId={}", plain.id)).await;
+    assert_eq!(
+        runs.ok(200)["items"],
+        json!([]),
+        "the new user has started nothing"
+    );
+}

@@ -19,6 +19,15 @@ pub struct UserRow {
     /// The Process the user's conversations answer with when none is named.
     #[serde(default)]
     pub default_process_id: Option<String>,
+    /// USR-5: a password is set (read by the user list only).
+    #[serde(default)]
+    pub has_password: Option<bool>,
+}
+
+/// Every user, by id (admins' list).
+pub async fn list(tx: &mut Tx) -> Result<Vec<UserRow>, Error> {
+    tx.rows(cypher(query_file!("user/list_users.cypher"), None))
+        .await
 }
 
 /// Sets (or clears) the user's default chat Process.

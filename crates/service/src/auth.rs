@@ -53,6 +53,9 @@ pub struct User {
     /// The Process the user's conversations answer with when none is named.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub default_process_id: Option<String>,
+    /// USR-5: whether a password is set (in the admins' user list).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub has_password: Option<bool>,
 }
 
 /// `POST /v1/users/{id}/tokens`.
@@ -97,6 +100,7 @@ fn user_view(r: aiden_graph::users::UserRow) -> Result<User> {
         token: None,
         token_id: None,
         default_process_id: r.default_process_id,
+        has_password: r.has_password,
     })
 }
 
@@ -230,7 +234,15 @@ impl App {
             token: Some(token),
             token_id: Some(token_id),
             default_process_id: None,
+            has_password: Some(false),
         })
+    }
+
+    /// `GET /v1/users` (admins).
+    pub async fn list_users(&self, caller: &Caller) -> Result<Vec<User>> {
+        ensure_admin(caller)?;
+        let rows = read_tx!(self, |tx| { Ok(aiden_graph::users::list(&mut tx).await?) })?;
+        rows.into_iter().map(user_view).collect()
     }
 
     pub async fn me(&self, caller: &Caller) -> Result<User> {

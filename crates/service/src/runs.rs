@@ -31,6 +31,8 @@ pub struct RunQuery {
     pub page: PageRequest,
     pub process_id: Option<String>,
     pub status: Option<RunStatus>,
+    /// An admin's narrowing to one user's runs (a user sees only their own anyway).
+    pub owner_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -393,7 +395,10 @@ impl App {
         let before = q.page.cursor.clone().unwrap_or_default();
         let status = q.status.map(|s| s.as_str());
         let filter = runs::RunFilter {
-            owner_id: (!caller.is_admin()).then_some(caller.id.as_str()),
+            owner_id: match caller.is_admin() {
+                true => q.owner_id.as_deref(),
+                false => Some(caller.id.as_str()),
+            },
             process_id: q.process_id.as_deref(),
             status,
             before: &before,

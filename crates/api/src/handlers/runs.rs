@@ -65,6 +65,8 @@ pub struct RunListQuery {
     process_id: Option<String>,
     /// Only runs in this state.
     status: Option<RunStatus>,
+    /// Only this user's runs (admins; a user sees only their own).
+    owner_id: Option<String>,
 }
 
 pub async fn list_runs(
@@ -83,6 +85,7 @@ pub async fn list_runs(
         },
         process_id: q.process_id,
         status: q.status,
+        owner_id: q.owner_id,
     };
     Ok(ok(st.app.list_runs(&c, query).await?))
 }

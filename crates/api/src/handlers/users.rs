@@ -28,6 +28,11 @@ pub async fn create_user(
     ))
 }
 
+pub async fn list_users(S(st): S<State>, Auth(c): Auth) -> ApiResult<Response> {
+    let items = st.app.list_users(&c).await?;
+    Ok(ok(aiden_service::views::Items { items }))
+}
+
 pub async fn get_me(S(st): S<State>, Auth(c): Auth) -> ApiResult<Response> {
     Ok(ok(st.app.me(&c).await?))
 }

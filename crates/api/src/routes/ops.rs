@@ -70,6 +70,15 @@ pub(super) fn routes(t: Table) -> Table {
     );
     let t = route!(
         t,
+        GET,
+        "/v1/users",
+        u::list_users,
+        Op::new("Every user (admin), with whether a password is set")
+            .ok::<aiden_service::views::Items<aiden_service::User>>()
+            .errors(&[403])
+    );
+    let t = route!(
+        t,
         POST,
         "/v1/sessions",
         u::sign_in,

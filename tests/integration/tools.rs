@@ -443,3 +443,30 @@ async fn tool_from_template_copies_structure_and_records_provenance() {
     );
     assert_eq!(before, fingerprint(&u.id).await);
 }
+
+/// SVC-4 for Tools: a Tool has no probe of its own, so it shows its Service's health as last
+/// probed (it used to show the `degraded` it was created with forever).
+#[tokio::test]
+async fn svc_4_a_tool_shows_its_services_health() {
+    let u = user().await;
+    let mut body = fixtures::rest_service_body(false);
+    body["endpoint"] = json!(aiden_tests::server().base);
+    let service = fixtures::create(&u, "services", body).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let tool = fixtures::rest_tool(&u, &service).await;
+    let checked = u
+        .post(&format!("/v1/services/{service}/health-check"), json!({}))
+        .await;
+    let checked = checked.ok(200).clone();
+    assert_eq!(checked["status"], "healthy", "{checked}");
+    let t = u.get(&format!("/v1/tools/{tool}")).await;
+    let t = t.ok(200);
+    assert_eq!(t["status"], "healthy", "{t}");
+    assert_eq!(t["lastHealthCheck"], checked["lastHealthCheck"]);
+    let listed = u.get("/v1/tools?limit=500").await;
+    let listed = listed.ok(200)["items"].as_array().unwrap().clone();
+    let mine = listed.iter().find(|x| x["id"] == tool.as_str()).unwrap();
+    assert_eq!(mine["status"], "healthy");
+}

@@ -83,6 +83,13 @@ impl HealthStatus {
             Self::Down => "down",
         }
     }
+
+    /// The stored word; `None` for one no status has.
+    pub fn parse(word: &str) -> Option<Self> {
+        [Self::Healthy, Self::Degraded, Self::Down]
+            .into_iter()
+            .find(|s| s.as_str() == word)
+    }
 }
 
 /// The structural fields a Service shares with its ServiceTemplate.

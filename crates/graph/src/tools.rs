@@ -63,3 +63,18 @@ async fn link_secret(tx: &mut Tx, t: &Tool, now: &str) -> Result<(), Error> {
         ))),
     }
 }
+
+/// The health of the Service each of Tools `ids` uses, as last probed.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceHealth {
+    pub id: String,
+    pub status: Option<String>,
+    pub last_health_check: Option<String>,
+    pub error_message: Option<String>,
+}
+
+pub async fn service_health(tx: &mut Tx, ids: Vec<String>) -> Result<Vec<ServiceHealth>, Error> {
+    tx.rows(cypher(query_file!("tool/service_health.cypher"), None).param("ids", ids))
+        .await
+}

@@ -3,7 +3,7 @@
 use aiden_domain::{
     access::{ensure_owner, ensure_readable, Owned, Sharing},
     secret::Secret,
-    service::Service,
+    service::{HealthStatus, Service},
     template::ToolTemplate,
     tool::{decide_create, decide_update, NewTool, Tool, ToolContext, ToolPatch},
     user::Caller,
@@ -12,8 +12,8 @@ use aiden_domain::{
 use aiden_graph::{references, resources, tools, Kind, Tx};
 
 use crate::{
-    common::check_precondition, common::ensure_absent, now, tx::write_tx, App, Page, PageRequest,
-    Result,
+    common::check_precondition, common::ensure_absent, now, tx::read_tx, tx::write_tx, App, Page,
+    PageRequest, Result,
 };
 
 fn owned(t: &Tool) -> Owned<'_> {
@@ -90,14 +90,40 @@ impl App {
     pub async fn get_tool(&self, caller: &Caller, id: &str) -> Result<Tool> {
         let t: Tool = self.load(Kind::Tool, id).await?;
         ensure_readable(caller, &owned(&t))?;
+        let mut one = [t];
+        self.with_service_health(&mut one).await?;
+        let [t] = one;
         Ok(t)
     }
 
     pub async fn list_tools(&self, caller: &Caller, page: PageRequest) -> Result<Page<Tool>> {
-        self.list(caller, Kind::Tool, Sharing::Shareable, page, |t: &Tool| {
-            t.id.to_string()
-        })
-        .await
+        let mut page = self
+            .list(caller, Kind::Tool, Sharing::Shareable, page, |t: &Tool| {
+                t.id.to_string()
+            })
+            .await?;
+        self.with_service_health(&mut page.items).await?;
+        Ok(page)
+    }
+
+    /// A Tool's health is its Service's, as last probed (SVC-4): a Tool has no probe of its
+    /// own, and the status it was created with would otherwise stand forever.
+    async fn with_service_health(&self, tools: &mut [Tool]) -> Result<()> {
+        let ids: Vec<String> = tools.iter().map(|t| t.id.to_string()).collect();
+        let rows = read_tx!(self, |tx| {
+            Ok(aiden_graph::tools::service_health(&mut tx, ids.clone()).await?)
+        })?;
+        for t in tools.iter_mut() {
+            let Some(h) = rows.iter().find(|h| h.id == t.id.as_str()) else {
+                continue;
+            };
+            if let Some(status) = h.status.as_deref().and_then(HealthStatus::parse) {
+                t.status = status;
+                t.last_health_check = h.last_health_check.clone();
+                t.error_message = h.error_message.clone();
+            }
+        }
+        Ok(())
     }
 
     /// Every rule re-checked against the merged Tool; `if_revision` is the client's `If-Match`.

@@ -24,6 +24,7 @@ from PIL import Image
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -31,6 +32,8 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 BASE = os.environ["AIDEN_SERVER"]
 MODEL_URL = os.environ["AIDEN_MODEL_URL"]
 SHOTS = os.environ["AIDEN_SCREENSHOTS"]
+# The screens a reviewer looks at first: sign-in, the Users page, a chat.
+SHOTS2 = os.environ.get("AIDEN_SCREENSHOTS_EXTRA", "/tmp/console-shots2")
 TAG = uuid.uuid4().hex[:8]
 
 
@@ -169,6 +172,14 @@ class Console:
     def go(self, hash_):
         self.d.get(f"{BASE}/{hash_}")
 
+    def extra(self, name):
+        """A screen also saved under SHOTS2 by its plain name."""
+        os.makedirs(SHOTS2, exist_ok=True)
+        path = os.path.join(SHOTS2, f"{name}.png")
+        self.d.save_screenshot(path)
+        self.shots.append(path)
+        return path
+
 
 def non_blank(path):
     """More than a handful of colours, and not one colour over nearly all of it."""
@@ -189,6 +200,7 @@ def main():
     c = Console(d)
     try:
         run(c, token, agent)
+        accounts(c)
     finally:
         d.quit()
     blank = [p for p in c.shots if not non_blank(p)]
@@ -198,8 +210,13 @@ def main():
 
 def run(c, token, agent):
     d = c.d
-    # Sign-in: a wrong token is refused with a clear message; the token never enters the URL.
+    # Sign-in: a name and a password first; a token is the other way in (programs, the
+    # bootstrap admin). A wrong token is refused with a clear message; it never enters the URL.
     c.go("")
+    c.one("#sign-in #name")
+    c.one("#sign-in #password")
+    c.extra("sign-in")
+    c.one("#use-token").click()
     c.one("#token").send_keys("not-a-token")
     c.one("#sign-in button[type=submit]").click()
     err = c.one("#sign-in-error")
@@ -229,12 +246,27 @@ def run(c, token, agent):
     c.wait("the new conversation", lambda: "#/c/" in d.current_url)
     conversation = d.current_url.split("#/c/")[1]
     c.wait("its title", lambda: "Trip planning" in c.one("h1").text)
+    # The tab names the conversation, and the composer is ready to type in.
+    c.wait("the tab's title", lambda: d.title == "Trip planning · Aiden")
+    c.wait("the composer focused", lambda: d.execute_script("return document.activeElement.id") == "message")
 
     # Enter sends the message and starts its answer: `generating` turns into the streamed text.
+    # The message shows at once ("sending…") and the composer waits, so a double Enter sends once.
     first = "Alpha plan: fly to Lisbon on Friday, stay three nights, then take the train to Porto"
     Select(c.one('select[aria-label="Process to answer with"]')).select_by_value(agent)
-    c.one("#message").send_keys(f'script:[{{"answer": "{first}"}}]', Keys.ENTER)
+    d.execute_script("""
+      window.__seen = {pending: false, disabled: false};
+      new MutationObserver(() => {
+        const p = document.querySelector('li.turn.pending');
+        if (p && p.textContent.includes('sending…') && p.textContent.includes('Alpha plan')) window.__seen.pending = true;
+        const m = document.querySelector('#message');
+        if (m && m.disabled) window.__seen.disabled = true;
+      }).observe(document.body, {subtree: true, childList: true, attributes: true, characterData: true});""")
+    c.one("#message").send_keys(f'script:[{{"answer": "{first}"}}]')
+    ActionChains(d).send_keys(Keys.ENTER).send_keys(Keys.ENTER).perform()
     c.wait("a generating answer", lambda: len(c.turns()) == 2 and c.status(1) == "generating")
+    seen = d.execute_script("return window.__seen")
+    assert seen == {"pending": True, "disabled": True}, seen
     assert "generating" in c.turn(1).text
     partial = c.wait("streamed words", lambda: (c.content(1) or "").strip("…").strip()
                      if c.status(1) == "generating" else None, timeout=20)
@@ -243,6 +275,17 @@ def run(c, token, agent):
     c.wait("the answer", lambda: c.status(1) == "valid" and c.content(1) == first)
     assert "generating" not in c.turn(1).text
     c.shot("04-answered")
+    c.extra("chat")
+    tree = call("GET", f"/v1/conversations/{conversation}/tree", token)
+    assert len(tree["turns"]) == 2, f"a double Enter sent once: {len(tree['turns'])} turns"
+    c.wait("the composer focused again", lambda: d.execute_script("return document.activeElement.id") == "message")
+
+    # Esc leaves an edit as it was.
+    c.one("button.edit-btn", c.turn(0)).click()
+    c.wait("the editor focused", lambda: d.execute_script(
+        "return document.activeElement.getAttribute('aria-label')") == "Edited message")
+    d.switch_to.active_element.send_keys(Keys.ESCAPE)
+    c.wait("the edit canceled", lambda: not c.css("form.edit") and c.content(0).startswith("script:"))
 
     # Edit the message: saving it answers the new version, so both read < 2/2 >.
     second = "Beta plan: take the night train to Madrid instead"
@@ -417,11 +460,142 @@ def run(c, token, agent):
 
     fork_compare_and_play(c, token)
     regenerate_answer_only(c, conversation)
+    double_submit(c, token, agent)
 
     # A token that stops working sends the user back to sign-in with a message.
     d.execute_script("sessionStorage.setItem('aiden.token', 'revoked')")
     d.refresh()
     assert "no longer accepted" in c.one("#sign-in-error").text
+
+
+def double_submit(c, token, agent):
+    """Two submits at once (a double click, a key held down): one message, one answer."""
+    d = c.d
+    conv = call("POST", "/v1/conversations", token, {"title": f"Once {TAG}", "defaultProcessId": agent})
+    c.go(f"#/c/{conv['id']}")
+    c.wait("the empty conversation", lambda: c.css("#message") and d.title == f"Once {TAG} · Aiden")
+    Select(c.one('select[aria-label="Process to answer with"]')).select_by_value(agent)
+    c.one("#message").send_keys('script:[{"answer": "just once"}]')
+    d.execute_script("const f = document.querySelector('form.composer'); f.requestSubmit(); f.requestSubmit();")
+    c.wait("the one answer", lambda: len(c.turns()) == 2 and c.status(1) == "valid"
+           and c.content(1) == "just once", timeout=40)
+    tree = call("GET", f"/v1/conversations/{conv['id']}/tree", token)
+    assert len(tree["turns"]) == 2, f"two submits sent once: {len(tree['turns'])} turns"
+    c.wait("the composer focused again", lambda: d.execute_script("return document.activeElement.id") == "message")
+
+
+def accounts(c):
+    """People's accounts: the admin (signed in with the bootstrap token) creates a user on the
+    Users page and makes a password link; the user opens it in another browser, sets a password,
+    signs in by name and password, is signed in in a second tab too, changes something (CSRF),
+    and signs out. The admin then sees the password set, revokes the user's token and disables
+    them, and follows the link to their runs."""
+    admin = Console(browser())
+    admin.shots = c.shots
+    person = Console(browser())
+    person.shots = c.shots
+    name = f"person-{TAG}"
+    password = f"correct horse {TAG}"
+    try:
+        a = admin.d
+        admin.go("")
+        admin.one("#use-token").click()
+        admin.one("#token").send_keys(os.environ["AIDEN_ADMIN_TOKEN"])
+        admin.one("#sign-in button[type=submit]").click()
+        admin.one("#conversation-list")
+        admin.one('nav#nav a[href="#/users"]').click()
+        admin.one("#create-user")
+        admin.one("#new-user-name").send_keys(name)
+        admin.one("#create-user button[type=submit]").click()
+        shown = admin.one("#new-user-token").get_attribute("value")
+        assert len(shown) > 20, shown
+        user_id = admin.one("div.new-user").get_attribute("data-user-id")
+        row = admin.one(f'tr.user[data-user-id="{user_id}"]')
+        assert admin.one("td.has-password", row).text == "not set"
+        admin.one("#new-user-link").click()
+        url = admin.one("#password-link-url").get_attribute("value")
+        assert url.startswith(BASE + "/#/password?token="), url
+        admin.one("div.password-link button.copy").click()
+        admin.wait("copied or selected", lambda: admin.one("div.password-link .copied").text)
+        admin.extra("users")
+
+        # Another browser: the link, a password, then sign-in by name and password.
+        p = person.d
+        p.get(url)
+        person.one("#set-password")
+        person.one("#new-password").send_keys("too short")
+        person.one("#new-password-again").send_keys("too short")
+        person.one("#set-password button[type=submit]").click()
+        assert "#/password" in p.current_url, "a short password is not sent"
+        person.one("#new-password").clear()
+        person.one("#new-password-again").clear()
+        person.one("#new-password").send_keys(password)
+        person.one("#new-password-again").send_keys(password)
+        person.one("#set-password button[type=submit]").click()
+        assert "Your password is set" in person.one("#password-set").text
+        assert "token=" not in p.current_url, "the spent link leaves the address bar"
+        person.one("#name").send_keys(name)
+        person.one("#password").send_keys("wrong password!")
+        person.one("#sign-in button[type=submit]").click()
+        assert "not accepted" in person.one("#sign-in-error").text
+        person.one("#name").send_keys(name)
+        person.one("#password").send_keys(password, Keys.ENTER)
+        person.one("#conversation-list")
+        assert name in person.one("#account-menu summary").text
+        assert p.execute_script("return sessionStorage.getItem('aiden.token')") is None
+        assert not person.css('nav#nav a[href="#/users"]'), "Users is for admins"
+        first_tab = p.current_window_handle
+        # A second tab is signed in by the cookie, and a change there carries the CSRF token.
+        p.switch_to.new_window("tab")
+        person.go("")
+        person.one("#conversation-list")
+        assert name in person.one("#account-menu summary").text
+        person.one("#new-title").send_keys(f"Mine {TAG}")
+        person.one("form.inline button[type=submit]").click()
+        person.wait("the new conversation", lambda: "#/c/" in p.current_url)
+        person.wait("its title", lambda: f"Mine {TAG}" in person.one("h1").text)
+        # Sign out: this tab and, once it looks again, the first one are signed out.
+        person.one("#account-menu summary").click()
+        person.one("#sign-out").click()
+        person.one("#sign-in #name")
+        p.refresh()
+        person.one("#sign-in #name")
+        p.switch_to.window(first_tab)
+        p.refresh()
+        person.one("#sign-in #name")
+
+        # The admin sees the password set; revokes the user's token; disables them.
+        admin.go("#/users")
+        a.refresh()
+        row = admin.one(f'tr.user[data-user-id="{user_id}"]')
+        admin.wait("password set", lambda: admin.one(
+            f'tr.user[data-user-id="{user_id}"] td.has-password').text == "set")
+        admin.one(f'tr.user[data-user-id="{user_id}"] button.show-tokens').click()
+        revoke = admin.one(f'div.tokens[data-user-id="{user_id}"] button.revoke')
+        revoke.click()
+        a.switch_to.alert.accept()
+        admin.wait("the token revoked", lambda: "revoked" in admin.one(
+            f'div.tokens[data-user-id="{user_id}"] tr.token').text)
+        try:
+            call("GET", "/v1/me", shown)
+            raise RuntimeError("a revoked token still works")
+        except AssertionError as e:
+            assert "401" in str(e), e
+        admin.one(f'tr.user[data-user-id="{user_id}"] button.toggle-disabled').click()
+        admin.wait("disabled", lambda: admin.one(f'tr.user[data-user-id="{user_id}"]')
+                   .get_attribute("data-disabled") == "yes")
+        admin.one(f'tr.user[data-user-id="{user_id}"] button.toggle-disabled').click()
+        admin.wait("enabled again", lambda: admin.one(f'tr.user[data-user-id="{user_id}"]')
+                   .get_attribute("data-disabled") == "no")
+        admin.one(f'tr.user[data-user-id="{user_id}"] a.user-runs').click()
+        admin.wait("their runs", lambda: f"started by {user_id}" in admin.one("h1").text)
+        # The admin's account menu: their own password.
+        admin.one("#account-menu summary").click()
+        admin.one("#set-password-link").click()
+        admin.one("#own-password")
+    finally:
+        admin.d.quit()
+        person.d.quit()
 
 
 def node_class(c, scope, step):

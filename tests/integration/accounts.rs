@@ -137,7 +137,7 @@ async fn usr_5_usr_6_a_password_from_a_one_time_link_signs_in_and_out_with_csrf(
     assert!(link["path"]
         .as_str()
         .unwrap()
-        .starts_with("/console/#/password?token="));
+        .starts_with("/#/password?token="));
     let token = link["token"].as_str().unwrap();
     let mut b = Browser::new();
     let (status, _, body) = b

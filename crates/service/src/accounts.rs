@@ -191,7 +191,7 @@ impl App {
         })?;
         Ok(PasswordLink {
             user_id: user_id.to_owned(),
-            path: format!("/console/#/password?token={token}"),
+            path: format!("/#/password?token={token}"),
             token,
             expires_at,
         })

@@ -1,7 +1,11 @@
-// The API is the console's only way to data: every call carries the bearer token kept in
-// session storage (never in a URL). Errors keep the API's shape so pages can show them.
+// The API is the console's only way to data. A person signs in with a name and a password:
+// the session lives in an HttpOnly cookie the script never sees, and every mutation echoes the
+// session's CSRF token (USR-6). A program's token (or the bootstrap admin's) is kept in session
+// storage (never in a URL) and sent as the Authorization header instead. Errors keep the API's
+// shape so pages can show them.
 
 const TOKEN_KEY = 'aiden.token';
+const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 export const session = {
   get token() { return sessionStorage.getItem(TOKEN_KEY); },
@@ -9,8 +13,19 @@ export const session = {
     if (t) sessionStorage.setItem(TOKEN_KEY, t);
     else sessionStorage.removeItem(TOKEN_KEY);
   },
+  /** The cookie session's CSRF token (memory only; a new tab asks GET /v1/sessions/current). */
+  csrf: null,
   me: null,
+  /** 'token', 'session', or null when signed out. */
+  get mode() { return this.token ? 'token' : this.csrf ? 'session' : null; },
 };
+
+/** The headers that sign a request in: the bearer token, or the CSRF token on a mutation. */
+function credentials(method) {
+  if (session.token) return { Authorization: `Bearer ${session.token}` };
+  if (session.csrf && !SAFE.has(method)) return { 'X-CSRF-Token': session.csrf };
+  return {};
+}
 
 export class ApiError extends Error {
   constructor(status, body) {
@@ -25,7 +40,7 @@ export class ApiError extends Error {
 }
 
 export async function api(method, path, body, headers = {}) {
-  const init = { method, headers: { ...headers, Authorization: `Bearer ${session.token}` } };
+  const init = { method, credentials: 'same-origin', headers: { ...headers, ...credentials(method) } };
   if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
@@ -46,6 +61,36 @@ export const get = (path) => api('GET', path);
 export const post = (path, body) => api('POST', path, body ?? {});
 export const put = (path, body) => api('PUT', path, body);
 export const patch = (path, body) => api('PATCH', path, body);
+export const del = (path) => api('DELETE', path);
+
+/** Signs in with a name and a password: the cookie is set, the CSRF token kept in memory. */
+export async function signInWithPassword(name, password) {
+  session.token = null;
+  const view = await api('POST', '/v1/sessions', { name, password });
+  session.csrf = view.csrfToken;
+  return view;
+}
+
+/** The cookie's session, if this browser has one (a new tab, a reload); null otherwise. */
+export async function restoreSession() {
+  const res = await fetch('/v1/sessions/current', { credentials: 'same-origin' });
+  if (res.status === 401) return null;
+  if (!res.ok) throw new ApiError(res.status, await res.json().catch(() => null));
+  const view = await res.json();
+  session.csrf = view.csrfToken;
+  return view;
+}
+
+/** Signs out: the session is revoked on the server, or the token forgotten in this tab. */
+export async function signOut() {
+  try {
+    if (session.mode === 'session') await api('DELETE', '/v1/sessions/current');
+  } finally {
+    session.token = null;
+    session.csrf = null;
+    session.me = null;
+  }
+}
 
 /** Every page of a list route. */
 export async function all(path, max = 2000) {
@@ -67,7 +112,8 @@ export async function all(path, max = 2000) {
  */
 export async function runEvents(runId, onEvent, signal) {
   const res = await fetch(`/v1/runs/${encodeURIComponent(runId)}/events`, {
-    headers: { Authorization: `Bearer ${session.token}`, Accept: 'text/event-stream' },
+    headers: { ...credentials('GET'), Accept: 'text/event-stream' },
+    credentials: 'same-origin',
     signal,
   });
   if (!res.ok) throw new ApiError(res.status, await res.json().catch(() => null));

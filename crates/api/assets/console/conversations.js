@@ -76,10 +76,28 @@ export async function conversationPage(view, id, { showError }) {
   const state = {
     replyTo: null, editing: null, mapOpen: false, draft: '', seq: 0, left: false,
     live: new Map(), streams: new Map(), processes: [],
+    // The message on its way (shown at once, marked "sending…"), the last tree drawn, whether
+    // to follow the newest answer, and what to focus after the next drawing.
+    pending: null, last: null, size: null, stick: false, focus: null,
   };
+  // Following the newest answer: the page scrolls with it while the reader is at the bottom;
+  // once they scroll up, a button offers the way back instead.
+  const nearBottom = () => window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 120;
+  const jump = h('button#jump-latest', { type: 'button', hidden: true, onclick: () => toLatest() }, 'Jump to latest ↓');
+  function toLatest() {
+    window.scrollTo({ top: document.documentElement.scrollHeight });
+    jump.hidden = true;
+  }
+  const keepUp = (wasNear, grew) => {
+    if (wasNear) toLatest();
+    else if (grew) jump.hidden = false;
+  };
+  const onScroll = () => { if (nearBottom()) jump.hidden = true; };
+  window.addEventListener('scroll', onScroll, { passive: true });
   view.addEventListener('console:leave', () => {
     state.left = true;
     state.streams.forEach((s) => s.abort());
+    window.removeEventListener('scroll', onScroll);
   }, { once: true });
   // Forks made from this conversation, shown on the branch map at the Turn they started from.
   state.forks = (await all('/v1/conversations').catch(() => []))
@@ -103,8 +121,24 @@ export async function conversationPage(view, id, { showError }) {
       const memory = await get(`/v1/conversations/${id}/working-memory${at}`);
       if (n !== state.seq || state.left) return;
       const focused = document.activeElement?.closest?.('[data-turn-id]')?.dataset.turnId;
+      const wasNear = first || state.stick || nearBottom();
+      const typing = document.activeElement?.id === 'message';
+      const size = tree.turns.reduce((k, t) => k + t.alternatives.length, 0);
+      const grew = state.size !== null && size > state.size;
+      state.size = size;
+      state.stick = false;
       render(tree, memory);
       if (focused) view.querySelector(`[data-turn-id="${focused}"]`)?.focus();
+      keepUp(wasNear, grew);
+      // A conversation opens (and a message is sent) with the composer ready for the next one.
+      // Redrawing (an answer arriving) keeps whoever was typing in the composer typing.
+      const focus = first || typing ? '#message' : state.focus;
+      state.focus = null;
+      const el = focus ? view.querySelector(focus) : null;
+      if (el) {
+        el.focus({ preventScroll: !wasNear });
+        if (el.tagName === 'TEXTAREA') el.setSelectionRange(el.value.length, el.value.length);
+      }
       follow(tree);
     } catch (err) {
       if (first) throw err;
@@ -136,7 +170,10 @@ export async function conversationPage(view, id, { showError }) {
           piece = data.stepId;
           state.live.set(alt.id, (state.live.get(alt.id) || '') + data.text);
           const el = view.querySelector(`[data-alt-id="${alt.id}"] .content`);
-          if (el) el.textContent = state.live.get(alt.id);
+          if (!el) return;
+          const wasNear = nearBottom();
+          el.textContent = state.live.get(alt.id);
+          keepUp(wasNear, true);
         }, stop.signal).then(() => 0, (err) => {
           if (err.name === 'AbortError') return 0;
           showError(err);
@@ -196,6 +233,10 @@ export async function conversationPage(view, id, { showError }) {
     }
     const editing = state.editing === alt.id;
     const editor = h('textarea', { 'aria-label': 'Edited message', rows: 3 }, alt.content || '');
+    // Esc leaves the edit as it was.
+    editor.addEventListener('keydown', (e) => {
+      if (e.key === 'Escape') { e.preventDefault(); state.editing = null; state.focus = `[data-turn-id="${turn.id}"] button.edit-btn`; reload(); }
+    });
     const regenerateWith = processSelect(alt.executedBy?.processId || '', 'Answer with Process');
     const body = editing
       ? h('form.edit', {
@@ -211,7 +252,10 @@ export async function conversationPage(view, id, { showError }) {
       : h('div.content', text || (alt.cacheStatus === altStatus.generating ? '…' : ''));
     const actions = [];
     if (human && !editing) {
-      actions.push(h('button.edit-btn', { type: 'button', onclick: () => { state.editing = alt.id; reload(); } }, 'Edit'));
+      actions.push(h('button.edit-btn', {
+        type: 'button',
+        onclick: () => { state.editing = alt.id; state.focus = 'form.edit textarea'; reload(); },
+      }, 'Edit'));
     }
     if (!human && alt.cacheStatus === altStatus.failed && alt.executedBy && ready(alt.executedBy.processId)) {
       actions.push(h('button.retry', {
@@ -345,16 +389,30 @@ export async function conversationPage(view, id, { showError }) {
     }, h('summary', `Branch map (${turns.length} turns)`), branch(''));
   }
 
+  // The message being sent, drawn at once in the thread until the server's Turn replaces it.
+  const pendingItem = (content) => h('li.turn.user.pending', {
+    dataset: { status: 'sending' }, 'aria-label': 'You, sending',
+  }, h('div.turn-head', h('strong', 'You'), ' ', h('span.note.sending', 'sending…')), h('div.content', content));
+
   function render(tree, memory) {
+    state.last = { tree, memory };
     const conv = tree.conversation;
-    const thread = threadOf(tree.turns, conv.currentAlternativeId);
+    document.title = `${conv.title || 'Untitled conversation'} · Aiden`;
+    let thread = threadOf(tree.turns, conv.currentAlternativeId);
     const byId = new Map(tree.turns.map((t) => [t.id, t]));
     const parent = (state.replyTo && byId.get(state.replyTo)) || thread[thread.length - 1] || null;
+    // A message sent from the middle of the thread starts a branch there: nothing below it shows.
+    if (state.pending?.parentId) {
+      const at = thread.findIndex((t) => t.id === state.pending.parentId);
+      if (at >= 0) thread = thread.slice(0, at + 1);
+    }
+    const sending = Boolean(state.pending);
     const rename = h('input#conv-title', { value: conv.title || '', maxlength: 500 });
     const message = h('textarea#message', {
       rows: 3, required: true, placeholder: 'Write a message', oninput: (e) => { state.draft = e.target.value; },
     });
     message.value = state.draft;
+    message.disabled = sending;
     message.addEventListener('keydown', (e) => {
       // Enter sends; Shift+Enter is a new line.
       if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); e.currentTarget.form.requestSubmit(); }
@@ -377,21 +435,46 @@ export async function conversationPage(view, id, { showError }) {
       h('div.split',
         h('section.thread-wrap',
           tree.turns.length > 1 ? branchMap(tree.turns, thread) : null,
-          h('ol.thread', { 'aria-label': 'Conversation' }, thread.map((t, i) => turnItem(t, thread[i + 1], conv))),
+          h('ol.thread', { 'aria-label': 'Conversation' }, thread.map((t, i) => turnItem(t, thread[i + 1], conv)),
+            sending ? pendingItem(state.pending.content) : null),
           state.replyTo && parent ? h('p.replying', `Continuing from turn ${parent.sequence}. `,
             h('button', { type: 'button', onclick: () => { state.replyTo = null; reload(); } }, 'Continue at the end instead')) : null,
           h('form.composer', {
-            // Send posts the message and starts its answer with the chosen Process.
-            onsubmit: act(async () => {
-              const body = { speaker: 'user', content: message.value };
-              if (parent) body.parentTurnId = parent.id;
-              const turn = await post(`/v1/conversations/${id}/turns`, body);
-              state.replyTo = null;
-              state.draft = '';
-              if (answerWith.value) {
-                await post(`/v1/conversations/${id}/agent-turns`, { processId: answerWith.value, parentTurnId: turn.id });
+            'aria-busy': sending ? 'true' : null,
+            // Send posts the message and starts its answer with the chosen Process. The message
+            // shows at once and the composer waits for the answer to start, so a second Enter
+            // (or click) cannot send it twice.
+            onsubmit: async (e) => {
+              e.preventDefault();
+              if (state.pending || !message.value.trim()) return;
+              const content = message.value;
+              const processId = answerWith.value;
+              state.pending = { content, parentId: state.replyTo && parent ? parent.id : null };
+              state.stick = true;
+              render(state.last.tree, state.last.memory);
+              toLatest();
+              let posted = false;
+              try {
+                const body = { speaker: 'user', content };
+                if (parent) body.parentTurnId = parent.id;
+                const turn = await post(`/v1/conversations/${id}/turns`, body);
+                posted = true;
+                state.replyTo = null;
+                state.draft = '';
+                if (processId) {
+                  await post(`/v1/conversations/${id}/agent-turns`, { processId, parentTurnId: turn.id });
+                }
+              } catch (err) {
+                showError(err);
+              } finally {
+                state.pending = null;
+                state.focus = '#message';
+                state.stick = true;
+                // Not sent: the draft is still in the composer; sent: the server's Turn replaces it.
+                if (posted) await reload();
+                else if (!state.left) { render(state.last.tree, state.last.memory); view.querySelector('#message')?.focus(); }
               }
-            }),
+            },
           },
           h('label', { for: 'message' }, 'Message'), message,
           h('div.actions',
@@ -405,12 +488,13 @@ export async function conversationPage(view, id, { showError }) {
                   }),
                 }, 'Make my default')]
               : h('span.muted', 'Nothing can answer for you yet. ', h('a', { href: '#/connect' }, 'Connect a model')),
-            h('button#send', { type: 'submit' }, 'Send'),
+            h('button#send', { type: 'submit', disabled: sending }, sending ? 'Sending…' : 'Send'),
             unanswered && state.processes.length ? h('button#ask', {
               type: 'button',
               onclick: act(() => answer(last, null, answerWith.value)),
             }, 'Answer') : null))),
-        session.me?.role === 'admin' ? memoryPanel(memory) : null));
+        session.me?.role === 'admin' ? memoryPanel(memory) : null),
+      jump);
   }
 
   await reload(true);

@@ -15,21 +15,26 @@ export async function runList(view) {
   const params = new URLSearchParams(location.hash.split('?')[1] || '');
   const status = params.get('status') || '';
   const process = params.get('process') || '';
+  // `owner`: the runs one user started (admins; from the Users page).
+  const owner = params.get('owner') || '';
   const query = new URLSearchParams({ limit: '100' });
   if (status) query.set('status', status);
   if (process) query.set('processId', process);
+  if (owner) query.set('ownerId', owner);
   const page = await get(`/v1/runs?${query}`);
   const filter = h('select#run-status', {
     onchange: (e) => {
       const next = new URLSearchParams();
       if (e.target.value) next.set('status', e.target.value);
       if (process) next.set('process', process);
+      if (owner) next.set('owner', owner);
       location.hash = `#/runs${next.toString() ? `?${next}` : ''}`;
     },
   }, ['', ...every(runStatus)]
     .map((s) => h('option', { value: s, selected: s === status }, s || 'any')));
   mount(view,
-    h('h1', 'Runs', process ? h('span.muted', ` of ${process}`) : null),
+    h('h1', 'Runs', process ? h('span.muted', ` of ${process}`) : null,
+      owner ? h('span.muted#runs-owner', ` started by ${owner}`) : null),
     h('p', h('label', { for: 'run-status' }, 'Status '), filter),
     table(['Run', 'Process', 'Status', 'Depth', 'Created', 'Finished'], page.items.map((r) => [
       h('a', { href: `#/runs/${r.id}` }, r.id),

@@ -57,6 +57,11 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ),
     ("runs.js", JS, include_str!("../../assets/console/runs.js")),
     (
+        "users.js",
+        JS,
+        include_str!("../../assets/console/users.js"),
+    ),
+    (
         "catalog.js",
         JS,
         include_str!("../../assets/console/catalog.js"),

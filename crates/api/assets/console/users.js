@@ -1,0 +1,141 @@
+// Users (admins only): everyone with their role, whether they are disabled and whether a
+// password is set; new users (their first token shown once), disabling, one-time password
+// links for people, each user's tokens with revoke, and a link to the runs they started.
+
+import { all, del, get, patch, post } from './api.js';
+import { badge, h, mount, when } from './dom.js';
+import { explain } from './words.js';
+
+/** A value shown once, selectable, with a Copy button. */
+function copyable(id, value, label) {
+  const field = h(`input#${id}.copy-field`, { type: 'text', readonly: true, value, 'aria-label': label, size: Math.min(80, value.length + 2) });
+  const said = h('span.muted.copied', { 'aria-live': 'polite' });
+  const copy = async () => {
+    field.select();
+    try {
+      await navigator.clipboard.writeText(value);
+      said.textContent = ' Copied.';
+    } catch {
+      // No clipboard (an insecure origin, a refused permission): the text is selected instead.
+      said.textContent = ' Selected: press Ctrl+C (⌘C) to copy.';
+    }
+  };
+  return h('span.copyable', field, ' ', h('button.copy', { type: 'button', onclick: copy }, 'Copy'), said);
+}
+
+export async function usersPage(view, { showError }) {
+  document.title = 'Users · Aiden';
+  const notice = h('div#user-notice', { role: 'status' });
+  const listSlot = h('div#user-list');
+  const open = new Set(); // users whose tokens are shown
+
+  async function passwordLink(user) {
+    const link = await post(`/v1/users/${encodeURIComponent(user.id)}/password-link`, {});
+    // The console answers at `/` (every page is a `#/…` route there), whatever directory the
+    // API names in `path`: the link is this origin's `/` with the path's own `#/password?…`.
+    const at = link.path.indexOf('#');
+    const url = `${location.origin}/${at >= 0 ? link.path.slice(at) : link.path.replace(/^\//, '')}`;
+    mount(notice, h('div.once.password-link', { dataset: { userId: user.id } },
+      h('p', h('strong', `A password link for ${user.name}`),
+        ` — it works once, until ${when(link.expiresAt)}. Send it to them; only the newest link works.`),
+      copyable('password-link-url', url, `Password link for ${user.name}`)));
+  }
+
+  const act = (fn) => async (e) => {
+    const button = e?.currentTarget instanceof HTMLButtonElement ? e.currentTarget : null;
+    if (button) button.disabled = true;
+    try { await fn(); } catch (err) { showError(err); } finally { if (button) button.disabled = false; }
+  };
+
+  async function tokensOf(user) {
+    const page = await get(`/v1/users/${encodeURIComponent(user.id)}/tokens`);
+    const items = Array.isArray(page) ? page : (page.items || []);
+    return h('div.tokens', { dataset: { userId: user.id } },
+      h('table', h('caption', `Tokens of ${user.name}`),
+        h('thead', h('tr', ['Token', 'Name', 'Created', 'State', ''].map((x) => h('th', { scope: 'col' }, x)))),
+        h('tbody', items.length ? items.map((t) => h('tr.token', { dataset: { tokenId: t.id } },
+          h('td', h('code', t.id)), h('td', t.name || '—'), h('td', when(t.createdAt)),
+          h('td', t.revokedAt ? badge('revoked', `revoked ${when(t.revokedAt)}`) : t.bootstrap ? 'bootstrap' : 'live'),
+          h('td', t.revokedAt || t.bootstrap ? null : h('button.revoke', {
+            type: 'button',
+            onclick: act(async () => {
+              if (!window.confirm(`Revoke token ${t.id} of ${user.name}? Programs using it stop working.`)) return;
+              await del(`/v1/users/${encodeURIComponent(user.id)}/tokens/${encodeURIComponent(t.id)}`);
+              await draw();
+            }),
+          }, 'Revoke'))))
+          : h('tr', h('td', { colspan: 5 }, 'No tokens.')))));
+  }
+
+  async function draw() {
+    const items = await all('/v1/users');
+    items.sort((a, b) => (a.name || '').localeCompare(b.name || ''));
+    const rows = await Promise.all(items.map(async (u) => {
+      const row = h('tr.user', { dataset: { userId: u.id, disabled: u.disabled ? 'yes' : 'no' } },
+        h('td', h('strong.user-name', u.name), h('br'), h('code.muted', u.id)),
+        h('td', u.role),
+        h('td.state', u.disabled ? badge('disabled') : 'active'),
+        h('td.has-password', u.hasPassword ? 'set' : 'not set'),
+        h('td', when(u.createdAt)),
+        h('td', h('div.actions',
+          h('button.toggle-disabled', {
+            type: 'button',
+            onclick: act(async () => {
+              await patch(`/v1/users/${encodeURIComponent(u.id)}`, { disabled: !u.disabled });
+              await draw();
+            }),
+          }, u.disabled ? 'Enable' : 'Disable'),
+          h('button.password-link', { type: 'button', onclick: act(() => passwordLink(u)) }, 'Password link'),
+          h('button.show-tokens', {
+            type: 'button',
+            'aria-expanded': open.has(u.id) ? 'true' : 'false',
+            onclick: act(async () => {
+              if (open.has(u.id)) open.delete(u.id); else open.add(u.id);
+              await draw();
+            }),
+          }, open.has(u.id) ? 'Hide tokens' : 'Tokens'),
+          h('a.user-runs', { href: `#/runs?owner=${encodeURIComponent(u.id)}` }, 'Runs'))));
+      const extra = open.has(u.id) ? h('tr.user-tokens', h('td', { colspan: 6 }, await tokensOf(u))) : null;
+      return [row, extra];
+    }));
+    mount(listSlot, h('div.table-wrap', h('table#users',
+      h('caption', `${items.length} users`),
+      h('thead', h('tr', ['User', 'Role', 'State', 'Password', 'Created', ''].map((x) => h('th', { scope: 'col' }, x)))),
+      h('tbody', rows.flat()))));
+  }
+
+  const name = h('input#new-user-name', { required: true, maxlength: 200, autocomplete: 'off' });
+  const role = h('select#new-user-role', h('option', { value: 'user' }, 'user'), h('option', { value: 'admin' }, 'admin'));
+  const form = h('form#create-user.inline', {
+    onsubmit: async (e) => {
+      e.preventDefault();
+      const button = e.submitter;
+      if (button) button.disabled = true;
+      try {
+        const user = await post('/v1/users', { name: name.value.trim(), role: role.value });
+        form.reset();
+        mount(notice, h('div.once.new-user', { dataset: { userId: user.id } },
+          h('p', h('strong', `${user.name} is created.`),
+            ' Their API token is shown only this once: copy it now if a program will use it.'),
+          copyable('new-user-token', user.token || '', `API token of ${user.name}`),
+          h('p', 'A person signs in with a password: ',
+            h('button#new-user-link', { type: 'button', onclick: act(() => passwordLink(user)) }, 'Make a password link'))));
+        await draw();
+      } catch (err) {
+        mount(notice, h('p.error', { role: 'alert' }, explain(err)));
+      } finally { if (button) button.disabled = false; }
+    },
+  },
+  h('label', { for: 'new-user-name' }, 'Name'), name,
+  h('label', { for: 'new-user-role' }, 'Role'), role,
+  h('button', { type: 'submit' }, 'Create user'));
+
+  await draw();
+  mount(view,
+    h('h1', 'Users'),
+    h('h2', 'New user'),
+    form,
+    notice,
+    h('h2', 'Everyone'),
+    listSlot);
+}

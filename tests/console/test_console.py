@@ -7,7 +7,8 @@ by keyboard) and sees `stale` clear and return, regenerates, opens the run and s
 complete, forks, visits the catalog and the run list, and checks the phone layout. Then it
 runs a three-step Process, forks the run from its last step in the run page (a refused fork
 first), sees the fork's reused steps dimmed, compares the two runs, scrubs the fork's playback,
-and regenerates an answer's last step only. Every screen is saved as a PNG in
+and regenerates an answer's last step only. An answer written in Markdown shows as a list, a
+code block with Copy and a link, and markup in it that would run script does not. Every screen is saved as a PNG in
 $AIDEN_SCREENSHOTS and checked to be non-blank.
 """
 
@@ -34,6 +35,8 @@ MODEL_URL = os.environ["AIDEN_MODEL_URL"]
 SHOTS = os.environ["AIDEN_SCREENSHOTS"]
 # The screens a reviewer looks at first: sign-in, the Users page, a chat.
 SHOTS2 = os.environ.get("AIDEN_SCREENSHOTS_EXTRA", "/tmp/console-shots2")
+# An agent's answer rendered as Markdown.
+SHOTS3 = os.environ.get("AIDEN_SCREENSHOTS_MARKDOWN", "/tmp/console-shots3")
 TAG = uuid.uuid4().hex[:8]
 
 
@@ -461,6 +464,7 @@ def run(c, token, agent):
     fork_compare_and_play(c, token)
     regenerate_answer_only(c, conversation)
     double_submit(c, token, agent)
+    markdown_answer(c, token, agent)
 
     # A token that stops working sends the user back to sign-in with a message.
     d.execute_script("sessionStorage.setItem('aiden.token', 'revoked')")
@@ -482,6 +486,68 @@ def double_submit(c, token, agent):
     tree = call("GET", f"/v1/conversations/{conv['id']}/tree", token)
     assert len(tree["turns"]) == 2, f"two submits sent once: {len(tree['turns'])} turns"
     c.wait("the composer focused again", lambda: d.execute_script("return document.activeElement.id") == "message")
+
+
+MARKDOWN = """Two steps:
+
+- pack the **bags**
+- take the `train`
+
+```sh
+echo "bon voyage"
+ls -l
+```
+
+See [the timetable](https://example.com/trains).
+<img src=x onerror="window.__xss=1"> [click](javascript:window.__xss=2)"""
+
+
+def markdown_answer(c, token, agent):
+    """An answer is Markdown (a list, a code block with Copy, a link that opens elsewhere) and
+    its markup cannot run anything; the message that asked for it stays as it was typed."""
+    d = c.d
+    conv = call("POST", "/v1/conversations", token, {"title": "Markdown"})
+    c.go(f"#/c/{conv['id']}")
+    c.wait("the empty conversation", lambda: "Markdown" in c.one("h1").text)
+    Select(c.one('select[aria-label="Process to answer with"]')).select_by_value(agent)
+    # One line of JSON (Enter sends): the answer's new lines are `\n` escapes in it.
+    c.one("#message").send_keys("script:" + json.dumps([{"answer": MARKDOWN}]), Keys.ENTER)
+    c.wait("the Markdown answer", lambda: len(c.turns()) == 2 and c.status(1) == "valid", timeout=60)
+    answer = c.one(".content", c.turn(1))
+    items = [li.text for li in c.css("ul > li", answer)]
+    assert items == ["pack the bags", "take the train"], items
+    assert c.css("li strong", answer) and c.css("li code", answer)
+    block = c.one(".code-block", answer)
+    code = c.one("pre > code", block)
+    assert code.get_attribute("textContent") == 'echo "bon voyage"\nls -l\n', code.get_attribute("textContent")
+    copy = c.one("button.copy", block)
+    assert copy.text == "Copy"
+    link = c.one('a[href="https://example.com/trains"]', answer)
+    assert link.get_attribute("target") == "_blank"
+    assert link.get_attribute("rel") == "noopener noreferrer"
+    # Nothing in it runs: no handler, no javascript: link, and the page saw no script.
+    assert not c.css("img[onerror], [onerror]", answer)
+    assert not c.css('a[href^="javascript:"], a[href*="javascript" i]', answer)
+    assert "click" in answer.text
+    time.sleep(0.5)  # an <img src=x> would have failed to load by now
+    assert d.execute_script("return window.__xss") is None
+    # The message that asked for it shows as typed.
+    asked = c.one(".content", c.turn(0))
+    assert not c.css("ul, pre, img, a", asked)
+    assert "```" in asked.text and "<img src=x" in asked.text
+    os.makedirs(SHOTS3, exist_ok=True)
+    d.execute_script("arguments[0].scrollIntoView({block: 'center'})", c.turn(1))
+    path = os.path.join(SHOTS3, "markdown.png")
+    d.save_screenshot(path)
+    c.shots.append(path)
+    # Copy puts the code on the clipboard, or selects it where the clipboard is out of reach.
+    copy.click()
+    c.wait("copied or selected", lambda: copy.text != "Copy", timeout=5)
+    said = copy.text
+    assert said == "Copied" or said.startswith("Selected"), said
+    if said.startswith("Selected"):
+        assert d.execute_script("return String(window.getSelection())") == code.get_attribute("textContent")
+    assert d.execute_script("return window.__xss") is None
 
 
 def accounts(c):

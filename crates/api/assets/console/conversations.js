@@ -4,6 +4,7 @@
 
 import { all, get, patch, post, put, runEvents, session } from './api.js';
 import { badge, h, mount, when } from './dom.js';
+import { markdown } from './markdown.js';
 import { alternative as altStatus } from './statuses.js';
 import { explain } from './words.js';
 
@@ -172,7 +173,7 @@ export async function conversationPage(view, id, { showError }) {
           const el = view.querySelector(`[data-alt-id="${alt.id}"] .content`);
           if (!el) return;
           const wasNear = nearBottom();
-          el.textContent = state.live.get(alt.id);
+          mount(el, markdown(state.live.get(alt.id)));
           keepUp(wasNear, true);
         }, stop.signal).then(() => 0, (err) => {
           if (err.name === 'AbortError') return 0;
@@ -249,7 +250,8 @@ export async function conversationPage(view, id, { showError }) {
         }),
       }, editor, h('button', { type: 'submit' }, 'Save as new version'),
       h('button', { type: 'button', onclick: () => { state.editing = null; reload(); } }, 'Cancel'))
-      : h('div.content', text || (alt.cacheStatus === altStatus.generating ? '…' : ''));
+      // What a person typed shows as typed; an agent's answer is Markdown.
+      : h('div.content', !text ? (alt.cacheStatus === altStatus.generating ? '…' : '') : human ? text : markdown(text));
     const actions = [];
     if (human && !editing) {
       actions.push(h('button.edit-btn', {

@@ -55,6 +55,23 @@ const ASSETS: &[(&str, &str, &str)] = &[
         JS,
         include_str!("../../assets/console/conversations.js"),
     ),
+    (
+        "markdown.js",
+        JS,
+        include_str!("../../assets/console/markdown.js"),
+    ),
+    // Vendored libraries (see assets/console/vendor/README.md), served flat: `/ui/{file}` is
+    // one path segment.
+    (
+        "marked.esm.js",
+        JS,
+        include_str!("../../assets/console/vendor/marked.esm.js"),
+    ),
+    (
+        "purify.es.mjs",
+        JS,
+        include_str!("../../assets/console/vendor/purify.es.mjs"),
+    ),
     ("runs.js", JS, include_str!("../../assets/console/runs.js")),
     (
         "users.js",

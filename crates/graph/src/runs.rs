@@ -617,6 +617,8 @@ pub struct Batch {
     pub links: Vec<String>,
     /// `{stepRunId, toolId}`: a static step that ran on another Tool than its step names.
     pub invokes: Vec<Value>,
+    /// FORK-1: `{stepRunId, from}`: a fork's reused StepRun `REUSED_FROM` the original's.
+    pub reused: Vec<Value>,
 }
 
 impl Batch {
@@ -627,6 +629,7 @@ impl Batch {
             && self.runs.is_empty()
             && self.links.is_empty()
             && self.invokes.is_empty()
+            && self.reused.is_empty()
     }
 }
 
@@ -639,6 +642,7 @@ pub async fn apply(tx: &mut Tx, batch: &Batch) -> Result<Vec<String>, Error> {
     let parts = serde_json::json!({
         "newRuns": batch.new_runs, "stepRuns": batch.step_runs, "steps": batch.steps,
         "runs": batch.runs, "links": batch.links, "invokes": batch.invokes,
+        "reused": batch.reused,
     });
     let q = cypher(query_file!("run/apply_batch.cypher"), None)
         .param("batch", bolt(parts)?)
@@ -750,13 +754,6 @@ pub async fn mark_stale_workers_offline(tx: &mut Tx, cutoff: &str) -> Result<Vec
 pub async fn forget_tool(tx: &mut Tx, tool_id: &str) -> Result<(), Error> {
     tx.run(cypher(query_file!("run/forget_tool.cypher"), None).param("toolId", tool_id))
         .await
-}
-
-/// FORK-1: `{stepRunId, from}` rows: a fork's reused StepRun `REUSED_FROM` the original's.
-pub async fn link_reused(tx: &mut Tx, rows: Vec<Value>) -> Result<(), Error> {
-    let q = cypher(query_file!("run/link_reused.cypher"), None)
-        .param("rows", bolt(Value::Array(rows))?);
-    tx.run(q).await
 }
 
 /// An agent loop's new call step runs (`run/create_calls.cypher`): `{id, runId, stepId,

@@ -96,17 +96,28 @@ async fn ranked(
     let content_kinds: Vec<HitKind> = s.kinds.iter().copied().filter(|k| k.is_content()).collect();
     let mut rows: Vec<SignalRow> = Vec::new();
     let mut seeds: Vec<String> = Vec::new();
-    if wants(HitKind::Entity) || wants(HitKind::Episode) {
-        let entities = graph_recall::entities(graph, &ask).await?;
+    // Entities and facts are independent reads: one round between them.
+    let entities = async {
+        match wants(HitKind::Entity) || wants(HitKind::Episode) {
+            true => graph_recall::entities(graph, &ask).await.map(Some),
+            false => Ok(None),
+        }
+    };
+    let facts = async {
+        match wants(HitKind::Fact) {
+            true => graph_recall::facts(graph, &ask).await,
+            false => Ok(Vec::new()),
+        }
+    };
+    let (entities, facts) = tokio::join!(entities, facts);
+    if let Some(entities) = entities? {
         let ranked = recall::fuse(entities.clone(), &HashMap::new(), GRAPH_SEEDS);
         seeds = ranked.into_iter().map(|h| h.id).collect();
         if wants(HitKind::Entity) {
             rows.extend(entities);
         }
     }
-    if wants(HitKind::Fact) {
-        rows.extend(graph_recall::facts(graph, &ask).await?);
-    }
+    rows.extend(facts?);
     let knowledge_ms = started.elapsed().as_secs_f64() * 1000.0;
     let mut exact = false;
     if !content_kinds.is_empty() {

@@ -9,8 +9,8 @@ use aiden_domain::execution::schedule::Plan;
 use aiden_domain::user::Caller;
 use aiden_domain::Error as Domain;
 use aiden_engine::plan::{self, LoadError};
-use aiden_engine::RunState;
-use aiden_graph::runs::{self, ForkOrigin, RunRow};
+use aiden_engine::{RunState, Started};
+use aiden_graph::runs::{self, ForkOrigin, NewRun, RunRow};
 use aiden_jobs::EngineMessage;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -163,6 +163,64 @@ pub(crate) fn check_forkable(row: &RunRow, process_id: Option<&str>) -> Result<(
     Ok(())
 }
 
+/// The fork of `original` on `loaded` (FORK-3: `fromStep` in it; PROC-5), with what it may
+/// reuse (FORK-1): the run to create, not yet written.
+fn fork_of(
+    caller: &Caller,
+    original: &RunRow,
+    spec: &ForkSpec,
+    loaded: &plan::Loaded,
+) -> Result<(NewRun, Forked)> {
+    let o = &original.run;
+    let (process_id, number) = (o.process_id.as_str(), loaded.plan.version);
+    let last = loaded.plan.steps.last().map(|s| s.id.clone());
+    let from_step = spec.from_step.clone().or(last).unwrap_or_default();
+    let Some(from) = loaded.plan.index_of(&from_step) else {
+        return Err(Domain::invariant(
+            "FORK-3",
+            "/fromStep",
+            format!("version {number} of process `{process_id}` has no step `{from_step}`"),
+        )
+        .into());
+    };
+    for name in &loaded.initial_context {
+        if !spec.inputs.contains_key(name) {
+            return Err(Domain::invariant(
+                "PROC-5",
+                format!("/inputs/{name}"),
+                "required by the process's initialContext",
+            )
+            .into());
+        }
+    }
+    let record = Record::of(original)?;
+    let reuse = fork::reusable(&loaded.plan, from, &record.recorded());
+    let run_id = uuid::Uuid::now_v7().to_string();
+    let mut new_run = top_level_run(
+        &run_id,
+        caller,
+        process_id,
+        loaded,
+        &spec.inputs,
+        spec.alternative_id.clone(),
+    );
+    new_run.fork = Some(ForkOrigin {
+        run_id: o.id.clone(),
+        at_step: from_step.clone(),
+        reuse: serde_json::to_string(&reuse).map_err(|e| crate::Error::Internal(e.to_string()))?,
+    });
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let forked = Forked {
+        created: new_run.created_row(&now)?,
+        run_id,
+        from_step,
+        process_version: number,
+        version_id: loaded.version_id.clone(),
+        reusable: reuse.into_keys().collect(),
+    };
+    Ok((new_run, forked))
+}
+
 impl App {
     /// Creates a fork of `original` (checked by [`check_forkable`]) in `tx`: the version's
     /// plan (visibility and PROC-8 as for any start, quotas too), the fork's step in it
@@ -181,57 +239,77 @@ impl App {
             .await
             .map_err(|e| version_error(process_id, number, e))?;
         check_runnable(caller, process_id, &loaded)?;
-        let last = loaded.plan.steps.last().map(|s| s.id.clone());
-        let from_step = spec.from_step.clone().or(last).unwrap_or_default();
-        let Some(from) = loaded.plan.index_of(&from_step) else {
-            return Err(Domain::invariant(
-                "FORK-3",
-                "/fromStep",
-                format!("version {number} of process `{process_id}` has no step `{from_step}`"),
-            )
-            .into());
-        };
-        for name in &loaded.initial_context {
-            if !spec.inputs.contains_key(name) {
-                return Err(Domain::invariant(
-                    "PROC-5",
-                    format!("/inputs/{name}"),
-                    "required by the process's initialContext",
-                )
-                .into());
-            }
-        }
+        let (new_run, forked) = fork_of(caller, original, spec, &loaded)?;
         let quota = loaded.plan.quota.as_ref();
         crate::limits::check_start(tx, caller, process_id, quota, self.clock.now()).await?;
-        let record = Record::of(original)?;
-        let reuse = fork::reusable(&loaded.plan, from, &record.recorded());
-        let run_id = uuid::Uuid::now_v7().to_string();
-        let mut new_run = top_level_run(
-            &run_id,
-            caller,
-            process_id,
-            &loaded,
-            &spec.inputs,
-            spec.alternative_id.clone(),
-        );
-        new_run.fork = Some(ForkOrigin {
-            run_id: o.id.clone(),
-            at_step: from_step.clone(),
-            reuse: serde_json::to_string(&reuse)
-                .map_err(|e| crate::Error::Internal(e.to_string()))?,
-        });
-        let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-        runs::create(tx, &new_run, &now).await?;
+        runs::create(tx, &new_run, &forked.created.run.created_at).await?;
         metrics::counter!("aiden_runs_started_total").increment(1);
         metrics::counter!("aiden_runs_forked_total").increment(1);
-        Ok(Forked {
-            created: new_run.created_row(&now)?,
-            run_id,
-            from_step,
-            process_version: number,
-            version_id: loaded.version_id,
-            reusable: reuse.into_keys().collect(),
-        })
+        Ok(forked)
+    }
+
+    /// A fork handed to this instance's engine, created in its next group commit (as a start
+    /// through the door is): `None` when the door cannot take it (no engine lease here, a quota
+    /// to check in the graph, a plan the caller may not run); then the caller writes it itself,
+    /// and says why it refuses. The plan comes from the cache when the fork runs the Process's
+    /// current version.
+    async fn fork_through_engine(
+        &self,
+        caller: &Caller,
+        original: &RunRow,
+        spec: &ForkSpec,
+    ) -> Result<Option<Forked>> {
+        let Some(door) = self.door.as_ref().filter(|d| d.is_open()) else {
+            return Ok(None);
+        };
+        if caller.quota.is_some() {
+            return Ok(None);
+        }
+        let o = &original.run;
+        let process_id = o.process_id.as_str();
+        let number = spec.process_version.unwrap_or(o.process_version);
+        let cached = self
+            .plans
+            .get(process_id)
+            .filter(|c| c.loaded.plan.version == number);
+        let read;
+        let loaded = match &cached {
+            Some(c) => &c.loaded,
+            None => {
+                read = read_tx!(self, |tx| {
+                    Ok(plan::load_version(&mut tx, process_id, Some(number))
+                        .await
+                        .ok())
+                })?;
+                match &read {
+                    Some(loaded) => loaded,
+                    None => return Ok(None),
+                }
+            }
+        };
+        if loaded.plan.quota.is_some() || check_runnable(caller, process_id, loaded).is_err() {
+            return Ok(None);
+        }
+        let (mut new_run, forked) = fork_of(caller, original, spec, loaded)?;
+        // A cached plan is created only while the Process is still at its revision (the
+        // engine's create checks); a version read now is the version asked for, current or not.
+        if let Some(c) = &cached {
+            new_run.plan = c.plan_json.clone();
+            new_run.expected_process_revision = Some(c.loaded.revision);
+        }
+        match door.start(new_run).await {
+            Started::Created => {
+                metrics::counter!("aiden_runs_started_total").increment(1);
+                metrics::counter!("aiden_runs_forked_total").increment(1);
+                Ok(Some(forked))
+            }
+            Started::StalePlan => {
+                self.plans.forget(process_id);
+                Ok(None)
+            }
+            Started::NotTaken => Ok(None),
+            Started::Failed(m) => Err(aiden_graph::Error::Unavailable(m).into()),
+        }
     }
 
     /// FORK-1..3, `POST /v1/runs/{id}/forks`: a new run of the original's Process (at the
@@ -245,7 +323,7 @@ impl App {
         req: ForkRequest,
     ) -> Result<ForkStarted> {
         self.admission.admit()?;
-        let original = self.visible_run(caller, run_id).await?;
+        let original = self.forkable_run(caller, run_id).await?;
         check_forkable(&original, req.process_id.as_deref())?;
         let mut inputs: Map<String, Value> = serde_json::from_str(&original.run.inputs)
             .map_err(|e| crate::Error::Internal(format!("run {run_id}: inputs: {e}")))?;
@@ -256,10 +334,16 @@ impl App {
             inputs,
             alternative_id: None,
         };
-        let forked = write_tx!(self, |tx| {
-            self.create_fork(&mut tx, caller, &original, &spec).await
-        })?;
-        self.start_fork(&forked).await;
+        let forked = match self.fork_through_engine(caller, &original, &spec).await? {
+            Some(forked) => forked,
+            None => {
+                let forked = write_tx!(self, |tx| {
+                    self.create_fork(&mut tx, caller, &original, &spec).await
+                })?;
+                self.start_fork(&forked).await;
+                forked
+            }
+        };
         Ok(ForkStarted {
             run_id: forked.run_id,
             status: aiden_domain::execution::machine::RunStatus::Queued
@@ -270,6 +354,18 @@ impl App {
             process_version: forked.process_version,
             reusable: forked.reusable,
         })
+    }
+
+    /// The run to fork: a settled record is read in one statement without its lock (it no
+    /// longer changes); any other is read as every run view is, for the refusal to say why.
+    async fn forkable_run(&self, caller: &Caller, run_id: &str) -> Result<RunRow> {
+        let ids = [run_id.to_owned()];
+        let settled = read_tx!(self, |tx| { Ok(runs::settled_many(&mut tx, &ids).await?) })?;
+        match settled.into_iter().next() {
+            Some(row) if row.run.owner_id == caller.id.as_str() || caller.is_admin() => Ok(row),
+            Some(_) => Err(Domain::NotFound.into()),
+            None => self.visible_run(caller, run_id).await,
+        }
     }
 
     /// Hands a committed fork to the engine.

@@ -158,6 +158,25 @@ impl App {
         }
     }
 
+    /// The retrieved-context search for `message` (a path's last), made beside other reads;
+    /// `None` when there is nothing to search for.
+    pub(crate) async fn search_for_context(
+        &self,
+        owner_id: &str,
+        conversation_id: &str,
+        message: Option<&str>,
+    ) -> Option<Prefetched> {
+        let message = message.filter(|m| !m.trim().is_empty())?;
+        if self.recall.context.max_tokens == 0 {
+            return None;
+        }
+        let hits = self.context_hits(owner_id, message, conversation_id).await;
+        Some(Prefetched {
+            message: message.to_owned(),
+            hits,
+        })
+    }
+
     /// The retrieved-context search for an agent answering the Alternative of `parent_turn_id`
     /// that `chosen` names (else its active one), made before the answer's write transaction
     /// opens: the search may wait on the embedder, and a transaction waiting with it would hold
@@ -187,14 +206,8 @@ impl App {
         if owner != caller.id.as_str() {
             return None;
         }
-        let message = parent
-            .alt
-            .content
-            .clone()
-            .filter(|c| !c.trim().is_empty())?;
-        let hits = self
-            .context_hits(&owner, &message, &parent.conversation_id)
-            .await;
-        Some(Prefetched { message, hits })
+        let message = parent.alt.content.as_deref();
+        self.search_for_context(&owner, &parent.conversation_id, message)
+            .await
     }
 }

@@ -650,18 +650,24 @@ impl App {
             _ => {}
         }
         let on_path: HashSet<String> = path.iter().map(|p| p.alternative_id.clone()).collect();
+        let last_message = (path.iter().max_by_key(|p| p.sequence)).and_then(|p| p.content.clone());
         let wm = memory::assemble(
             id,
             path,
             summaries?.iter().map(Into::into).collect(),
             c.updated_at,
         )?;
-        let wm = self.with_entities(wm).await?;
         if !retrieve {
-            return Ok(wm);
+            return self.with_entities(wm).await;
         }
+        // The search needs only the message the path ends with: it runs beside the entity
+        // reads instead of after them.
+        let (wm, searched) = tokio::join!(
+            self.with_entities(wm),
+            self.search_for_context(&c.owner_id, id, last_message.as_deref())
+        );
         Ok(self
-            .with_retrieved_context(wm, &c.owner_id, &on_path, None)
+            .with_retrieved_context(wm?, &c.owner_id, &on_path, searched.as_ref())
             .await)
     }
 }

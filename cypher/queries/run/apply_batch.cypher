@@ -24,13 +24,19 @@ UNWIND $batch.newRuns AS nr
 MATCH (p:Process {id: nr.processId})-[:HAS_VERSION]->(v:ProcessVersion {id: nr.versionId})
 WHERE nr.expectedRevision IS NULL
    OR (p.revision = nr.expectedRevision AND p.enabled = true AND p.version = v.number)
-CREATE (:Run {id: nr.id, processId: nr.processId, processVersion: nr.processVersion,
+CREATE (made:Run {id: nr.id, processId: nr.processId, processVersion: nr.processVersion,
               versionId: nr.versionId, status: $queued, depth: nr.depth,
               parentRunId: nr.parentRunId, parentStepRunId: nr.parentStepRunId,
               ownerId: nr.ownerId, inputs: nr.inputs, plan: nr.plan, eventSeq: 0, version: 0,
               createdAt: nr.createdAt, alternativeId: nr.alternativeId,
               triggerKind: nr.triggerKind, triggerSubjectId: nr.triggerSubjectId, linked: false,
-              stepRuns: nr.stepRuns, ownerBudgetMicros: nr.ownerBudgetMicros})
+              stepRuns: nr.stepRuns, ownerBudgetMicros: nr.ownerBudgetMicros,
+              forkedFrom: nr.forkedFrom, forkStep: nr.forkStep, reuse: nr.reuse})
+WITH made, nr
+// A fork (FORK-1) names its original, as run/create_run.cypher does.
+OPTIONAL MATCH (original:Run {id: coalesce(nr.forkedFrom, '')})
+FOREACH (_ IN CASE WHEN original IS NULL THEN [] ELSE [1] END |
+  CREATE (made)-[:FORKED_FROM {atStep: nr.forkStep}]->(original))
 WITH count(*) AS runsMade
 // Then the StepRuns of runs written for the first time (run/create_run.cypher says why the
 // engine creates them).
@@ -103,6 +109,14 @@ MATCH (sr:StepRun {id: iv.stepRunId})
 MATCH (t:Tool {id: iv.toolId})
 CREATE (sr)-[:INVOKES_TOOL]->(t)
 WITH count(*) AS invoked
+// FORK-1: each StepRun of a fork that took its original's recorded output points at the
+// original StepRun it came from; `aiden check` audits that it has exactly one, of the same step
+// and input hash (audit/fork_reuse.cypher).
+UNWIND $batch.reused AS ru
+MATCH (sr:StepRun {id: ru.stepRunId})
+MATCH (o:StepRun {id: ru.from})
+CREATE (sr)-[:REUSED_FROM]->(o)
+WITH count(*) AS linkedReuse
 UNWIND $batch.newRuns AS nr
 OPTIONAL MATCH (m:Run {id: nr.id})
 RETURN collect(m.id) AS made

@@ -187,6 +187,7 @@ impl Pass<'_> {
             runs,
             links: std::mem::take(&mut self.links),
             invokes: std::mem::take(&mut self.invokes),
+            reused: std::mem::take(&mut self.reused),
         };
         if !batch.is_empty() {
             // Always in an explicit transaction: then only a failed commit leaves the outcome
@@ -195,11 +196,6 @@ impl Pass<'_> {
             tx.count_updates(updated);
             let made = runs::apply(tx, &batch).await?;
             missed.extend(unmade(&batch, made));
-        }
-        // After the batch: a fork's StepRuns are created by it in the pass that starts the fork.
-        let reused = std::mem::take(&mut self.reused);
-        if !reused.is_empty() {
-            runs::link_reused(self.tx().await?, reused).await?;
         }
         Ok(missed)
     }

@@ -53,11 +53,18 @@ export async function runPage(view, id, { showError }) {
 
   // The call's id says what it is (`#r1` the intent router, `#m1` a model turn, `#t1` a tool
   // call); `kind` is `model` for the router too, since both ask the model.
+  // Calls are numbered across kinds (`#r1`, `#m2`, `#t3`), so a model turn or tool call is
+  // named by its place among its own kind: the first model turn after the router is turn 1.
   function callTitle(c) {
-    const n = c.stepId.split('#')[1] || '';
+    const [sid, n = ''] = c.stepId.split('#');
+    const nth = () => {
+      const same = callsOf(sid).map((x) => x.stepId.split('#')[1] || '').filter((x) => x[0] === n[0])
+        .map((x) => Number(x.slice(1))).sort((a, b) => a - b);
+      return same.indexOf(Number(n.slice(1))) + 1 || n.slice(1);
+    };
     if (n.startsWith('r')) return 'Intent router';
-    if (n.startsWith('m')) return `Model turn ${n.slice(1)}`;
-    if (n.startsWith('t')) return `Tool call ${n.slice(1)}: ${toolNames.get(c.toolId) || c.toolId || 'a tool'}`;
+    if (n.startsWith('m')) return `Model turn ${nth()}`;
+    if (n.startsWith('t')) return `Tool call ${nth()}: ${toolNames.get(c.toolId) || c.toolId || 'a tool'}`;
     return c.kind === 'router' ? 'Intent router' : `Call ${n}`;
   }
 

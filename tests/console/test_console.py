@@ -109,6 +109,16 @@ def setup():
              "output": {"variable": "summary"}},
             {"id": "reply", "tool": model,
              "inputs": {"message": 'script:[{"answer": "A {{tone}} reply"}]'}}]})
+    # An agent with an intent router allowed one model turn: its script routes the message, then
+    # asks for a tool, so the loop stops at its turn limit (AGT-7) instead of answering.
+    call("POST", "/v1/processes", admin, {
+        "id": f"console-limited-{TAG}", "name": f"Limited agent {TAG}", "shared": True,
+        "initialContext": ["userMessage"],
+        "steps": [{"id": "answer", "tool": model, "inputs": {"message": "{{userMessage}}"},
+                   "output": {"variable": "a"},
+                   "agent": {"tools": [], "maxIterations": 1, "systemPrompt": "Be brief.",
+                             "router": {"intents": [{"name": "chat"}, {"name": "lookup"}]}}}],
+        "outputTemplate": "{{a.text}}"})
     return user["token"], agent
 
 
@@ -203,6 +213,7 @@ def main():
     c = Console(d)
     try:
         run(c, token, agent)
+        neo4j_links(c)
         accounts(c)
     finally:
         d.quit()
@@ -345,7 +356,10 @@ def run(c, token, agent):
     turn_node = c.one('section.timeline li.call[data-step="answer#m1"]')
     assert "Model turn 1" in turn_node.text and " ms" in turn_node.text, turn_node.text
     assert turn_node.get_attribute("data-status") == "completed"
-    assert "Asked for by" in c.one("p.asked").text
+    # The message it answered, as a link to that exact Alternative in its conversation.
+    asked = c.one("p.asked")
+    assert "Answered" in asked.text and "Beta plan" in asked.text, asked.text
+    assert "?alt=" in c.one("a.message-link", asked).get_attribute("href")
     c.shot("08-run")
     run_id = d.current_url.split("#/runs/")[1]
     # The lineage: the run's Tool, its Service, the Worker; followed to the Service.
@@ -372,7 +386,7 @@ def run(c, token, agent):
 
     # The run list, the catalog and the workers.
     c.go("#/runs")
-    c.wait("the run in the list", lambda: run_id[:13] in c.one("main").text)
+    c.one(f'tr[data-run-id="{run_id}"]')
     c.shot("10-runs")
     c.go(f"#/processes/console-flow-{TAG}")
     c.wait("the drawn steps", lambda: len(c.css("svg.dag g.node")) == 4)
@@ -462,6 +476,7 @@ def run(c, token, agent):
     c.shot("02-conversations")
 
     fork_compare_and_play(c, token)
+    runs_like_temporal(c, token, run_id, conversation)
     regenerate_answer_only(c, conversation)
     double_submit(c, token, agent)
     markdown_answer(c, token, agent)
@@ -470,6 +485,170 @@ def run(c, token, agent):
     d.execute_script("sessionStorage.setItem('aiden.token', 'revoked')")
     d.refresh()
     assert "no longer accepted" in c.one("#sign-in-error").text
+
+
+def runs_like_temporal(c, token, answered_run, conversation):
+    """The run list as in Temporal's UI (status, Process and owner by name, the message, start,
+    duration; filters, search by id, live refresh) and a run's waterfall, its intent router
+    named, its limit flagged, and the link to the exact message it answered; at desktop and
+    phone sizes."""
+    d = c.d
+    script = json.dumps([{"route": {"intent": "chat", "confidence": 0.9}},
+                         {"calls": [{"name": "lookup", "args": {}}]}])
+    limited = call("POST", f"/v1/processes/console-limited-{TAG}/runs", token,
+                   {"inputs": {"userMessage": f"script:{script}"}})["runId"]
+    run = settled_run(token, limited)
+    answer = next(s for s in run["steps"] if s["stepId"] == "answer")
+    assert answer["output"]["finishReason"] == "iteration_limit", answer
+
+    # The run page: a waterfall row per step and per call, the router named, the limit flagged.
+    c.go(f"#/runs/{limited}")
+    wf = c.one("section.waterfall")
+    rows = c.wait("the waterfall's rows", lambda: [r.get_attribute("data-row") for r in c.css("li.wf-row")]
+                  if len(c.css("li.wf-row")) >= 3 else None)
+    # Calls are numbered across kinds: the router's is #r1, the model turn after it #m2.
+    model_turn = next((r for r in rows if r.startswith("answer#m")), None)
+    assert rows[0] == "answer" and "answer#r1" in rows and model_turn, rows
+    router = c.one('li.wf-row[data-row="answer#r1"]')
+    assert "Intent router" in router.text and "Model turn" not in router.text, router.text
+    assert "Model turn 1" in c.one(f'li.wf-row[data-row="{model_turn}"]').text
+    assert "Intent router" in c.one('section.timeline li.call[data-step="answer#r1"]').text
+    top = c.one('li.wf-row[data-row="answer"]')
+    assert "hit-limit" in top.get_attribute("class"), top.get_attribute("class")
+    assert "model-turn limit" in c.one("span.limit-flag").text
+    assert "hit-limit" in c.one('svg.dag g.node[data-step="answer"]').get_attribute("class")
+    assert len(c.css(".wf-axis .wf-tick", wf)) == 5
+    # Every bar that ran is drawn, and the model turn ran after the router turn.
+    run_bar = c.one(f'li.wf-row[data-row="{model_turn}"] .wf-run')
+    router_bar = c.one('li.wf-row[data-row="answer#r1"] .wf-run')
+    assert run_bar.location["x"] >= router_bar.location["x"], (run_bar.location, router_bar.location)
+    queued = [r for r in c.css("li.wf-row") if c.css(".wf-queue", r)]
+    assert queued, "some queue wait is drawn apart from the run"
+    # A call's details: its queue wait and its run, in words (the agent step itself is the
+    # loop, never queued, so its row has no wait to show).
+    c.one("button.wf-pick", queued[0]).click()
+    detail = c.one("div.wf-detail")
+    assert "Queued" in detail.text and "waited" in detail.text and "ran" in detail.text, detail.text
+    assert not c.css("a.neo4j-link"), "a user is not offered Neo4j Browser"
+    c.shot("25-run-waterfall")
+    shot_as(c, "run-waterfall")
+
+    # The list: names, the answered message, a duration; filters; search; live refresh.
+    c.go("#/runs")
+    row = c.one(f'tr[data-run-id="{limited}"]')
+    assert f"Limited agent {TAG}" in row.text and f"console-{TAG}" in row.text, row.text
+    duration = c.one("td.run-duration", row).text
+    assert duration.endswith(" ms") or duration.endswith(" s"), duration
+    answered = c.one(f'tr[data-run-id="{answered_run}"]')
+    message = c.one("a.run-message", answered)
+    assert "Beta plan" in message.text, message.text
+    assert f"#/c/{conversation}?alt=" in message.get_attribute("href")
+    c.shot("26-runs-list")
+    shot_as(c, "runs-list")
+    Select(c.one("#run-process")).select_by_value(f"console-limited-{TAG}")
+    c.wait("only the limited agent's runs", lambda: "process=console-limited" in d.current_url
+           and c.css(f'tr[data-run-id="{limited}"]')
+           and all(f"Limited agent {TAG}" in r.text for r in c.css("table.runs tbody tr")))
+    Select(c.one("#run-status")).select_by_value("failed")
+    c.wait("no failed run of it", lambda: "No run matches" in c.one("table.runs tbody").text)
+    Select(c.one("#run-status")).select_by_value("")
+    c.one(f'tr[data-run-id="{limited}"]')
+    assert Select(c.one("#run-process")).first_selected_option.get_attribute("value") == f"console-limited-{TAG}"
+    # Live: a run started elsewhere appears while the page stays as it is (filter kept).
+    marker = d.execute_script("document.querySelector('#run-search').dataset.kept = 'yes'; return 1")
+    newer = call("POST", f"/v1/processes/console-limited-{TAG}/runs", token,
+                 {"inputs": {"userMessage": f"script:{script}"}})["runId"]
+    c.wait("the new run, live", lambda: c.css(f'tr[data-run-id="{newer}"]'), timeout=20)
+    assert marker and c.one("#run-search").get_attribute("data-kept") == "yes", "not redrawn"
+    assert "process=console-limited" in d.current_url
+    # Search: the first characters of an id narrow the list; the whole id opens the run.
+    c.one("#run-search").send_keys(limited[:10], Keys.ENTER)
+    c.wait("only ids that start so", lambda: "q=" in d.current_url and c.css("table.runs tbody tr[data-run-id]")
+           and all(r.get_attribute("data-run-id").startswith(limited[:10])
+                   for r in c.css("table.runs tbody tr[data-run-id]")))
+    c.one("#run-search").clear()
+    c.one("#run-search").send_keys(limited, Keys.ENTER)
+    c.wait("the run opened by its id", lambda: d.current_url.endswith(f"#/runs/{limited}"))
+    c.one("section.waterfall")
+
+    # The link to the exact message: the conversation scrolled to that Alternative, marked.
+    c.go(f"#/runs/{answered_run}")
+    link = c.one("a.message-link")
+    alt = link.get_attribute("href").split("?alt=")[1]
+    link.click()
+    c.wait("the conversation at that message", lambda: "?alt=" in d.current_url and c.css("li.turn.linked"))
+    assert c.one("li.turn.linked").get_attribute("data-alt-id") == alt
+    in_view = d.execute_script("""const r = document.querySelector('li.turn.linked').getBoundingClientRect();
+      return r.top >= 0 && r.top < window.innerHeight;""")
+    assert in_view, "scrolled to the linked message"
+    c.shot("27-linked-message")
+
+    # A phone: the list and the waterfall fit 390 px, labels above full-width bars.
+    d.set_window_size(390, 844)
+    try:
+        c.go("#/runs")
+        c.one(f'tr[data-run-id="{limited}"]')
+        wide = d.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+        assert wide[0] <= wide[1] + 1, f"the run list is wider than the phone: {wide}"
+        c.shot("28-runs-list-phone")
+        shot_as(c, "runs-list-phone")
+        c.go(f"#/runs/{limited}")
+        c.one('li.wf-row[data-row="answer#r1"]')
+        wide = d.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+        assert wide[0] <= wide[1] + 1, f"the run page is wider than the phone: {wide}"
+        track = c.one('li.wf-row[data-row="answer"] .wf-track')
+        assert track.size["width"] > 300, f"the bar keeps the phone's width: {track.size}"
+        c.one(f'li.wf-row[data-row="{model_turn}"] button.wf-pick').click()
+        assert "Model turn 1" in c.one("div.wf-detail").text
+        c.d.execute_script("document.querySelector('section.waterfall').scrollIntoView()")
+        c.shot("29-run-waterfall-phone")
+        shot_as(c, "run-waterfall-phone")
+    finally:
+        d.set_window_size(1280, 800)
+
+
+def shot_as(c, name):
+    """A screen also saved under its plain name, for docs/console/."""
+    os.makedirs(SHOTS2, exist_ok=True)
+    path = os.path.join(SHOTS2, f"{name}.png")
+    c.d.save_screenshot(path)
+    c.shots.append(path)
+
+
+def neo4j_links(c):
+    """An admin gets "Open in Neo4j Browser" on a run, a conversation and an Entity, with the
+    lineage query in the Browser's editor; the address comes from GET /v1/me."""
+    from urllib.parse import parse_qs, urlparse
+    admin_token = os.environ["AIDEN_ADMIN_TOKEN"]
+    me = call("GET", "/v1/me", admin_token)
+    base = me.get("neo4jBrowserUrl")
+    assert base and base.startswith("http") and "@" not in base, me
+    started = call("POST", f"/v1/processes/console-steps-{TAG}/runs", admin_token,
+                   {"inputs": {"q": "lineage", "tone": "plain"}})["runId"]
+    conv = call("POST", "/v1/conversations", admin_token, {"title": f"Lineage {TAG}"})
+    entity = call("POST", "/v1/entities", admin_token, {"name": f"Braga {TAG}", "summary": "A city"})
+    admin = Console(browser())
+    admin.shots = c.shots
+    try:
+        admin.go("")
+        admin.one("#use-token").click()
+        admin.one("#token").send_keys(admin_token)
+        admin.one("#sign-in button[type=submit]").click()
+        admin.one("#conversation-list")
+        for hash_, label, literal in [(f"#/runs/{started}", "Run", started),
+                                      (f"#/c/{conv['id']}", "Conversation", conv["id"]),
+                                      (f"#/entities/{entity['uuid']}", "Entity", entity["uuid"])]:
+            admin.go(hash_)
+            href = admin.one("a.neo4j-link").get_attribute("href")
+            assert href.startswith(base) and "cmd=edit" in href, href
+            query = parse_qs(urlparse(href).query)["arg"][0]
+            assert f"({label[0].lower()}:{label} " in query and f"'{literal}'" in query, query
+            assert admin.one("a.neo4j-link").get_attribute("rel") == "noopener noreferrer"
+        admin.go(f"#/runs/{started}")
+        admin.one("a.neo4j-link")
+        admin.shot("30-run-neo4j-link")
+    finally:
+        admin.d.quit()
 
 
 def double_submit(c, token, agent):
@@ -654,7 +833,7 @@ def accounts(c):
         admin.wait("enabled again", lambda: admin.one(f'tr.user[data-user-id="{user_id}"]')
                    .get_attribute("data-disabled") == "no")
         admin.one(f'tr.user[data-user-id="{user_id}"] a.user-runs').click()
-        admin.wait("their runs", lambda: f"started by {user_id}" in admin.one("h1").text)
+        admin.wait("their runs", lambda: f"started by {name}" in admin.one("h1").text)  # by name
         # The admin's account menu: their own password.
         admin.one("#account-menu summary").click()
         admin.one("#set-password-link").click()

@@ -239,7 +239,8 @@ pub fn server() -> &'static Server {
                     .with_broker(&amqp)
                     .with_auth_policy(&auth)
                     .with_engine_door(door)
-                    .with_clock(clock);
+                    .with_clock(clock)
+                    .with_neo4j_browser(Some(TEST_NEO4J_BROWSER.into()));
                 app.bootstrap_admin(&token).await.expect("bootstrap admin");
                 // Memory upkeep, ticking fast so its tests settle quickly.
                 tokio::spawn(
@@ -267,6 +268,9 @@ pub fn server() -> &'static Server {
         }
     })
 }
+
+/// The Neo4j Browser address the test server shows admins.
+pub const TEST_NEO4J_BROWSER: &str = "http://127.0.0.1:7475/browser/";
 
 /// The model name the test server prices (AGT-14).
 pub const PRICED_MODEL: &str = "scripted-priced";

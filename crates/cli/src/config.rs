@@ -82,10 +82,32 @@ pub struct ServeArgs {
     /// 4/3 of it after the active one dies.
     #[arg(long, env = "AIDEN_ENGINE_LEASE_MS", default_value_t = 10_000)]
     pub engine_lease_ms: u64,
+    /// Neo4j Browser for this graph, shown to admins in the console ("Open in Neo4j Browser").
+    /// Default: `http://<the Bolt host>:7474/browser/` (Neo4j's own HTTP port); empty: none.
+    #[arg(long, env = "AIDEN_NEO4J_BROWSER_URL")]
+    pub neo4j_browser_url: Option<String>,
     #[command(flatten)]
     pub auth: AuthArgs,
     #[command(flatten)]
     pub recall: RecallArgs,
+}
+
+impl ServeArgs {
+    /// Neo4j Browser's address: the one configured, else Neo4j's default HTTP port on the
+    /// Bolt URI's host. Only the host is taken from the URI, never a user or password in it.
+    pub fn neo4j_browser(&self) -> Option<String> {
+        if let Some(url) = &self.neo4j_browser_url {
+            return Some(url.trim().to_owned()).filter(|u| !u.is_empty());
+        }
+        let rest = self.graph.neo4j_uri.split_once("://")?.1;
+        let authority = rest.split('/').next()?;
+        let host_port = authority.rsplit('@').next()?;
+        let host = match host_port.strip_prefix('[') {
+            Some(v6) => format!("[{}]", v6.split(']').next()?),
+            None => host_port.split(':').next()?.to_owned(),
+        };
+        Some(format!("http://{host}:7474/browser/")).filter(|_| !host.is_empty())
+    }
 }
 
 /// Search and retrieved context.

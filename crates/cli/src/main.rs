@@ -114,7 +114,8 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
         .with_auth_policy(&args.auth.policy())
         .with_engine_door(engine.door())
         .with_admission(admission.clone())
-        .with_recall_settings(args.recall.settings());
+        .with_recall_settings(args.recall.settings())
+        .with_neo4j_browser(args.neo4j_browser());
     tokio::spawn(watch_queues(args.amqp_uri.clone(), admission));
     // The outbox relay: content to ingest reaches RabbitMQ.
     tokio::spawn(

@@ -297,7 +297,36 @@ pub struct RunListRow {
     pub trigger_kind: Option<String>,
     #[serde(default)]
     pub trigger_subject_id: Option<String>,
+    /// What the line names beside the run (read with it, never under its lock).
+    #[serde(flatten)]
+    pub names: RunListNames,
 }
+
+/// The names a run-list line shows beside the run: its Process's and owner's, and for a run
+/// that answers a conversation turn, its Alternative and the message (Alternative) it answered.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunListNames {
+    #[serde(default)]
+    pub process_name: Option<String>,
+    #[serde(default)]
+    pub owner_name: Option<String>,
+    #[serde(default)]
+    pub conversation_id: Option<String>,
+    #[serde(default)]
+    pub answer_id: Option<String>,
+    #[serde(default)]
+    pub answer_turn_id: Option<String>,
+    #[serde(default)]
+    pub message_id: Option<String>,
+    #[serde(default)]
+    pub message_turn_id: Option<String>,
+    #[serde(default)]
+    pub message_text: Option<String>,
+}
+
+/// How many characters of the answered message a run-list line carries.
+pub const MESSAGE_PREVIEW_CHARS: i64 = 200;
 
 impl RunListRow {
     /// Whether the line shows one commit. A run's status, start and end move together: a run
@@ -321,6 +350,8 @@ pub struct RunFilter<'a> {
     pub owner_id: Option<&'a str>,
     pub process_id: Option<&'a str>,
     pub status: Option<&'a str>,
+    /// Only runs whose id starts with this (the console's search box).
+    pub id_prefix: Option<&'a str>,
     pub before: &'a str,
     pub limit: i64,
 }
@@ -333,8 +364,10 @@ pub async fn list(tx: &mut Tx, f: &RunFilter<'_>) -> Result<Vec<RunListRow>, Err
         .param("ownerId", f.owner_id)
         .param("processId", f.process_id)
         .param("status", f.status)
+        .param("idPrefix", f.id_prefix)
         .param("before", f.before)
-        .param("limit", f.limit);
+        .param("limit", f.limit)
+        .param("preview", MESSAGE_PREVIEW_CHARS);
     let mut rows: Vec<RunListRow> = tx.rows(q).await?;
     for row in &mut rows {
         if row.is_whole()? {
@@ -342,13 +375,15 @@ pub async fn list(tx: &mut Tx, f: &RunFilter<'_>) -> Result<Vec<RunListRow>, Err
         }
         metrics::counter!("aiden_graph_relocked_reads_total", "what" => "run_list").increment(1);
         let q = cypher(query_file!("run/list_row.cypher"), None).param("id", row.id.as_str());
-        let locked: RunListRow = tx
+        let mut locked: RunListRow = tx
             .one(q)
             .await?
             .ok_or_else(|| Error::Torn(format!("run {}: listed, then gone", row.id)))?;
         if !locked.is_whole()? {
             return Err(Error::Torn(format!("run {}: its line under lock", row.id)));
         }
+        // The names are not the run's state: the first read's stand.
+        locked.names = std::mem::take(&mut row.names);
         *row = locked;
     }
     Ok(rows)

@@ -56,6 +56,10 @@ pub struct User {
     /// USR-5: whether a password is set (in the admins' user list).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub has_password: Option<bool>,
+    /// `GET /v1/me` of an admin: where Neo4j Browser answers for this server's graph (its
+    /// HTTP address, never a credential), so the console can open a lineage query there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub neo4j_browser_url: Option<String>,
 }
 
 /// `POST /v1/users/{id}/tokens`.
@@ -101,6 +105,7 @@ fn user_view(r: aiden_graph::users::UserRow) -> Result<User> {
         token_id: None,
         default_process_id: r.default_process_id,
         has_password: r.has_password,
+        neo4j_browser_url: None,
     })
 }
 
@@ -235,6 +240,7 @@ impl App {
             token_id: Some(token_id),
             default_process_id: None,
             has_password: Some(false),
+            neo4j_browser_url: None,
         })
     }
 
@@ -245,8 +251,13 @@ impl App {
         rows.into_iter().map(user_view).collect()
     }
 
+    /// `GET /v1/me`: the caller, and for an admin the Neo4j Browser's address.
     pub async fn me(&self, caller: &Caller) -> Result<User> {
-        self.user(caller, caller.id.as_str()).await
+        let mut me = self.user(caller, caller.id.as_str()).await?;
+        if caller.is_admin() {
+            me.neo4j_browser_url = self.neo4j_browser.as_deref().map(str::to_owned);
+        }
+        Ok(me)
     }
 
     /// `GET /v1/users/{id}`: an admin sees anyone, a user only themselves (404 otherwise).

@@ -24,6 +24,7 @@ mod plans;
 mod probe;
 mod processes;
 pub mod recall;
+mod run_list;
 mod runs;
 mod secrets;
 mod services;
@@ -45,7 +46,8 @@ pub use audit::{Auditor, Finding};
 pub use auth::{AuthPolicy, AuthRefusal, NewToken, NewUser, Token, User};
 pub use error::Error;
 pub use processes::ProcessVersion;
-pub use runs::{run_view, RunQuery, RunStarted};
+pub use run_list::RunQuery;
+pub use runs::{run_view, RunStarted};
 pub use secrets::{NewSecret, SecretPatch};
 pub use turns::{AlternativeAdded, Generating};
 
@@ -104,6 +106,8 @@ pub struct App {
     recall: recall::RecallSettings,
     /// What time it is for quota windows (AGT-10): the system clock, unless a test pins it.
     clock: Clock,
+    /// Neo4j Browser's address for this graph, shown to admins (`GET /v1/me`).
+    neo4j_browser: Option<std::sync::Arc<str>>,
 }
 
 impl App {
@@ -129,7 +133,15 @@ impl App {
             admission: Admission::default(),
             recall: recall::RecallSettings::default(),
             clock: Clock::system(),
+            neo4j_browser: None,
         }
+    }
+
+    /// Where Neo4j Browser answers for this server's graph (an HTTP address, no credential):
+    /// the console offers admins its lineage queries there.
+    pub fn with_neo4j_browser(mut self, url: Option<String>) -> Self {
+        self.neo4j_browser = url.filter(|u| !u.is_empty()).map(Into::into);
+        self
     }
 
     /// The clock the start checks read: hourly quota windows (AGT-10) and the day of the daily

@@ -19,21 +19,9 @@ use serde_json::{json, Map, Value};
 
 use crate::{
     tx::{read_tx, write_tx},
-    views::{
-        ApprovalAnswer, CancelAnswer, Decision, RunStatus, RunSummary, RunTrigger, RunView,
-        WorkerView,
-    },
-    App, Error, Page, PageRequest, Result,
+    views::{ApprovalAnswer, CancelAnswer, Decision, RunTrigger, RunView, WorkerView},
+    App, Error, Result,
 };
-
-/// `GET /v1/runs` narrowed by Process and status.
-pub struct RunQuery {
-    pub page: PageRequest,
-    pub process_id: Option<String>,
-    pub status: Option<RunStatus>,
-    /// An admin's narrowing to one user's runs (a user sees only their own anyway).
-    pub owner_id: Option<String>,
-}
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -389,49 +377,6 @@ impl App {
         Ok(row)
     }
 
-    /// `GET /v1/runs`: newest first; a user's own runs, every run for an admin.
-    pub async fn list_runs(&self, caller: &Caller, q: RunQuery) -> Result<Page<RunSummary>> {
-        let limit = q.page.limit()?;
-        let before = q.page.cursor.clone().unwrap_or_default();
-        let status = q.status.map(|s| s.as_str());
-        let filter = runs::RunFilter {
-            owner_id: match caller.is_admin() {
-                true => q.owner_id.as_deref(),
-                false => Some(caller.id.as_str()),
-            },
-            process_id: q.process_id.as_deref(),
-            status,
-            before: &before,
-            limit: limit + 1,
-        };
-        let mut rows = read_tx!(self, |tx| { Ok(runs::list(&mut tx, &filter).await?) })?;
-        let next_cursor = if rows.len() as i64 > limit {
-            rows.truncate(limit as usize);
-            rows.last().map(|r| r.id.clone())
-        } else {
-            None
-        };
-        let items = rows
-            .into_iter()
-            .map(|r| {
-                Ok(RunSummary {
-                    status: typed(json!(r.status))?,
-                    id: r.id,
-                    process_id: r.process_id,
-                    process_version: r.process_version,
-                    depth: r.depth,
-                    parent_run_id: r.parent_run_id,
-                    owner_id: r.owner_id,
-                    created_at: r.created_at,
-                    started_at: r.started_at,
-                    finished_at: r.finished_at,
-                    trigger: RunTrigger::from_parts(r.trigger_kind, r.trigger_subject_id),
-                })
-            })
-            .collect::<Result<_>>()?;
-        Ok(Page { items, next_cursor })
-    }
-
     /// `GET /v1/runs/{id}`.
     pub async fn get_run(&self, caller: &Caller, run_id: &str) -> Result<RunView> {
         let row = self.visible_run(caller, run_id).await?;
@@ -584,7 +529,7 @@ impl App {
 
 /// A view assembled from graph rows, checked against its documented type (a row that does
 /// not fit is a bug of ours: 500 with the field in the log, never a silently different shape).
-fn typed<T: serde::de::DeserializeOwned>(v: Value) -> Result<T> {
+pub(crate) fn typed<T: serde::de::DeserializeOwned>(v: Value) -> Result<T> {
     serde_json::from_value(v).map_err(|e| {
         crate::Error::Internal(format!(
             "{} does not fit its documented shape: {e}",
@@ -704,6 +649,7 @@ pub fn run_view(row: &runs::RunRow) -> Result<RunView> {
         "trigger": RunTrigger::from_parts(r.trigger_kind.clone(), r.trigger_subject_id.clone()),
         "version": r.version,
         "forkedFrom": r.forked_from, "forkStep": r.fork_step,
+        "alternativeId": r.alternative_id,
         "steps": steps,
     }))
 }

@@ -219,6 +219,10 @@ pub struct RunView {
     pub forked_from: Option<String>,
     #[serde(default)]
     pub fork_step: Option<String>,
+    /// The agent Alternative the run generates, when it answers a conversation turn: the
+    /// console links to that exact message.
+    #[serde(default)]
+    pub alternative_id: Option<String>,
     pub steps: Vec<StepView>,
 }
 
@@ -255,6 +259,54 @@ pub struct RunSummary {
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
     pub trigger: Option<RunTrigger>,
+    /// The run's Process's name (none once the Process is deleted).
+    #[serde(default)]
+    pub process_name: Option<String>,
+    /// The name of the user who started it.
+    #[serde(default)]
+    pub owner_name: Option<String>,
+    /// For a run that answers a conversation turn: the message it answered.
+    #[serde(default)]
+    pub message: Option<RunMessage>,
+    /// Finished − started, or, while it runs, the time so far; none before it starts.
+    #[serde(default)]
+    pub duration_ms: Option<i64>,
+}
+
+/// The conversation message a run answered: the user's Alternative (`alternativeId`, in Turn
+/// `turnId`, its text cut to a preview) and the agent Alternative the run generates
+/// (`answerId`, in `answerTurnId`).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunMessage {
+    pub conversation_id: String,
+    pub answer_id: String,
+    pub answer_turn_id: Option<String>,
+    pub alternative_id: Option<String>,
+    pub turn_id: Option<String>,
+    /// The answered message's first characters.
+    pub text: Option<String>,
+}
+
+impl RunMessage {
+    /// A run that generates no Alternative answered no message.
+    pub fn from_parts(
+        conversation_id: Option<String>,
+        answer_id: Option<String>,
+        answer_turn_id: Option<String>,
+        alternative_id: Option<String>,
+        turn_id: Option<String>,
+        text: Option<String>,
+    ) -> Option<Self> {
+        Some(Self {
+            conversation_id: conversation_id?,
+            answer_id: answer_id?,
+            answer_turn_id,
+            alternative_id,
+            turn_id,
+            text,
+        })
+    }
 }
 
 /// The run machine's own status: what the graph stores is what the wire shows.

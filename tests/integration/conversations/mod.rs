@@ -16,6 +16,7 @@ mod forks;
 mod lifecycle;
 mod memory;
 mod regenerate;
+mod run_lines;
 mod scenario;
 mod turns;
 mod upkeep;

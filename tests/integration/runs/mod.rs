@@ -11,6 +11,7 @@ mod control;
 mod events;
 mod forks;
 mod jobs;
+mod list;
 mod metrics;
 mod outputs;
 mod retries;

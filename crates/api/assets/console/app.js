@@ -6,7 +6,8 @@ import { ApiError, get, post, put, restoreSession, session, signInWithPassword, 
 import { usersPage } from './users.js';
 import { h, mount } from './dom.js';
 import { conversationList, conversationPage } from './conversations.js';
-import { diffPage, runList, runPage } from './runs.js';
+import { diffPage, runPage } from './runs.js';
+import { runList } from './runlist.js';
 import { processList, processPage, serviceList, toolList, workerList } from './catalog.js';
 import { connectPage } from './connect.js';
 import { entityPage, searchPage } from './knowledge.js';

@@ -7,6 +7,7 @@ import { badge, h, mount, when } from './dom.js';
 import { markdown } from './markdown.js';
 import { alternative as altStatus } from './statuses.js';
 import { explain } from './words.js';
+import { lineageQuery, neo4jLink } from './neo4j.js';
 
 
 export async function conversationList(view, { showError }) {
@@ -80,6 +81,9 @@ export async function conversationPage(view, id, { showError }) {
     // The message on its way (shown at once, marked "sending…"), the last tree drawn, whether
     // to follow the newest answer, and what to focus after the next drawing.
     pending: null, last: null, size: null, stick: false, focus: null,
+    // The Alternative a link points at (`#/c/<id>?alt=<alternativeId>`, from a run or a search
+    // hit): scrolled to and highlighted once the thread is drawn.
+    linked: new URLSearchParams(location.hash.split('?')[1] || '').get('alt'),
   };
   // Following the newest answer: the page scrolls with it while the reader is at the bottom;
   // once they scroll up, a button offers the way back instead.
@@ -141,6 +145,11 @@ export async function conversationPage(view, id, { showError }) {
         if (el.tagName === 'TEXTAREA') el.setSelectionRange(el.value.length, el.value.length);
       }
       follow(tree);
+      if (first && state.linked) {
+        const el = view.querySelector(`[data-alt-id="${CSS.escape(state.linked)}"]`);
+        el?.scrollIntoView({ block: 'center' });
+        el?.focus({ preventScroll: true });
+      }
     } catch (err) {
       if (first) throw err;
       if (!state.left) showError(err);
@@ -304,7 +313,7 @@ export async function conversationPage(view, id, { showError }) {
       const nav = e.currentTarget.querySelector(e.key === 'ArrowLeft' ? 'button.prev' : 'button.next');
       if ((e.key === 'ArrowLeft' || e.key === 'ArrowRight') && nav && !nav.disabled) { e.preventDefault(); nav.click(); }
     };
-    return h(`li.turn.${turn.speaker}`, {
+    return h(`li.turn.${turn.speaker}${alt.id === state.linked ? '.linked' : ''}`, {
       dataset: { turnId: turn.id, altId: alt.id, status: alt.cacheStatus },
       tabindex: 0,
       'aria-label': `${speakerName[turn.speaker] || turn.speaker}, turn ${turn.sequence}`,
@@ -317,6 +326,19 @@ export async function conversationPage(view, id, { showError }) {
       alt.runId ? h('a.run-link', { href: `#/runs/${alt.runId}` }, 'View run') : null,
       alt.runId ? ' · ' : '', when(alt.createdAt)),
     actions.length ? h('div.actions', actions) : null);
+  }
+
+  /** When the linked Alternative is not on the thread shown (another version of its Turn), a
+   * way to it; when it is not in this conversation at all, a sentence saying so. */
+  function linkedNote(tree) {
+    if (!state.linked) return null;
+    const altById = new Map(tree.turns.flatMap((t) => t.alternatives.map((a) => [a.id, a])));
+    const alt = altById.get(state.linked);
+    if (!alt) return h('p.note.linked-note', 'The linked message is not in this conversation.');
+    const shown = threadOf(tree.turns, tree.conversation.currentAlternativeId).some((t) => activeOf(t).id === alt.id);
+    if (shown) return null;
+    return h('p.note.linked-note', `The linked message is version ${alt.sequence} of its turn, not the one shown. `,
+      h('button.show-linked', { type: 'button', onclick: act(() => goTo(alt, altById)) }, 'Show it'));
   }
 
   const nameOf = (pid) => state.processes.find((p) => p.id === pid)?.name || pid;
@@ -433,7 +455,9 @@ export async function conversationPage(view, id, { showError }) {
           type: 'button',
           onclick: act(() => patch(`/v1/conversations/${id}`, { status: archived ? 'active' : 'archived' })),
         }, archived ? 'Restore' : 'Archive'),
-        conv.forkedFrom ? h('p.muted', 'Forked from ', h('a', { href: `#/c/${conv.forkedFrom.conversationId}` }, 'another conversation')) : null),
+        conv.forkedFrom ? h('p.muted', 'Forked from ', h('a', { href: `#/c/${conv.forkedFrom.conversationId}` }, 'another conversation')) : null,
+        neo4jLink(lineageQuery.conversation(id))),
+      linkedNote(tree),
       h('div.split',
         h('section.thread-wrap',
           tree.turns.length > 1 ? branchMap(tree.turns, thread) : null,

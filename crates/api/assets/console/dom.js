@@ -62,3 +62,13 @@ export function table(headers, rows, caption) {
     h('tbody', rows.length ? rows.map(row)
       : h('tr', h('td', { colspan: headers.length }, 'Nothing here yet.')))));
 }
+
+/** Milliseconds as people read them: `840 ms`, `4.2 s`, `3 min 12 s`, `2 h 5 min`. */
+export function duration(ms) {
+  if (ms === null || ms === undefined || Number.isNaN(ms)) return '—';
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+  const s = Math.round(ms / 1000);
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+}

@@ -4,6 +4,7 @@
 
 import { get } from './api.js';
 import { badge, h, mount, when } from './dom.js';
+import { lineageQuery, neo4jLink } from './neo4j.js';
 
 const KINDS = ['episode', 'entity', 'fact', 'summary', 'introspection', 'memory'];
 const KIND_NAME = {
@@ -79,6 +80,7 @@ export async function entityPage(view, uuid) {
   mount(view,
     h('p', h('a', { href: '#/search' }, 'Search')),
     h('h1#entity-name', e.name, e.category ? h('span.muted', ` ${e.category}`) : null),
+    h('p.admin-links', neo4jLink(lineageQuery.entity(e.uuid || uuid))),
     e.summary ? h('p#entity-summary', e.summary) : h('p.muted', 'No summary yet.'),
     facets.length ? [h('h2', 'Facets'), h('dl.facets', facets.map(([k, vs]) => [h('dt', k), h('dd', Array.isArray(vs) ? vs.join(', ') : String(vs ?? ''))]))] : null,
     h('h2', 'Mentioned in'),

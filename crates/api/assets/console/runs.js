@@ -1,47 +1,18 @@
-// Runs: the list, and one run with its Process version's DAG whose steps fill in live from the
-// run's SSE stream, each step's attempts, worker, telemetry, output and error, and cancel; a
-// settled run's forks (lineage.js) and the playback of its event log (dag.js); and two runs side
-// by side (a fork and its original).
+// One run with its Process version's DAG whose steps fill in live from the run's SSE stream,
+// its waterfall (waterfall.js), each step's attempts, worker, telemetry, output and error, and
+// cancel; a settled run's forks (lineage.js) and the playback of its event log (dag.js); and two
+// runs side by side (a fork and its original). The list of runs is runlist.js.
 
 import { all, get, post, runEvents } from './api.js';
 import { drawDag, playback } from './dag.js';
 import { forkButton, forkLineage, lineage, reusedLabel } from './lineage.js';
-import { badge, h, json, mount, table, when } from './dom.js';
-import { every, run as runStatus, step as stepStatus } from './statuses.js';
+import { badge, duration, h, json, mount, table, when } from './dom.js';
+import { lineageQuery, neo4jLink } from './neo4j.js';
+import { messageHref } from './runlist.js';
+import { run as runStatus, step as stepStatus } from './statuses.js';
+import { limitFlag, limitHit, waterfall } from './waterfall.js';
 
 const settled = (status) => [runStatus.completed, runStatus.failed, runStatus.canceled].includes(status);
-
-export async function runList(view) {
-  const params = new URLSearchParams(location.hash.split('?')[1] || '');
-  const status = params.get('status') || '';
-  const process = params.get('process') || '';
-  // `owner`: the runs one user started (admins; from the Users page).
-  const owner = params.get('owner') || '';
-  const query = new URLSearchParams({ limit: '100' });
-  if (status) query.set('status', status);
-  if (process) query.set('processId', process);
-  if (owner) query.set('ownerId', owner);
-  const page = await get(`/v1/runs?${query}`);
-  const filter = h('select#run-status', {
-    onchange: (e) => {
-      const next = new URLSearchParams();
-      if (e.target.value) next.set('status', e.target.value);
-      if (process) next.set('process', process);
-      if (owner) next.set('owner', owner);
-      location.hash = `#/runs${next.toString() ? `?${next}` : ''}`;
-    },
-  }, ['', ...every(runStatus)]
-    .map((s) => h('option', { value: s, selected: s === status }, s || 'any')));
-  mount(view,
-    h('h1', 'Runs', process ? h('span.muted', ` of ${process}`) : null,
-      owner ? h('span.muted#runs-owner', ` started by ${owner}`) : null),
-    h('p', h('label', { for: 'run-status' }, 'Status '), filter),
-    table(['Run', 'Process', 'Status', 'Depth', 'Created', 'Finished'], page.items.map((r) => [
-      h('a', { href: `#/runs/${r.id}` }, r.id),
-      h('a', { href: `#/processes/${r.processId}` }, `${r.processId} v${r.processVersion}`),
-      badge(r.status), String(r.depth), when(r.createdAt), when(r.finishedAt),
-    ]), 'Newest first'));
-}
 
 export async function versionOf(processId, number) {
   const page = await get(`/v1/processes/${processId}/versions?limit=500`);
@@ -55,6 +26,10 @@ export async function runPage(view, id, { showError }) {
   view.addEventListener('console:leave', () => { stop.abort(); clearTimeout(pending); player?.stop(); }, { once: true });
   let run = await get(`/v1/runs/${id}`);
   const version = await versionOf(run.processId, run.processVersion).catch(() => null);
+  // The run's line in the list names its Process, owner and answered message (the whole id is
+  // a prefix of itself); a run the list cannot show is drawn without them.
+  let summary = (await get(`/v1/runs?limit=1&idPrefix=${encodeURIComponent(id)}`).catch(() => null))?.items?.[0] || null;
+  let waterfallRow = null;
   // An agent's model turns and tool calls are step runs `<step>#…`: not steps of the version.
   const steps = version?.steps || run.steps.filter((s) => !s.stepId.includes('#')).map((s) => ({ id: s.stepId }));
   let selected = null;
@@ -76,11 +51,33 @@ export async function runPage(view, id, { showError }) {
   player = playback(steps, label);
   const content = h('div.run-content');
 
+  // The call's id says what it is (`#r1` the intent router, `#m1` a model turn, `#t1` a tool
+  // call); `kind` is `model` for the router too, since both ask the model.
+  // Calls are numbered across kinds (`#r1`, `#m2`, `#t3`), so a model turn or tool call is
+  // named by its place among its own kind: the first model turn after the router is turn 1.
   function callTitle(c) {
-    const n = c.stepId.split('#')[1] || '';
-    if (c.kind === 'model' || n.startsWith('m')) return `Model turn ${n.slice(1)}`;
-    if (c.kind === 'router' || n.startsWith('r')) return 'Router';
-    return `Tool call ${n.slice(1)}: ${toolNames.get(c.toolId) || c.toolId || 'a tool'}`;
+    const [sid, n = ''] = c.stepId.split('#');
+    const nth = () => {
+      const same = callsOf(sid).map((x) => x.stepId.split('#')[1] || '').filter((x) => x[0] === n[0])
+        .map((x) => Number(x.slice(1))).sort((a, b) => a - b);
+      return same.indexOf(Number(n.slice(1))) + 1 || n.slice(1);
+    };
+    if (n.startsWith('r')) return 'Intent router';
+    if (n.startsWith('m')) return `Model turn ${nth()}`;
+    if (n.startsWith('t')) return `Tool call ${nth()}: ${toolNames.get(c.toolId) || c.toolId || 'a tool'}`;
+    return c.kind === 'router' ? 'Intent router' : `Call ${n}`;
+  }
+
+  /** The waterfall's rows: each step, and under an agent step its calls in the order they ran. */
+  function waterfallRows() {
+    const t = (x) => x.queuedAt || x.startedAt || x.finishedAt || '9';
+    return steps.flatMap((st) => {
+      const s = run.steps.find((x) => x.stepId === st.id);
+      if (!s) return [];
+      const calls = [...callsOf(st.id)].sort((a, b) => t(a).localeCompare(t(b)));
+      return [{ id: s.stepId, label: s.stepId, step: s, depth: 0 },
+        ...calls.map((c) => ({ id: c.stepId, label: callTitle(c), step: c, depth: 1 }))];
+    });
   }
 
   /** An agent step's model turns and tool calls, in order, each its own node. */
@@ -101,7 +98,7 @@ export async function runPage(view, id, { showError }) {
   function stepDetail(s) {
     if (!s) return h('p.muted', 'Choose a step to see its attempts, worker, telemetry, output and error.');
     return h('section.step-detail', { 'aria-label': `Step ${s.stepId}` },
-      h('h2', `Step ${s.stepId} `, badge(s.status)),
+      h('h2', `Step ${s.stepId} `, badge(s.status), ' ', limitFlag(s)),
       h('dl',
         s.reusedFrom ? [h('dt', 'Reused'), h('dd', reusedLabel(s), ' (nothing was called: the output is the original\'s)')] : null,
         h('dt', 'Attempts'), h('dd', String(s.attempts)),
@@ -116,17 +113,36 @@ export async function runPage(view, id, { showError }) {
       settled(run.status) && run.depth === 1 && !s.stepId.includes('#') ? forkButton(run, s.stepId) : null);
   }
 
+  /** The message this run answered, linked to that exact Alternative in its conversation. */
+  function asked() {
+    const m = summary?.message;
+    if (m) {
+      const text = (m.text || '').trim();
+      return h('p.asked', 'Answered ',
+        h('a.message-link', { href: messageHref(m), title: text }, text ? `“${text.length > 140 ? `${text.slice(0, 140)}…` : text}”` : 'a message'),
+        ' · ', h('a.answer-link', { href: messageHref(m, m.answerId) }, 'its answer'),
+        ' in ', h('a.turn-link', { href: `#/c/${encodeURIComponent(m.conversationId)}` }, 'its conversation'));
+    }
+    if (!run.inputs?.conversationId) return null;
+    const alt = run.alternativeId || run.inputs.alternativeId;
+    return h('p.asked', 'Asked for by ', h('a.turn-link', {
+      href: alt ? messageHref({ conversationId: run.inputs.conversationId }, alt) : `#/c/${run.inputs.conversationId}`,
+    }, 'a turn of its conversation'));
+  }
+
   function render() {
     const byStep = new Map(run.steps.map((s) => [s.stepId, s]));
     const done = settled(run.status);
     mount(content,
       h('h1', 'Run ', h('code', run.id), ' ', badge(run.status)),
       forkLineage(run),
-      run.inputs?.conversationId ? h('p.asked', 'Asked for by ',
-        h('a.turn-link', { href: `#/c/${run.inputs.conversationId}` }, 'a turn of its conversation')) : null,
-      h('p', 'Process ', h('a', { href: `#/processes/${run.processId}` }, run.processId), ` version ${run.processVersion}`,
+      asked(),
+      h('p', 'Process ', h('a', { href: `#/processes/${run.processId}` }, summary?.processName || run.processId), ` version ${run.processVersion}`,
+        summary?.ownerName ? ` · started by ${summary.ownerName}` : '',
         run.parentRunId ? [' · child of ', h('a', { href: `#/runs/${run.parentRunId}` }, 'its parent run')] : null,
-        ` · created ${when(run.createdAt)}`, run.finishedAt ? ` · finished ${when(run.finishedAt)}` : ''),
+        ` · created ${when(run.createdAt)}`, run.finishedAt ? ` · finished ${when(run.finishedAt)}` : '',
+        run.startedAt ? h('span.run-took', ` · ${done ? 'took' : 'running for'} ${duration((run.finishedAt ? new Date(run.finishedAt) : new Date()) - new Date(run.startedAt))}`) : ''),
+      h('p.admin-links', neo4jLink(lineageQuery.run(run.id))),
       done ? null : h('button.cancel', {
         type: 'button',
         onclick: async () => {
@@ -142,15 +158,17 @@ export async function runPage(view, id, { showError }) {
         const calls = callsOf(sid).length;
         const failed = failedCalls(sid);
         const reused = byStep.get(sid)?.reusedFrom ? 'reused' : '';
-        return [reused, calls ? `${calls} call${calls > 1 ? 's' : ''}${failed ? `, ${failed} failed` : ''}` : ''].filter(Boolean).join(', ');
-      }, (sid) => (byStep.get(sid)?.reusedFrom ? 'reused' : '')),
+        return [reused, calls ? `${calls} call${calls > 1 ? 's' : ''}${failed ? `, ${failed} failed` : ''}` : '',
+          limitHit(byStep.get(sid)) ? `⚑ ${limitHit(byStep.get(sid))}` : ''].filter(Boolean).join(', ');
+      }, (sid) => [byStep.get(sid)?.reusedFrom ? 'reused' : '', limitHit(byStep.get(sid)) ? 'hit-limit' : ''].filter(Boolean).join(' ')),
+      waterfall(run, waterfallRows(), { selected: waterfallRow, onSelect: (row) => { waterfallRow = row; render(); } }),
       steps.map((s) => timeline(s.id)),
       // A reused step is dimmed: it took the original's output, and nothing ran for it here.
       table(['Step', 'Status', 'Attempts', 'Worker', 'Finished'], run.steps.filter((s) => !s.stepId.includes('#')).map((s) => ({
         className: s.reusedFrom ? 'reused' : null,
         cells: [
           h('button.linkish', { type: 'button', onclick: () => { selected = s.stepId; render(); } }, s.stepId),
-          [badge(s.status), ' ', reusedLabel(s)], String(s.attempts), s.workerId || '—', when(s.finishedAt),
+          [badge(s.status), ' ', reusedLabel(s), ' ', limitFlag(s)], String(s.attempts), s.workerId || '—', when(s.finishedAt),
         ],
       })), 'Steps'),
       stepDetail(byStep.get(selected)),

@@ -21,6 +21,21 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("dom.js", JS, include_str!("../../assets/console/dom.js")),
     ("dag.js", JS, include_str!("../../assets/console/dag.js")),
     (
+        "runlist.js",
+        JS,
+        include_str!("../../assets/console/runlist.js"),
+    ),
+    (
+        "waterfall.js",
+        JS,
+        include_str!("../../assets/console/waterfall.js"),
+    ),
+    (
+        "neo4j.js",
+        JS,
+        include_str!("../../assets/console/neo4j.js"),
+    ),
+    (
         "memories.js",
         JS,
         include_str!("../../assets/console/memories.js"),

@@ -52,7 +52,7 @@ pub async fn start_run(
     Ok((StatusCode::ACCEPTED, Json(started)).into_response())
 }
 
-/// `GET /v1/runs?limit=&cursor=&processId=&status=`.
+/// `GET /v1/runs?limit=&cursor=&processId=&status=&ownerId=&idPrefix=`.
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RunListQuery {
@@ -67,6 +67,8 @@ pub struct RunListQuery {
     status: Option<RunStatus>,
     /// Only this user's runs (admins; a user sees only their own).
     owner_id: Option<String>,
+    /// Only runs whose id starts with this (at least 4 characters: a search by id).
+    id_prefix: Option<String>,
 }
 
 pub async fn list_runs(
@@ -86,6 +88,7 @@ pub async fn list_runs(
         process_id: q.process_id,
         status: q.status,
         owner_id: q.owner_id,
+        id_prefix: q.id_prefix,
     };
     Ok(ok(st.app.list_runs(&c, query).await?))
 }

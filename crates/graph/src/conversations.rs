@@ -515,6 +515,20 @@ pub async fn path_in(tx: &mut Tx, alternative_id: &str) -> Result<Vec<PathRow>, 
     tx.rows(q).await
 }
 
+/// An Alternative's text, with the conversation it is in.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    pub content: Option<String>,
+    pub conversation_id: String,
+}
+
+pub async fn message(graph: &Graph, alternative_id: &str) -> Result<Option<Message>, Error> {
+    let q = cypher(query_file!("conversation/message.cypher"), None)
+        .param("alternativeId", alternative_id);
+    Ok(graph.read_rows(q).await?.into_iter().next())
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ActiveAlternative {

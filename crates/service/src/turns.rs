@@ -635,9 +635,21 @@ impl App {
             let wm = memory::assemble(id, Vec::new(), Vec::new(), c.updated_at)?;
             return self.with_entities(wm).await;
         };
-        let (path, summaries) = tokio::join!(
+        // The search needs only the message the path ends with (`start`'s): it runs beside
+        // the path and entity reads instead of after them.
+        let search = async {
+            if !retrieve {
+                return None;
+            }
+            let message = conv::message(&self.graph, &start).await.ok().flatten();
+            let text = message.filter(|m| m.conversation_id == id)?.content;
+            self.search_for_context(&c.owner_id, id, text.as_deref())
+                .await
+        };
+        let (path, summaries, searched) = tokio::join!(
             conv::path(&self.graph, &start),
-            conv::summaries(&self.graph, id)
+            conv::summaries(&self.graph, id),
+            search
         );
         let path = path?;
         let at_turn = path
@@ -650,24 +662,18 @@ impl App {
             _ => {}
         }
         let on_path: HashSet<String> = path.iter().map(|p| p.alternative_id.clone()).collect();
-        let last_message = (path.iter().max_by_key(|p| p.sequence)).and_then(|p| p.content.clone());
         let wm = memory::assemble(
             id,
             path,
             summaries?.iter().map(Into::into).collect(),
             c.updated_at,
         )?;
+        let wm = self.with_entities(wm).await?;
         if !retrieve {
-            return self.with_entities(wm).await;
+            return Ok(wm);
         }
-        // The search needs only the message the path ends with: it runs beside the entity
-        // reads instead of after them.
-        let (wm, searched) = tokio::join!(
-            self.with_entities(wm),
-            self.search_for_context(&c.owner_id, id, last_message.as_deref())
-        );
         Ok(self
-            .with_retrieved_context(wm?, &c.owner_id, &on_path, searched.as_ref())
+            .with_retrieved_context(wm, &c.owner_id, &on_path, searched.as_ref())
             .await)
     }
 }

@@ -409,7 +409,8 @@ def run(c, token, agent):
     c.go("#/search")
     c.one("#search-q").send_keys("Lisbon Porto train", Keys.ENTER)
     hit = c.wait("a search hit", lambda: next((x for x in c.css("#hits li.hit") if "Lisbon" in x.text), None))
-    assert c.one("span.origin a", hit).get_attribute("href").endswith(f"#/c/{conversation}")
+    assert c.one("span.origin a", hit).get_attribute("href").endswith(
+        f"#/c/{conversation}?alt={hit.get_attribute('data-id')}"), "the hit opens the message itself"
     assert "meaning is not available" in c.one("main").text
     c.shot("18-search")
     # An Entity's page: its summary, and empty mentions and facts said in words.
@@ -480,11 +481,76 @@ def run(c, token, agent):
     regenerate_answer_only(c, conversation)
     double_submit(c, token, agent)
     markdown_answer(c, token, agent)
+    search_people_trust(c, token)
 
     # A token that stops working sends the user back to sign-in with a message.
     d.execute_script("sessionStorage.setItem('aiden.token', 'revoked')")
     d.refresh()
     assert "no longer accepted" in c.one("#sign-in-error").text
+
+
+def search_people_trust(c, token):
+    """Search (issue #51, item 8): a weak match is not listed (SRCH-6), each hit says what
+    found it and that it is not yet indexed (nothing is embedded beside this server), the box
+    keeps its text and focus while a slow search runs, and a hit opens the message itself; at
+    desktop and phone sizes."""
+    d = c.d
+    words = [f"w{i}x{uuid.uuid4().hex[:10]}" for i in range(6)]
+    strong = call("POST", "/v1/conversations", token, {"title": f"Kayak trip {TAG}"})
+    strong_turn = call("POST", f"/v1/conversations/{strong['id']}/turns", token,
+                       {"speaker": "user", "content": " ".join(words) + " kayak by the river mouth"})
+    strong_alt = strong_turn["alternatives"][0]["id"]
+    weak = call("POST", "/v1/conversations", token, {"title": f"Groceries {TAG}"})
+    weak_alt = call("POST", f"/v1/conversations/{weak['id']}/turns", token,
+                    {"speaker": "user", "content": words[0] + " bought bread at the market today"}
+                    )["alternatives"][0]["id"]
+    c.go("#/search")
+    box = c.one("#search-q")
+    d.execute_script("document.querySelector('#search-q').dataset.kept = 'yes'")
+    # A slow search: the API answers after a second, and the box must stay meanwhile.
+    d.execute_script("""
+      const real = window.fetch;
+      window.fetch = (url, init) => String(url).includes('/v1/search')
+        ? new Promise((ok) => setTimeout(ok, 1200)).then(() => real(url, init))
+        : real(url, init);""")
+    query = " ".join(words)
+    box.send_keys(query, Keys.ENTER)
+    c.wait("the searching note", lambda: c.css("#searching"))
+    still = c.one("#search-q")
+    assert still.get_attribute("data-kept") == "yes", "the box was rebuilt while searching"
+    assert still.get_attribute("value") == query, still.get_attribute("value")
+    assert d.execute_script("return document.activeElement.id") == "search-q", "focus kept"
+    assert "#/search?q=" in d.current_url, d.current_url
+    hit = c.wait("the strong hit", lambda: next(
+        (x for x in c.css("#hits li.hit") if x.get_attribute("data-id") == strong_alt), None))
+    ids = [x.get_attribute("data-id") for x in c.css("#hits li.hit")]
+    assert weak_alt not in ids, f"a one-word-of-six match is under the floor: {ids}"
+    assert ids == [strong_alt], ids
+    assert [x.get_attribute("data-by") for x in c.css("span.found", hit)] == ["words"]
+    assert "by words" in hit.text and "not yet indexed" in hit.text, hit.text
+    assert c.css("#not-indexed-note"), "the page says what not yet indexed means"
+    assert c.one("#search-q").get_attribute("data-kept") == "yes", "the box stayed after results"
+    c.shot("30-search-found-by")
+    shot_as(c, "search-found-by")
+    d.set_window_size(390, 844)
+    try:
+        time.sleep(0.3)
+        wide = d.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+        assert wide[0] <= wide[1] + 1, f"wider than the phone: {wide}"
+        assert c.one("#search-q").is_displayed()
+        assert "not yet indexed" in c.one("#hits li.hit").text
+        c.shot("31-search-found-by-phone")
+        shot_as(c, "search-found-by-phone")
+        # The hit opens the message itself: its conversation, scrolled to and focused on it.
+        link = c.one("span.origin a", c.one("#hits li.hit"))
+        assert link.get_attribute("href").endswith(f"#/c/{strong['id']}?alt={strong_alt}")
+        link.click()
+        c.wait("the message focused", lambda: d.execute_script(
+            "return document.activeElement && document.activeElement.closest('[data-alt-id]')"
+            "?.dataset.altId") == strong_alt)
+        c.shot("32-search-opens-message-phone")
+    finally:
+        d.set_window_size(1280, 800)
 
 
 def runs_like_temporal(c, token, answered_run, conversation):

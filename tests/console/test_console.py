@@ -61,6 +61,7 @@ def setup():
     call("POST", "/v1/services", admin, {
         "id": f"console-llm-{TAG}", "name": f"Scripted model {TAG}", "type": "llm_provider",
         "protocol": "http", "requiresSecret": False, "enabled": True, "shared": True,
+        "endpoint": MODEL_URL,
         "connectionSchema": {"type": "object", "required": ["endpoint", "model"], "properties": {
             "endpoint": {"type": "string"}, "model": {"type": "string"}}}})
     call("POST", "/v1/tool-templates", admin, {
@@ -247,7 +248,32 @@ def run(c, token, agent):
     assert card.get_attribute("data-connected") == "no"
     assert f"Console agent {TAG}" in c.one("main").text, "listed as waiting for a connection"
     c.shot("02b-connect")
-    c.one("input[type=password]", card).send_keys(f"sk-user-{TAG}")
+    # SEC-7: a wrong key is tried with the provider first, refused in words, and not kept.
+    wrong = f"sk-wrong-{TAG}"
+    c.one("input[type=password]", card).send_keys(wrong)
+    c.one("form.connect button[type=submit]", card).click()
+    said = c.wait("the key refused", lambda: next(
+        (x.text for x in c.css("li.connection p.status.error") if "refused the key" in x.text), None))
+    assert "401" in said and wrong not in said, said
+    assert wrong not in c.one("main").text, "the key is never shown back"
+    card = c.one(f'li.connection[data-service-id="console-llm-{TAG}"]')
+    assert card.get_attribute("data-connected") == "no"
+    assert not [s_ for s_ in call("GET", "/v1/secrets", token)["items"]
+                if s_["name"].startswith("My key for")], "nothing saved"
+    c.shot("02d-connect-key-refused")
+    shot_as(c, "connect-key-refused")
+    d.set_window_size(390, 844)
+    try:
+        time.sleep(0.3)
+        wide = d.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+        assert wide[0] <= wide[1] + 1, f"wider than the phone: {wide}"
+        assert c.one("li.connection p.status.error").is_displayed()
+        shot_as(c, "connect-key-refused-phone")
+    finally:
+        d.set_window_size(1280, 800)
+    box = c.one("input[type=password]", card)
+    box.clear()
+    box.send_keys("sk-scripted-model-key")
     c.one("form.connect button[type=submit]", card).click()
     c.wait("connected", lambda: c.one(f'li.connection[data-service-id="console-llm-{TAG}"]')
            .get_attribute("data-connected") == "yes")
@@ -507,19 +533,20 @@ def search_people_trust(c, token):
     c.go("#/search")
     box = c.one("#search-q")
     d.execute_script("document.querySelector('#search-q').dataset.kept = 'yes'")
-    # A slow search: the API answers after a second, and the box must stay meanwhile.
-    d.execute_script("""
-      const real = window.fetch;
-      window.fetch = (url, init) => String(url).includes('/v1/search')
-        ? new Promise((ok) => setTimeout(ok, 1200)).then(() => real(url, init))
-        : real(url, init);""")
     query = " ".join(words)
-    box.send_keys(query, Keys.ENTER)
-    c.wait("the searching note", lambda: c.css("#searching"))
-    still = c.one("#search-q")
-    assert still.get_attribute("data-kept") == "yes", "the box was rebuilt while searching"
-    assert still.get_attribute("value") == query, still.get_attribute("value")
-    assert d.execute_script("return document.activeElement.id") == "search-q", "focus kept"
+    box.send_keys(query)
+    # Submitted, and read back in the same script, before the API can have answered: the
+    # search is under way ("Searching…") and the box is the same element, with its text and
+    # the focus.
+    searching, focused, value, kept = d.execute_script("""
+      document.querySelector('#search').requestSubmit();
+      const box = document.querySelector('#search-q');
+      return [!!document.querySelector('#searching'), document.activeElement.id, box.value,
+              box.dataset.kept];""")
+    assert searching, "a search under way says so"
+    assert kept == "yes", "the box was rebuilt while searching"
+    assert value == query, value
+    assert focused == "search-q", f"focus moved to {focused!r}"
     assert "#/search?q=" in d.current_url, d.current_url
     hit = c.wait("the strong hit", lambda: next(
         (x for x in c.css("#hits li.hit") if x.get_attribute("data-id") == strong_alt), None))

@@ -64,7 +64,7 @@ function results(answer) {
   const fresh = answer.hits.some((x) => x.indexed === false);
   return [
     answer.warning ? h('p.muted', { role: 'status' }, 'Searched by words only: meaning is not available right now.') : null,
-    fresh ? h('p.muted#not-indexed-note', 'Items marked “not yet indexed” were added moments ago: until they are indexed, only their words find them.') : null,
+    fresh ? h('p#not-indexed-note.muted', 'Items marked “not yet indexed” were added moments ago: until they are indexed, only their words find them.') : null,
     answer.hits.length
       ? h('ol#hits.hits', answer.hits.map(hitItem))
       : h('p#no-hits', 'Nothing close enough found. Try other words: the search understands meaning, so a question works too.'),
@@ -91,7 +91,7 @@ export async function searchPage(view) {
     out.classList.add('searching');
     // The last results stay (dimmed) under the note until the new ones arrive.
     out.querySelector('#searching')?.remove();
-    out.prepend(h('p.muted#searching', { role: 'status' }, 'Searching…'));
+    out.prepend(h('p#searching.muted', { role: 'status' }, 'Searching…'));
     try {
       const answer = await get(`/v1/search?${query}`);
       if (mine === latest) mount(out, results(answer));

@@ -61,6 +61,7 @@ def setup():
     call("POST", "/v1/services", admin, {
         "id": f"console-llm-{TAG}", "name": f"Scripted model {TAG}", "type": "llm_provider",
         "protocol": "http", "requiresSecret": False, "enabled": True, "shared": True,
+        "endpoint": MODEL_URL,
         "connectionSchema": {"type": "object", "required": ["endpoint", "model"], "properties": {
             "endpoint": {"type": "string"}, "model": {"type": "string"}}}})
     call("POST", "/v1/tool-templates", admin, {
@@ -247,7 +248,32 @@ def run(c, token, agent):
     assert card.get_attribute("data-connected") == "no"
     assert f"Console agent {TAG}" in c.one("main").text, "listed as waiting for a connection"
     c.shot("02b-connect")
-    c.one("input[type=password]", card).send_keys(f"sk-user-{TAG}")
+    # SEC-7: a wrong key is tried with the provider first, refused in words, and not kept.
+    wrong = f"sk-wrong-{TAG}"
+    c.one("input[type=password]", card).send_keys(wrong)
+    c.one("form.connect button[type=submit]", card).click()
+    said = c.wait("the key refused", lambda: next(
+        (x.text for x in c.css("li.connection p.status.error") if "refused the key" in x.text), None))
+    assert "401" in said and wrong not in said, said
+    assert wrong not in c.one("main").text, "the key is never shown back"
+    card = c.one(f'li.connection[data-service-id="console-llm-{TAG}"]')
+    assert card.get_attribute("data-connected") == "no"
+    assert not [s_ for s_ in call("GET", "/v1/secrets", token)["items"]
+                if s_["name"].startswith("My key for")], "nothing saved"
+    c.shot("02d-connect-key-refused")
+    shot_as(c, "connect-key-refused")
+    d.set_window_size(390, 844)
+    try:
+        time.sleep(0.3)
+        wide = d.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+        assert wide[0] <= wide[1] + 1, f"wider than the phone: {wide}"
+        assert c.one("li.connection p.status.error").is_displayed()
+        shot_as(c, "connect-key-refused-phone")
+    finally:
+        d.set_window_size(1280, 800)
+    box = c.one("input[type=password]", card)
+    box.clear()
+    box.send_keys("sk-scripted-model-key")
     c.one("form.connect button[type=submit]", card).click()
     c.wait("connected", lambda: c.one(f'li.connection[data-service-id="console-llm-{TAG}"]')
            .get_attribute("data-connected") == "yes")
@@ -409,7 +435,8 @@ def run(c, token, agent):
     c.go("#/search")
     c.one("#search-q").send_keys("Lisbon Porto train", Keys.ENTER)
     hit = c.wait("a search hit", lambda: next((x for x in c.css("#hits li.hit") if "Lisbon" in x.text), None))
-    assert c.one("span.origin a", hit).get_attribute("href").endswith(f"#/c/{conversation}")
+    assert c.one("span.origin a", hit).get_attribute("href").endswith(
+        f"#/c/{conversation}?alt={hit.get_attribute('data-id')}"), "the hit opens the message itself"
     assert "meaning is not available" in c.one("main").text
     c.shot("18-search")
     # An Entity's page: its summary, and empty mentions and facts said in words.
@@ -480,11 +507,77 @@ def run(c, token, agent):
     regenerate_answer_only(c, conversation)
     double_submit(c, token, agent)
     markdown_answer(c, token, agent)
+    search_people_trust(c, token)
 
     # A token that stops working sends the user back to sign-in with a message.
     d.execute_script("sessionStorage.setItem('aiden.token', 'revoked')")
     d.refresh()
     assert "no longer accepted" in c.one("#sign-in-error").text
+
+
+def search_people_trust(c, token):
+    """Search (issue #51, item 8): a weak match is not listed (SRCH-6), each hit says what
+    found it and that it is not yet indexed (nothing is embedded beside this server), the box
+    keeps its text and focus while a slow search runs, and a hit opens the message itself; at
+    desktop and phone sizes."""
+    d = c.d
+    words = [f"w{i}x{uuid.uuid4().hex[:10]}" for i in range(6)]
+    strong = call("POST", "/v1/conversations", token, {"title": f"Kayak trip {TAG}"})
+    strong_turn = call("POST", f"/v1/conversations/{strong['id']}/turns", token,
+                       {"speaker": "user", "content": " ".join(words) + " kayak by the river mouth"})
+    strong_alt = strong_turn["alternatives"][0]["id"]
+    weak = call("POST", "/v1/conversations", token, {"title": f"Groceries {TAG}"})
+    weak_alt = call("POST", f"/v1/conversations/{weak['id']}/turns", token,
+                    {"speaker": "user", "content": words[0] + " bought bread at the market today"}
+                    )["alternatives"][0]["id"]
+    c.go("#/search")
+    box = c.one("#search-q")
+    d.execute_script("document.querySelector('#search-q').dataset.kept = 'yes'")
+    query = " ".join(words)
+    box.send_keys(query)
+    # Submitted, and read back in the same script, before the API can have answered: the
+    # search is under way ("Searching…") and the box is the same element, with its text and
+    # the focus.
+    searching, focused, value, kept = d.execute_script("""
+      document.querySelector('#search').requestSubmit();
+      const box = document.querySelector('#search-q');
+      return [!!document.querySelector('#searching'), document.activeElement.id, box.value,
+              box.dataset.kept];""")
+    assert searching, "a search under way says so"
+    assert kept == "yes", "the box was rebuilt while searching"
+    assert value == query, value
+    assert focused == "search-q", f"focus moved to {focused!r}"
+    assert "#/search?q=" in d.current_url, d.current_url
+    hit = c.wait("the strong hit", lambda: next(
+        (x for x in c.css("#hits li.hit") if x.get_attribute("data-id") == strong_alt), None))
+    ids = [x.get_attribute("data-id") for x in c.css("#hits li.hit")]
+    assert weak_alt not in ids, f"a one-word-of-six match is under the floor: {ids}"
+    assert ids == [strong_alt], ids
+    assert [x.get_attribute("data-by") for x in c.css("span.found", hit)] == ["words"]
+    assert "by words" in hit.text and "not yet indexed" in hit.text, hit.text
+    assert c.css("#not-indexed-note"), "the page says what not yet indexed means"
+    assert c.one("#search-q").get_attribute("data-kept") == "yes", "the box stayed after results"
+    c.shot("30-search-found-by")
+    shot_as(c, "search-found-by")
+    d.set_window_size(390, 844)
+    try:
+        time.sleep(0.3)
+        wide = d.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+        assert wide[0] <= wide[1] + 1, f"wider than the phone: {wide}"
+        assert c.one("#search-q").is_displayed()
+        assert "not yet indexed" in c.one("#hits li.hit").text
+        c.shot("31-search-found-by-phone")
+        shot_as(c, "search-found-by-phone")
+        # The hit opens the message itself: its conversation, scrolled to and focused on it.
+        link = c.one("span.origin a", c.one("#hits li.hit"))
+        assert link.get_attribute("href").endswith(f"#/c/{strong['id']}?alt={strong_alt}")
+        link.click()
+        c.wait("the message focused", lambda: d.execute_script(
+            "return document.activeElement && document.activeElement.closest('[data-alt-id]')"
+            "?.dataset.altId") == strong_alt)
+        c.shot("32-search-opens-message-phone")
+    finally:
+        d.set_window_size(1280, 800)
 
 
 def runs_like_temporal(c, token, answered_run, conversation):

@@ -263,3 +263,80 @@ async fn conv_2_an_agent_turn_without_a_process_runs_the_conversations_else_the_
         .to_owned();
     start(conv, next).await.ok(202);
 }
+
+/// SEC-7: "Connect a model" tries the key before keeping it. On the scripted model, its key is
+/// kept; a wrong key is refused (422 SEC-7, in words, the key nowhere in the answer) and nothing
+/// is saved; an unreachable provider says so.
+#[tokio::test]
+async fn sec_7_a_model_key_is_tried_before_it_is_kept() {
+    use aiden_tests::scripted_model::{self, KEY};
+    let a = admin();
+    let (_model, url) = scripted_model::start().await;
+    let (service, _) = model_service(&a, &url).await;
+    let u = user().await;
+    let name = unique("my key");
+    let secrets_named = |list: &Value, n: &str| {
+        list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["name"] == n)
+            .count()
+    };
+
+    let wrong = "sk-wrong-0123456789-do-not-echo";
+    let refused = u
+        .post(
+            "/v1/secrets",
+            json!({"name": name, "type": "api_key", "value": wrong,
+                   "checkWith": {"serviceId": service, "api": "openai"}}),
+        )
+        .await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert_eq!(refused.body["error"]["details"][0]["invariant"], "SEC-7");
+    let message = refused.body["error"]["details"][0]["message"]
+        .as_str()
+        .unwrap();
+    assert!(message.contains("refused the key"), "{message}");
+    assert!(message.contains("401"), "{message}");
+    assert!(
+        !refused.body.to_string().contains(wrong),
+        "the key is never echoed"
+    );
+    assert!(
+        !aiden_tests::server().logs().contains(wrong),
+        "the key is never logged"
+    );
+    let list = u.get("/v1/secrets").await;
+    assert_eq!(secrets_named(list.ok(200), &name), 0, "nothing saved");
+
+    let kept = u
+        .post(
+            "/v1/secrets",
+            json!({"name": name, "type": "api_key", "value": KEY,
+                   "checkWith": {"serviceId": service}}),
+        )
+        .await;
+    assert_eq!(kept.status, 201, "{}", kept.body);
+    assert!(!kept.body.to_string().contains(KEY));
+    let list = u.get("/v1/secrets").await;
+    assert_eq!(secrets_named(list.ok(200), &name), 1);
+
+    // A provider nobody answers at: said in words, nothing saved.
+    let (gone, _) = model_service(&a, "http://127.0.0.1:9/v1").await;
+    let other = unique("my key");
+    let unreachable = u
+        .post(
+            "/v1/secrets",
+            json!({"name": other, "type": "api_key", "value": KEY,
+                   "checkWith": {"serviceId": gone}}),
+        )
+        .await;
+    assert_eq!(unreachable.status, 422, "{}", unreachable.body);
+    let message = unreachable.body["error"]["details"][0]["message"]
+        .as_str()
+        .unwrap();
+    assert!(message.contains("could not be reached"), "{message}");
+    let list = u.get("/v1/secrets").await;
+    assert_eq!(secrets_named(list.ok(200), &other), 0);
+}

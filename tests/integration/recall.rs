@@ -153,3 +153,37 @@ async fn the_exact_scan_compares_only_the_newest_content() {
     assert_eq!(found[0], [ids[1].clone(), ids[2].clone()], "the two newest");
     assert_eq!(found[1], [ids[0].clone(), ids[1].clone(), ids[2].clone()]);
 }
+
+/// SRCH-6: a message that shares one word of six with the query is under the words floor and
+/// not listed; the one that has them all is, found by words and not yet indexed for meaning
+/// (no embedder answers here, so nothing is embedded).
+#[tokio::test]
+async fn srch_6_search_lists_only_strong_matches_and_says_how_each_was_found() {
+    let a = user().await;
+    let words: Vec<String> = (0..6)
+        .map(|i| unique(&format!("w{i}x")).replace('-', ""))
+        .collect();
+    let all = say(&a, &format!("{} nest by the mill pond", words.join(" "))).await;
+    let one = say(
+        &a,
+        &format!("{} went shopping at the market near town", words[0]),
+    )
+    .await;
+    let q = words.join(" ");
+    let found = a.get(&format!("/v1/search?q={q}&limit=20")).await;
+    assert_eq!(found.status, 200, "{}", aiden_tests::server().error_lines());
+    let found = found.ok(200);
+    let hits = found["hits"].as_array().unwrap();
+    let ids: Vec<&str> = hits.iter().filter_map(|h| h["id"].as_str()).collect();
+    assert_eq!(ids, [all.as_str()], "only the strong match: {found}");
+    assert!(!ids.contains(&one.as_str()));
+    let hit = &hits[0];
+    assert_eq!(hit["foundBy"], json!(["words"]), "{hit}");
+    assert_eq!(hit["indexed"], json!(false), "{hit}");
+    assert!(hit["score"].as_f64().unwrap() > 0.0, "{hit}");
+    assert_eq!(hit["alternativeId"], json!(all), "{hit}");
+    // The one word alone finds both: each is then the best match of its own word.
+    let found = a.get(&format!("/v1/search?q={}", words[0])).await;
+    let n = found.ok(200)["hits"].as_array().unwrap().len();
+    assert_eq!(n, 2, "{}", found.body);
+}

@@ -9,6 +9,11 @@
 //! `call_<k>_<j>` (OpenAI) and `toolu_<k>_<j>` (Anthropic). With `"stream": true` it answers
 //! in each API's streaming format (server-sent events: the text word by word, tool arguments in
 //! two fragments), 15 ms apart.
+//!
+//! `GET /v1/models` answers as OpenAI's and Anthropic's do: the model list for the key [`KEY`]
+//! (`Authorization: Bearer …` or `x-api-key`), 401 with the providers' error shape for any
+//! other key or none, so a key check (SEC-7) can succeed and fail here. The chat routes take any
+//! key, as before.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,8 +21,9 @@ use std::time::Duration;
 use axum::{
     body::{Body, Bytes},
     extract::State,
+    http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
-    routing::post,
+    routing::{get, post},
     Json, Router,
 };
 use futures::StreamExt;
@@ -154,10 +160,30 @@ pub fn serve(listener: tokio::net::TcpListener, frame: Duration) -> (Model, Stri
     let app = Router::new()
         .route("/v1/chat/completions", post(openai))
         .route("/v1/messages", post(anthropic))
+        .route("/v1/models", get(models))
         .with_state(model.clone());
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (model, format!("http://{addr}/v1"))
+}
+
+/// The one key `GET /v1/models` accepts.
+pub const KEY: &str = "sk-scripted-model-key";
+
+async fn models(headers: HeaderMap) -> Response {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let bearer = header("authorization").and_then(|v| v.strip_prefix("Bearer "));
+    if bearer == Some(KEY) || header("x-api-key") == Some(KEY) {
+        return Json(json!({"object": "list", "data": [
+            {"id": "scripted", "object": "model", "created": 0, "owned_by": "aiden-tests"}]}))
+        .into_response();
+    }
+    (
+        StatusCode::UNAUTHORIZED,
+        Json(json!({"error": {"message": "Incorrect API key provided.",
+                              "type": "invalid_request_error", "code": "invalid_api_key"}})),
+    )
+        .into_response()
 }
 
 /// The script entry for this turn and the tool results so far, from neutral messages

@@ -46,6 +46,8 @@ struct ContentRow {
     turn_id: Option<String>,
     active: Option<bool>,
     created_at: Option<String>,
+    /// `x:Embedded`: its vector is written (SRCH-6 says `indexed`).
+    embedded: Option<bool>,
 }
 
 impl ContentRow {
@@ -76,6 +78,7 @@ impl ContentRow {
             created_at: self.created_at,
             sources: vec![source],
             group: None,
+            indexed: Some(self.embedded.unwrap_or(false)),
         })
     }
 }
@@ -139,6 +142,7 @@ async fn knowledge(graph: &Graph, q: neo4rs::Query) -> Result<Vec<SignalRow>, Er
                 created_at: None,
                 sources: r.sources,
                 group: r.conversation_id,
+                indexed: None,
             })
         })
         .collect())

@@ -14,6 +14,7 @@ mod conversations;
 mod error;
 pub mod events;
 pub mod forks;
+pub mod key_check;
 mod knowledge;
 mod limits;
 pub mod measurements;

@@ -25,6 +25,9 @@ pub struct NewSecret {
     pub value: Zeroizing<String>,
     #[serde(default)]
     pub shared: bool,
+    /// SEC-7: try the key on this model Service before keeping it.
+    #[serde(default)]
+    pub check_with: Option<crate::key_check::KeyCheck>,
 }
 
 #[derive(Deserialize, Default, schemars::JsonSchema)]
@@ -44,6 +47,7 @@ impl std::fmt::Debug for NewSecret {
             .field("id", &self.id)
             .field("name", &self.name)
             .field("value", &"[REDACTED]")
+            .field("check_with", &self.check_with)
             .finish()
     }
 }
@@ -68,6 +72,10 @@ fn owned(s: &Secret) -> Owned<'_> {
 impl App {
     pub async fn create_secret(&self, caller: &Caller, input: NewSecret) -> Result<Secret> {
         check_value(&input.value)?;
+        if let Some(check) = &input.check_with {
+            // SEC-7: before anything is written; a refusal saves nothing.
+            self.try_model_key(caller, check, &input.value).await?;
+        }
         let s = decide_create(
             input.id.clone(),
             input.name.clone(),

@@ -3,7 +3,8 @@
 // found by meaning (the vector index, over-fetched; or, when $exact, a scan of the caller's own
 // newest embedded content), by words (full-text) and through the Entities found for the query (graph:
 // content whose Episode MENTIONS one of $entityUuids). One row per signal; the service fuses them.
-// Then only what the caller owns (SRCH-2, OWN-2: never another user's), with its provenance.
+// Then only what the caller owns (SRCH-2, OWN-2: never another user's), with its provenance
+// and whether it is embedded yet (SRCH-6: until then only words and Entities find it).
 CALL {
   WITH $vector AS v
   WHERE v IS NOT NULL AND NOT $exact
@@ -84,4 +85,4 @@ RETURN x.id AS id,
        signal, score, via, x.content AS content, x.episodeId AS episodeId,
        c.id AS conversationId, c.title AS conversationTitle, x.turnId AS turnId,
        h.isActive AS active, x.speaker AS speaker,
-       coalesce(x.correctedAt, x.createdAt) AS createdAt
+       coalesce(x.correctedAt, x.createdAt) AS createdAt, x:Embedded AS embedded

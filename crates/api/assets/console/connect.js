@@ -2,7 +2,9 @@
 // the user's Secret and, for every shared Tool on that Service that is made from a ToolTemplate,
 // the user's own Tool of the same template with that Secret. Shared Processes that name those
 // Tools then run on the user's own for their runs (docs/connections.md). Secrets stay
-// owner-only (SEC-6): nobody else's key is ever used for this user.
+// owner-only (SEC-6): nobody else's key is ever used for this user. The key is tried with
+// the provider before it is kept (SEC-7: `checkWith` on POST /v1/secrets); a refusal says what
+// failed and nothing is saved.
 
 import { all, api, get, post, session } from './api.js';
 import { h, mount } from './dom.js';
@@ -36,7 +38,13 @@ export async function connectPage(view, { showError }) {
       if (button) button.disabled = true;
       const made = [];
       try {
-        const secret = await post('/v1/secrets', { name: `My key for ${service.name}`, type: 'api_key', value: key.value });
+        // SEC-7: the server tries the key on the provider first and keeps nothing it refuses.
+        mount(status, 'Trying your key with the provider…');
+        status.classList.remove('error');
+        const secret = await post('/v1/secrets', {
+          name: `My key for ${service.name}`, type: 'api_key', value: key.value,
+          checkWith: { serviceId: service.id, api: shared[0]?.operation?.api || 'openai' },
+        });
         made.push(`/v1/secrets/${secret.id}`);
         for (const t of shared) {
           const params = { ...(t.connectionParams || {}) };
@@ -54,6 +62,8 @@ export async function connectPage(view, { showError }) {
         // Nothing half-made stays behind: undo in reverse order.
         for (const path of made) await api('DELETE', path).catch(() => {});
         mount(status, sentence(err));
+        status.classList.add('error');
+        key.focus();
       } finally { if (button) button.disabled = false; }
     };
     const disconnect = async () => {

@@ -3,6 +3,7 @@
 // its summary and facets, the messages that mention it, its facts and neighbours.
 
 import { get } from './api.js';
+import { explain } from './words.js';
 import { badge, h, mount, when } from './dom.js';
 import { lineageQuery, neo4jLink } from './neo4j.js';
 
@@ -16,13 +17,29 @@ function params() {
   return new URLSearchParams(location.hash.split('?')[1] || '');
 }
 
-/** Where a hit came from, as links: the conversation (and whether the message is on its
- * Turn's active branch), or the Entity's page. */
+/** Where a hit came from, as links: the conversation, opened at the message itself
+ * (`#/c/<id>?alt=<alternativeId>`) when the hit names one, and whether that message is on its
+ * Turn's active branch. */
 function origin(s) {
   if (!s || !s.conversationId) return null;
+  const at = s.alternativeId ? `?alt=${encodeURIComponent(s.alternativeId)}` : '';
   return h('span.origin',
-    h('a', { href: `#/c/${encodeURIComponent(s.conversationId)}` }, s.conversationTitle || 'a conversation'),
+    h('a', { href: `#/c/${encodeURIComponent(s.conversationId)}${at}` }, s.conversationTitle || 'a conversation'),
     s.activeBranch === false ? [' ', badge('inactive', 'Not the active version of its Turn')] : null);
+}
+
+// SRCH-6: the signals that found a hit strongly enough to list it.
+const FOUND_BY = {
+  meaning: ['by meaning', 'Close in meaning to what you asked'],
+  words: ['by words', 'Shares your words'],
+  entity: ['through an entity', 'Mentions something your search names'],
+};
+
+function foundBy(hit) {
+  return h('span.found-by', (hit.foundBy || []).map((f) => {
+    const [word, title] = FOUND_BY[f] || [f, ''];
+    return h('span.found', { title, dataset: { by: f } }, word);
+  }));
 }
 
 function hitItem(hit) {
@@ -31,16 +48,32 @@ function hitItem(hit) {
     : null;
   const others = hit.kind === 'entity' || hit.kind === 'fact' ? hit.sources.slice(1) : [];
   return h('li.hit', { dataset: { kind: hit.kind, id: hit.id } },
-    h('div', badge(KIND_NAME[hit.kind] || hit.kind), ' ', title,
+    h('div', badge(KIND_NAME[hit.kind] || hit.kind), ' ', title, ' ', foundBy(hit),
+      hit.indexed === false
+        ? [' ', badge('not yet indexed', 'Just added: only its words find it until it is indexed for meaning')]
+        : null,
       h('span.muted', ` score ${hit.score.toFixed(3)}`,
-        hit.similarity !== undefined ? ` · meaning ${hit.similarity.toFixed(2)}` : '',
-        hit.textScore !== undefined ? ' · words' : '',
-        hit.viaEntities.length ? ' · through an entity' : '')),
+        hit.similarity !== undefined ? ` · meaning ${hit.similarity.toFixed(2)}` : '')),
     hit.text ? h('p.hit-text', hit.text.slice(0, 400)) : null,
     h('p.muted', origin(hit), hit.createdAt ? [' · ', when(hit.createdAt)] : null,
       others.length ? [' · also in ', others.map((s, i) => [i ? ', ' : '', origin(s)])] : null));
 }
 
+/** The answer's hits, or why there are none. */
+function results(answer) {
+  const fresh = answer.hits.some((x) => x.indexed === false);
+  return [
+    answer.warning ? h('p.muted', { role: 'status' }, 'Searched by words only: meaning is not available right now.') : null,
+    fresh ? h('p#not-indexed-note.muted', 'Items marked “not yet indexed” were added moments ago: until they are indexed, only their words find them.') : null,
+    answer.hits.length
+      ? h('ol#hits.hits', answer.hits.map(hitItem))
+      : h('p#no-hits', 'Nothing close enough found. Try other words: the search understands meaning, so a question works too.'),
+  ];
+}
+
+// The form stays put while a search runs: a new search replaces only the results below it,
+// so the box keeps its text and focus. The address follows (`#/search?q=&kind=`) without
+// reloading the page.
 export async function searchPage(view) {
   const p = params();
   const q = p.get('q') || '';
@@ -48,29 +81,50 @@ export async function searchPage(view) {
   const input = h('input#search-q', { type: 'search', value: q, placeholder: 'What are you looking for?', required: true });
   const select = h('select#search-kind', ['', ...KINDS]
     .map((k) => h('option', { value: k, selected: k === kind }, k ? KIND_NAME[k] : 'Everything')));
+  const out = h('div#search-results', { 'aria-live': 'polite' });
+  let latest = 0;
+  async function run(text, only) {
+    const mine = ++latest;
+    const query = new URLSearchParams({ q: text, limit: '20' });
+    if (only) query.set('kinds', only);
+    out.setAttribute('aria-busy', 'true');
+    out.classList.add('searching');
+    // The last results stay (dimmed) under the note until the new ones arrive.
+    out.querySelector('#searching')?.remove();
+    out.prepend(h('p#searching.muted', { role: 'status' }, 'Searching…'));
+    try {
+      const answer = await get(`/v1/search?${query}`);
+      if (mine === latest) mount(out, results(answer));
+    } catch (err) {
+      if (mine === latest) mount(out, h('p.error', { role: 'alert' }, `The search failed: ${explain(err)}`));
+    } finally {
+      if (mine === latest) {
+        out.removeAttribute('aria-busy');
+        out.classList.remove('searching');
+      }
+    }
+  }
   const form = h('form#search', {
     role: 'search',
     onsubmit: (e) => {
       e.preventDefault();
-      const next = new URLSearchParams({ q: input.value.trim() });
+      const text = input.value.trim();
+      if (!text) return;
+      const next = new URLSearchParams({ q: text });
       if (select.value) next.set('kind', select.value);
-      location.hash = `#/search?${next}`;
+      const hash = `#/search?${next}`;
+      // pushState fires no hashchange: the page is not rebuilt, only the results.
+      if (location.hash !== hash) history.pushState(null, '', hash);
+      run(text, select.value);
     },
   }, h('label', { for: 'search-q' }, 'Search '), input, ' ', select, ' ', h('button', { type: 'submit' }, 'Search'));
+  mount(view, h('h1', 'Search'), form, out);
+  input.focus();
   if (!q) {
-    mount(view, h('h1', 'Search'), form,
-      h('p.muted', 'Finds what you said, what you were answered and what was learnt from it, by meaning as well as by words. Only your own conversations are searched.'));
-    input.focus();
+    mount(out, h('p.muted', 'Finds what you said, what you were answered and what was learnt from it, by meaning as well as by words. Only your own conversations are searched.'));
     return;
   }
-  const query = new URLSearchParams({ q, limit: '20' });
-  if (kind) query.set('kinds', kind);
-  const answer = await get(`/v1/search?${query}`);
-  mount(view, h('h1', 'Search'), form,
-    answer.warning ? h('p.muted', { role: 'status' }, 'Searched by words only: meaning is not available right now.') : null,
-    answer.hits.length
-      ? h('ol#hits.hits', answer.hits.map(hitItem))
-      : h('p#no-hits', 'Nothing found. Try other words: the search understands meaning, so a question works too.'));
+  await run(q, kind);
 }
 
 export async function entityPage(view, uuid) {

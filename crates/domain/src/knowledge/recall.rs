@@ -190,6 +190,20 @@ pub struct SignalRow {
     /// The conversation an Entity or fact was extracted in (its Graphiti group), whatever
     /// Alternatives `sources` lists.
     pub group: Option<String>,
+    /// For content: whether its vector is written (the node is `Embedded`), so meaning can
+    /// find it; `None` for Entities and facts.
+    pub indexed: Option<bool>,
+}
+
+/// Which signal found a hit, as the console says it: `meaning` (its cosine similarity reached
+/// [`MIN_SIMILARITY`]), `words` (its full-text score reached [`MIN_TEXT_SHARE`] of the best),
+/// `entity` (it mentions an Entity found for the query).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum FoundBy {
+    Meaning,
+    Words,
+    Entity,
 }
 
 /// A search hit: one per thing found, with the fused score and each signal's own.
@@ -214,6 +228,13 @@ pub struct Hit {
     pub text_score: Option<f64>,
     /// The Entities found for the query that mention this content (the graph signal).
     pub via_entities: Vec<String>,
+    /// The signals strong enough to list it (SRCH-6), in this order: meaning, words, entity.
+    /// Never empty.
+    pub found_by: Vec<FoundBy>,
+    /// For content: `false` while it is not embedded yet (just said, its binding pending, or
+    /// no embedder), so only words and Entities can find it; `None` for Entities and facts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub indexed: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub created_at: Option<String>,
     /// Where it came from: content's own place; for an entity or fact, its latest mention.
@@ -235,11 +256,46 @@ pub struct Hit {
 const TEXT_WEIGHT: f64 = 0.1;
 const GRAPH_WEIGHT: f64 = 0.1;
 
+/// SRCH-6, the relevance floor for meaning: a hit whose cosine similarity to the query is
+/// under this is not found by meaning. all-MiniLM-L6-v2 (the default embedder) puts unrelated
+/// sentences at about −0.1..0.15 and a paraphrase of the question above 0.3; retrieved context,
+/// which goes into a prompt unseen, asks for 0.3 ([`ContextPolicy`]); a list a person reads can
+/// afford the margin between.
+pub const MIN_SIMILARITY: f64 = 0.2;
+
+/// SRCH-6, the relevance floor for words: a hit whose full-text (BM25) score is under this
+/// share of the answer's best is not found by words. The query's words are OR-ed, so a hit that
+/// shares only a common word ("the", "is") with the query scores a small fraction of one that
+/// shares its rare words; BM25's scale differs from index to index, hence a share, not a number.
+pub const MIN_TEXT_SHARE: f64 = 0.25;
+
+/// SRCH-6: the signals that found a hit strongly enough to list it; empty means it is dropped.
+pub fn found_by(similarity: Option<f64>, text_share: f64, via_entity: bool) -> Vec<FoundBy> {
+    let mut by = Vec::new();
+    // The index's scores are single precision and turned back into a cosine: a hair of slack.
+    if similarity.is_some_and(|s| s >= MIN_SIMILARITY - 1e-6) {
+        by.push(FoundBy::Meaning);
+    }
+    if text_share >= MIN_TEXT_SHARE - 1e-6 {
+        by.push(FoundBy::Words);
+    }
+    if via_entity {
+        by.push(FoundBy::Entity);
+    }
+    by
+}
+
 /// Fuses the rows of the signals into one ranking. A hit's score is its cosine similarity to
 /// the query, plus up to [`TEXT_WEIGHT`] for its full-text score relative to the best one, plus
 /// up to [`GRAPH_WEIGHT`] when it mentions an Entity found for the query (1 / that Entity's
 /// rank). A hit the vector signal did not return counts the least similarity it did return
-/// (nothing it missed was closer); with no vector signal at all, words and the graph decide.
+/// (nothing it missed was closer), but never below 0; with no vector signal at all, words and
+/// the graph decide.
+///
+/// SRCH-6, the relevance floor: a hit is listed only when [`found_by`] names a signal for it
+/// (a cosine of at least [`MIN_SIMILARITY`], a full-text score of at least [`MIN_TEXT_SHARE`]
+/// of the best, or an Entity found for the query) and its score is above 0: near-zero and
+/// negative matches are noise, not answers.
 pub fn fuse(rows: Vec<SignalRow>, entity_rank: &HashMap<String, usize>, limit: usize) -> Vec<Hit> {
     let best_text = rows
         .iter()
@@ -252,7 +308,8 @@ pub fn fuse(rows: Vec<SignalRow>, entity_rank: &HashMap<String, usize>, limit: u
         .filter_map(|r| r.score)
         .map(|s| 2.0 * s - 1.0)
         .reduce(f64::min)
-        .unwrap_or(0.0);
+        .unwrap_or(0.0)
+        .max(0.0);
     let mut hits: HashMap<(HitKind, String), (Hit, f64)> = HashMap::new();
     for r in rows {
         let key = (r.kind, r.id.clone());
@@ -266,6 +323,8 @@ pub fn fuse(rows: Vec<SignalRow>, entity_rank: &HashMap<String, usize>, limit: u
                 similarity: None,
                 text_score: None,
                 via_entities: Vec::new(),
+                found_by: Vec::new(),
+                indexed: r.indexed,
                 created_at: r.created_at.clone(),
                 origin: r.sources.first().cloned().unwrap_or_else(|| Source {
                     conversation_id: r.group.clone(),
@@ -295,13 +354,14 @@ pub fn fuse(rows: Vec<SignalRow>, entity_rank: &HashMap<String, usize>, limit: u
     }
     let mut out: Vec<Hit> = hits
         .into_values()
-        .map(|(mut h, graph)| {
+        .filter_map(|(mut h, graph)| {
             let text = match (h.text_score, best_text > 0.0) {
                 (Some(t), true) => t / best_text,
                 _ => 0.0,
             };
             h.score = h.similarity.unwrap_or(floor) + TEXT_WEIGHT * text + GRAPH_WEIGHT * graph;
-            h
+            h.found_by = found_by(h.similarity, text, !h.via_entities.is_empty());
+            (!h.found_by.is_empty() && h.score > 0.0).then_some(h)
         })
         .collect();
     out.sort_by(|a, b| {

@@ -16,6 +16,7 @@ fn row(id: &str, kind: HitKind, signal: &str, score: Option<f64>, conv: &str) ->
             ..Source::default()
         }],
         group: None,
+        indexed: None,
     }
 }
 
@@ -139,6 +140,8 @@ fn hit(id: &str, kind: HitKind, similarity: f64, conv: &str, alt: Option<&str>) 
         similarity: Some(similarity),
         text_score: None,
         via_entities: Vec::new(),
+        found_by: vec![FoundBy::Meaning],
+        indexed: None,
         name: None,
         text: "twelve words of content for the token estimate to count here".into(),
         created_at: None,
@@ -206,4 +209,106 @@ fn retrieved_context_stays_within_its_token_budget() {
     assert_eq!(got.len(), 3);
     assert_eq!(got.iter().map(|r| r.tokens).sum::<u64>(), each * 3);
     assert_eq!(got[0].id, "h0");
+}
+
+#[test]
+fn srch_6_near_zero_and_negative_meaning_alone_is_not_listed() {
+    let rows = vec![
+        row("close", HitKind::Episode, "vector", norm(0.45), "c1"),
+        row(
+            "edge",
+            HitKind::Episode,
+            "vector",
+            norm(MIN_SIMILARITY),
+            "c1",
+        ),
+        row("faint", HitKind::Episode, "vector", norm(0.12), "c1"),
+        row("zero", HitKind::Episode, "vector", norm(0.0), "c1"),
+        row("opposite", HitKind::Episode, "vector", norm(-0.3), "c1"),
+    ];
+    let hits = fuse(rows, &HashMap::new(), 10);
+    let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
+    assert_eq!(ids, ["close", "edge"]);
+    assert!(hits.iter().all(|h| h.score > 0.0));
+    assert!(hits.iter().all(|h| h.found_by == [FoundBy::Meaning]));
+}
+
+#[test]
+fn srch_6_a_weak_word_match_alone_is_not_listed_but_an_entity_or_words_keep_a_faint_meaning() {
+    let mut via = row("about-e", HitKind::Episode, "graph", None, "c1");
+    via.via = Some("e1".into());
+    let rows = vec![
+        row("rare-words", HitKind::Episode, "text", Some(4.0), "c1"),
+        row(
+            "quarter",
+            HitKind::Episode,
+            "text",
+            Some(4.0 * MIN_TEXT_SHARE),
+            "c1",
+        ),
+        // Shares only a common word: a tenth of the best full-text score.
+        row("common-word", HitKind::Episode, "text", Some(0.4), "c1"),
+        // A faint meaning, but its words match well: listed, by words only.
+        row("faint-named", HitKind::Episode, "vector", norm(0.1), "c1"),
+        row("faint-named", HitKind::Episode, "text", Some(3.0), "c1"),
+        // A faint meaning and only a common word: not listed.
+        row("faint-common", HitKind::Episode, "vector", norm(0.1), "c1"),
+        row("faint-common", HitKind::Episode, "text", Some(0.4), "c1"),
+        // A faint meaning, found through an Entity the query names: listed.
+        row("about-e", HitKind::Episode, "vector", norm(0.1), "c1"),
+        via,
+    ];
+    let rank = HashMap::from([("e1".to_string(), 1)]);
+    let hits = fuse(rows, &rank, 10);
+    let by = |id: &str| hits.iter().find(|h| h.id == id).map(|h| h.found_by.clone());
+    assert_eq!(by("rare-words"), Some(vec![FoundBy::Words]));
+    assert_eq!(by("quarter"), Some(vec![FoundBy::Words]));
+    assert_eq!(by("faint-named"), Some(vec![FoundBy::Words]));
+    assert_eq!(by("about-e"), Some(vec![FoundBy::Entity]));
+    assert_eq!(by("common-word"), None);
+    assert_eq!(by("faint-common"), None);
+    assert_eq!(hits.len(), 4);
+    assert!(
+        hits.iter().all(|h| h.score > 0.0),
+        "no negative score listed"
+    );
+}
+
+#[test]
+fn srch_6_a_hit_says_which_signals_found_it_and_whether_it_is_indexed() {
+    let mut fresh = row("fresh", HitKind::Memory, "text", Some(2.0), "c1");
+    fresh.indexed = Some(false);
+    let mut old_v = row("old", HitKind::Episode, "vector", norm(0.6), "c1");
+    old_v.indexed = Some(true);
+    let mut old_t = row("old", HitKind::Episode, "text", Some(2.0), "c1");
+    old_t.indexed = Some(true);
+    let mut old_g = row("old", HitKind::Episode, "graph", None, "c1");
+    old_g.via = Some("e1".into());
+    old_g.indexed = Some(true);
+    let rank = HashMap::from([("e1".to_string(), 1)]);
+    // The words-only hit counts the least similarity returned (0.6), never below 0.
+    let hits = fuse(vec![fresh, old_v, old_t, old_g], &rank, 10);
+    assert_eq!(hits[0].id, "old");
+    assert_eq!(
+        hits[0].found_by,
+        [FoundBy::Meaning, FoundBy::Words, FoundBy::Entity]
+    );
+    assert_eq!(hits[0].indexed, Some(true));
+    assert_eq!(hits[1].id, "fresh");
+    assert_eq!(hits[1].found_by, [FoundBy::Words]);
+    assert_eq!(hits[1].indexed, Some(false));
+    let json = serde_json::to_value(&hits[1]).unwrap();
+    assert_eq!(json["foundBy"], serde_json::json!(["words"]));
+    assert_eq!(json["indexed"], serde_json::json!(false));
+    // Only negative similarities returned: a words-only hit is not pushed below 0.
+    let hits = fuse(
+        vec![
+            row("w", HitKind::Episode, "text", Some(1.0), "c1"),
+            row("neg", HitKind::Episode, "vector", norm(-0.2), "c1"),
+        ],
+        &HashMap::new(),
+        10,
+    );
+    assert_eq!(hits.len(), 1);
+    assert!((hits[0].score - 0.1).abs() < 1e-9);
 }

@@ -339,4 +339,16 @@ async fn sec_7_a_model_key_is_tried_before_it_is_kept() {
     assert!(message.contains("could not be reached"), "{message}");
     let list = u.get("/v1/secrets").await;
     assert_eq!(secrets_named(list.ok(200), &other), 0);
+
+    // A Service that does not exist is a refusal of the body (422), not a 404 of the route.
+    let missing = u
+        .post(
+            "/v1/secrets",
+            json!({"name": other, "type": "api_key", "value": KEY,
+                   "checkWith": {"serviceId": "no-such-service"}}),
+        )
+        .await;
+    missing.rejects(422, "SEC-7");
+    let list = u.get("/v1/secrets").await;
+    assert_eq!(secrets_named(list.ok(200), &other), 0);
 }

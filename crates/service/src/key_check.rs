@@ -62,7 +62,19 @@ impl App {
         check: &KeyCheck,
         key: &str,
     ) -> Result<()> {
-        let service = self.get_service(caller, check.service_id.as_str()).await?;
+        // A reference in the body, not the route's resource: a Service the caller cannot see
+        // is a refusal of the request (422), not a 404 of `/v1/secrets`.
+        let service = match self.get_service(caller, check.service_id.as_str()).await {
+            Err(crate::Error::Domain(Rule::NotFound)) => {
+                return Err(Rule::invariant(
+                    "SEC-7",
+                    "/checkWith/serviceId",
+                    "no model Service with this id that you can use",
+                )
+                .into())
+            }
+            other => other?,
+        };
         if service.structure.service_type != ServiceType::LlmProvider {
             return Err(Rule::invariant(
                 "SEC-7",

@@ -7,6 +7,10 @@ import { all, get, session } from './api.js';
 import { badge, duration, h, mount, when } from './dom.js';
 import { every, run as runStatus } from './statuses.js';
 
+/** A run id's random tail: ids are UUIDv7, whose first characters are the time it was made,
+ * the same for every run of a minute; the full id is the link's title. */
+const shortId = (id) => `…${id.slice(-8)}`;
+
 /** How often the list looks again while visible. */
 const REFRESH_MS = 4000;
 const PAGE = 50;
@@ -43,7 +47,7 @@ function row(r) {
   const owner = r.ownerName || r.ownerId;
   return h('tr', { dataset: { runId: r.id, status: r.status } },
     h('td', badge(r.status)),
-    h('td', h('a.run-id', { href: `#/runs/${r.id}`, title: r.id }, h('code', r.id.slice(0, 8)))),
+    h('td', h('a.run-id', { href: `#/runs/${r.id}`, title: r.id }, h('code', shortId(r.id)))),
     h('td', h('a', { href: `#/processes/${r.processId}` }, r.processName || r.processId), h('span.muted', ` v${r.processVersion}`)),
     h('td.run-owner', owner),
     h('td.run-origin', origin(r)),

@@ -9,7 +9,7 @@ import { every, run as runStatus } from './statuses.js';
 
 /** A run id's random tail: ids are UUIDv7, whose first characters are the time it was made,
  * the same for every run of a minute; the full id is the link's title. */
-const shortId = (id) => `…${id.slice(-8)}`;
+const shortId = (id) => id.slice(-8);
 
 /** How often the list looks again while visible. */
 const REFRESH_MS = 4000;

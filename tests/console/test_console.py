@@ -195,6 +195,12 @@ class Console:
         return path
 
 
+def assert_fits_phone(d, what=""):
+    """No sideways scrolling: the page is no wider than the window (1 px of rounding)."""
+    wide = d.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+    assert wide[0] <= wide[1] + 1, f"{what}wider than the phone: {wide}"
+
+
 def non_blank(path):
     """More than a handful of colours, and not one colour over nearly all of it."""
     img = Image.open(path).convert("RGB")
@@ -265,8 +271,7 @@ def run(c, token, agent):
     d.set_window_size(390, 844)
     try:
         time.sleep(0.3)
-        wide = d.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
-        assert wide[0] <= wide[1] + 1, f"wider than the phone: {wide}"
+        assert_fits_phone(d)
         assert c.one("li.connection p.status.error").is_displayed()
         shot_as(c, "connect-key-refused-phone")
     finally:
@@ -488,8 +493,7 @@ def run(c, token, agent):
     c.wait("the conversation", lambda: len(c.turns()) == 4)
     d.set_window_size(390, 844)
     time.sleep(0.3)
-    wide = d.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
-    assert wide[0] <= wide[1] + 1, f"wider than the phone: {wide}"
+    assert_fits_phone(d)
     runs_link = c.css('nav#nav a[href="#/runs"]')[0]
     assert not runs_link.is_displayed(), "the menu is folded"
     assert c.one("form.composer").value_of_css_property("position") == "sticky"
@@ -562,8 +566,7 @@ def search_people_trust(c, token):
     d.set_window_size(390, 844)
     try:
         time.sleep(0.3)
-        wide = d.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
-        assert wide[0] <= wide[1] + 1, f"wider than the phone: {wide}"
+        assert_fits_phone(d)
         assert c.one("#search-q").is_displayed()
         assert "not yet indexed" in c.one("#hits li.hit").text
         c.shot("31-search-found-by-phone")
@@ -681,14 +684,12 @@ def runs_like_temporal(c, token, answered_run, conversation):
     try:
         c.go("#/runs")
         c.one(f'tr[data-run-id="{limited}"]')
-        wide = d.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
-        assert wide[0] <= wide[1] + 1, f"the run list is wider than the phone: {wide}"
+        assert_fits_phone(d, "the run list is ")
         c.shot("28-runs-list-phone")
         shot_as(c, "runs-list-phone")
         c.go(f"#/runs/{limited}")
         c.one('li.wf-row[data-row="answer#r1"]')
-        wide = d.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
-        assert wide[0] <= wide[1] + 1, f"the run page is wider than the phone: {wide}"
+        assert_fits_phone(d, "the run page is ")
         track = c.one('li.wf-row[data-row="answer"] .wf-track')
         assert track.size["width"] > 300, f"the bar keeps the phone's width: {track.size}"
         c.one(f'li.wf-row[data-row="{model_turn}"] button.wf-pick').click()

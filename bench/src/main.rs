@@ -117,7 +117,7 @@ async fn drive(
 }
 
 /// [`drive`], with each run's id beside its latency.
-async fn drive_runs(
+pub(crate) async fn drive_runs(
     api: &Arc<Api>,
     process: &str,
     runs: usize,

@@ -432,27 +432,43 @@ pub async fn get(tx: &mut Tx, id: &str) -> Result<Option<RunRow>, Error> {
 /// Settled runs among `ids`, each with its StepRuns (a settled record no longer changes, so
 /// no lock is taken); ids of runs that are not settled or do not exist are left out.
 pub async fn settled_many(tx: &mut Tx, ids: &[String]) -> Result<Vec<RunRow>, Error> {
-    #[derive(Deserialize)]
-    struct Raw {
-        run: Value,
-        steps: Vec<Value>,
-    }
-    let q = cypher(query_file!("run/settled_many.cypher"), None)
-        .param("ids", ids.to_vec())
-        .param("settled", RunStatus::words(RunStatus::is_settled));
-    let rows: Vec<Raw> = tx.rows(q).await?;
-    rows.into_iter()
-        .map(|r| {
-            Ok(RunRow {
-                run: decode("Run", r.run)?,
-                steps: r
-                    .steps
-                    .into_iter()
-                    .map(|s| decode("StepRun", s))
-                    .collect::<Result<_, _>>()?,
-            })
-        })
+    tx.rows(settled_query(ids))
+        .await?
+        .into_iter()
+        .map(SettledRaw::decode)
         .collect()
+}
+
+/// One settled run as [`settled_many`] reads it, in an auto-commit read (one round trip: a
+/// fork reads its original on the request's way).
+pub async fn settled_one(graph: &crate::Graph, id: &str) -> Result<Option<RunRow>, Error> {
+    let rows: Vec<SettledRaw> = graph.read_rows(settled_query(&[id.to_owned()])).await?;
+    rows.into_iter().next().map(SettledRaw::decode).transpose()
+}
+
+fn settled_query(ids: &[String]) -> neo4rs::Query {
+    cypher(query_file!("run/settled_many.cypher"), None)
+        .param("ids", ids.to_vec())
+        .param("settled", RunStatus::words(RunStatus::is_settled))
+}
+
+#[derive(Deserialize)]
+struct SettledRaw {
+    run: Value,
+    steps: Vec<Value>,
+}
+
+impl SettledRaw {
+    fn decode(self) -> Result<RunRow, Error> {
+        Ok(RunRow {
+            run: decode("Run", self.run)?,
+            steps: self
+                .steps
+                .into_iter()
+                .map(|s| decode("StepRun", s))
+                .collect::<Result<_, _>>()?,
+        })
+    }
 }
 
 /// The newest settled top-level runs of `process_id` at versions below `below`; only

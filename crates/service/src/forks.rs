@@ -359,9 +359,7 @@ impl App {
     /// The run to fork: a settled record is read in one statement without its lock (it no
     /// longer changes); any other is read as every run view is, for the refusal to say why.
     async fn forkable_run(&self, caller: &Caller, run_id: &str) -> Result<RunRow> {
-        let ids = [run_id.to_owned()];
-        let settled = read_tx!(self, |tx| { Ok(runs::settled_many(&mut tx, &ids).await?) })?;
-        match settled.into_iter().next() {
+        match runs::settled_one(&self.graph, run_id).await? {
             Some(row) if row.run.owner_id == caller.id.as_str() || caller.is_admin() => Ok(row),
             Some(_) => Err(Domain::NotFound.into()),
             None => self.visible_run(caller, run_id).await,

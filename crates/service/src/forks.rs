@@ -9,7 +9,7 @@ use aiden_domain::execution::schedule::Plan;
 use aiden_domain::user::Caller;
 use aiden_domain::Error as Domain;
 use aiden_engine::plan::{self, LoadError};
-use aiden_engine::{RunState, Started};
+use aiden_engine::RunState;
 use aiden_graph::runs::{self, ForkOrigin, NewRun, RunRow};
 use aiden_jobs::EngineMessage;
 use schemars::JsonSchema;
@@ -297,19 +297,12 @@ impl App {
             new_run.plan = c.plan_json.clone();
             new_run.expected_process_revision = Some(c.loaded.revision);
         }
-        match door.start(new_run).await {
-            Started::Created => {
-                metrics::counter!("aiden_runs_started_total").increment(1);
-                metrics::counter!("aiden_runs_forked_total").increment(1);
-                Ok(Some(forked))
-            }
-            Started::StalePlan => {
-                self.plans.forget(process_id);
-                Ok(None)
-            }
-            Started::NotTaken => Ok(None),
-            Started::Failed(m) => Err(aiden_graph::Error::Unavailable(m).into()),
+        if !self.taken_by_door(door.start(new_run).await, process_id)? {
+            return Ok(None);
         }
+        metrics::counter!("aiden_runs_started_total").increment(1);
+        metrics::counter!("aiden_runs_forked_total").increment(1);
+        Ok(Some(forked))
     }
 
     /// FORK-1..3, `POST /v1/runs/{id}/forks`: a new run of the original's Process (at the

@@ -299,28 +299,33 @@ impl App {
         let started =
             tracing::Instrument::instrument(door.start(new_run), start_span(&run_id, process_id))
                 .await;
+        // `queued`, as from the slow path: the state the run was accepted in (by now the
+        // engine has started it; its progress is in its view and events).
+        Ok(self
+            .taken_by_door(started, process_id)?
+            .then(|| RunStarted {
+                run_id,
+                status: machine::RunStatus::Queued.as_str().into(),
+                created: Some(created),
+            }))
+    }
+
+    /// What the door's answer means to a start or a fork handed to it: `true` when the
+    /// engine's pass created the run, `false` when the caller writes it in its own transaction
+    /// (no engine here, or the Process changed since its plan was read: the slow path reads
+    /// it again).
+    pub(crate) fn taken_by_door(&self, started: Started, process_id: &str) -> Result<bool> {
         match started {
-            // `queued`, as from the slow path: the state the run was accepted in (by now the
-            // engine has started it; its progress is in its view and events).
-            Started::Created => {
-                tracing::debug!(run_id, process_id, "run created by the engine's pass");
-                Ok(Some(RunStarted {
-                    run_id,
-                    status: machine::RunStatus::Queued.as_str().into(),
-                    created: Some(created),
-                }))
-            }
+            Started::Created => Ok(true),
             Started::StalePlan => {
-                // The Process changed since its plan was read: the slow path reads it again.
                 tracing::debug!(
-                    run_id,
                     process_id,
                     "stale plan refused by the engine; reading it again"
                 );
                 self.plans.forget(process_id);
-                Ok(None)
+                Ok(false)
             }
-            Started::NotTaken => Ok(None),
+            Started::NotTaken => Ok(false),
             Started::Failed(m) => Err(aiden_graph::Error::Unavailable(m).into()),
         }
     }

@@ -299,15 +299,17 @@ impl App {
         let started =
             tracing::Instrument::instrument(door.start(new_run), start_span(&run_id, process_id))
                 .await;
+        if !self.taken_by_door(started, process_id)? {
+            return Ok(None);
+        }
+        tracing::debug!(run_id, process_id, "run created by the engine's pass");
         // `queued`, as from the slow path: the state the run was accepted in (by now the
         // engine has started it; its progress is in its view and events).
-        Ok(self
-            .taken_by_door(started, process_id)?
-            .then(|| RunStarted {
-                run_id,
-                status: machine::RunStatus::Queued.as_str().into(),
-                created: Some(created),
-            }))
+        Ok(Some(RunStarted {
+            run_id,
+            status: machine::RunStatus::Queued.as_str().into(),
+            created: Some(created),
+        }))
     }
 
     /// What the door's answer means to a start or a fork handed to it: `true` when the

@@ -34,8 +34,6 @@ pub struct ListedUser {
     pub spent_micros: i64,
     /// Runs the user started (the engine's STARTED_BY edges).
     pub runs: i64,
-    pub last_run_id: Option<String>,
-    pub last_run_at: Option<String>,
 }
 
 /// Every user, by id (admins' list), with their spend on the UTC day `day` (`YYYY-MM-DD`) and

@@ -78,11 +78,6 @@ pub struct Usage {
     /// Runs the user started, of every depth (the runs `GET /v1/runs?ownerId=` lists), counted
     /// once the engine has begun them.
     pub runs: u64,
-    /// The newest of them.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_run_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_run_at: Option<String>,
 }
 
 /// `POST /v1/users/{id}/tokens`.
@@ -286,8 +281,6 @@ impl App {
                         r.spent_micros.max(0) as u64
                     ),
                     runs: r.runs.max(0) as u64,
-                    last_run_id: r.last_run_id,
-                    last_run_at: r.last_run_at,
                 });
                 Ok(user)
             })

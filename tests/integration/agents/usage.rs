@@ -46,18 +46,14 @@ async fn the_users_list_shows_todays_spend_against_the_budget_and_the_runs() {
     let usage = &after["usage"];
     assert_eq!(usage["spentTodayUsd"], 0.02, "{after}");
     assert_eq!(usage["runs"], 1, "{after}");
-    assert_eq!(usage["lastRunId"], r["id"], "{after}");
-    assert_eq!(usage["lastRunAt"], r["createdAt"], "{after}");
     assert_eq!(usage["day"], today.as_str());
 
-    // A second run: counted, and now the last one.
+    // A second run: counted.
     let again = run(&k, &p, json!([{"answer": "again"}])).await;
+    assert_eq!(again["status"], "completed", "{again}");
     let usage = listed(&me).await["usage"].clone();
     assert_eq!(usage["spentTodayUsd"], 0.04, "{usage}");
-    assert_eq!(
-        (usage["runs"].as_u64(), &usage["lastRunId"]),
-        (Some(2), &again["id"])
-    );
+    assert_eq!(usage["runs"], 2, "{usage}");
 
     // Only admins list users; a user's own record carries no usage.
     let u: &Client = &k.u;

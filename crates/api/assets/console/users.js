@@ -44,14 +44,11 @@ function spendCell(u) {
     spent >= budget ? h('span', ' ', badge('spent', 'The daily budget is spent: new runs are refused until midnight UTC')) : null);
 }
 
-/** How many runs the user started, linked to their run list, and the newest, linked. */
+/** How many runs the user started, linked to their run list (newest first). */
 function runsCell(u) {
-  const usage = u.usage || {};
-  const n = usage.runs ?? 0;
+  const n = u.usage?.runs ?? 0;
   const all = h('a.user-run-count', { href: `#/runs?owner=${encodeURIComponent(u.id)}` }, `${n} run${n === 1 ? '' : 's'}`);
-  if (!usage.lastRunId) return h('td.runs', { dataset: { runs: String(n) } }, n ? all : 'none');
-  return h('td.runs', { dataset: { runs: String(n) } }, all, h('br'),
-    h('span.muted', 'last '), h('a.user-last-run', { href: `#/runs/${encodeURIComponent(usage.lastRunId)}` }, when(usage.lastRunAt)));
+  return h('td.runs', { dataset: { runs: String(n) } }, n ? all : 'none');
 }
 
 export async function usersPage(view, { showError }) {

@@ -24,6 +24,9 @@ cargo build --bins --quiet
 . scripts/lib/serve-for-test.sh
 PORT=${AIDEN_CONSOLE_PORT:-18184}
 MODEL_PORT=${AIDEN_CONSOLE_MODEL_PORT:-18185}
+# AGT-14: the scripted model is priced, so answers cost money and the Users page has a spend to
+# show: $1,000 per million input tokens and $2,000 per million output (a turn's 10 + 5: $0.02).
+export AIDEN_MODEL_PRICES=${AIDEN_MODEL_PRICES:-'{"scripted": {"inputPerMillion": 1000, "outputPerMillion": 2000}}'}
 serve_for_test "$PORT" llm_call
 # 120 ms between streamed words: slow enough to see an answer being written.
 track model "$TARGET/aiden-scripted-model" "127.0.0.1:$MODEL_PORT" 120

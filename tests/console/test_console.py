@@ -30,6 +30,9 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
+import timings
+import users_spend
+
 BASE = os.environ["AIDEN_SERVER"]
 MODEL_URL = os.environ["AIDEN_MODEL_URL"]
 SHOTS = os.environ["AIDEN_SCREENSHOTS"]
@@ -38,6 +41,10 @@ SHOTS2 = os.environ.get("AIDEN_SCREENSHOTS_EXTRA", "/tmp/console-shots2")
 # An agent's answer rendered as Markdown.
 SHOTS3 = os.environ.get("AIDEN_SCREENSHOTS_MARKDOWN", "/tmp/console-shots3")
 TAG = uuid.uuid4().hex[:8]
+# The console user's daily budget (AGT-14): the Users page shows their spend against it.
+BUDGET_USD = 25.0
+# Each main action, timed from the click to the result on screen (timings.py).
+TIMINGS = timings.Timings()
 
 
 def call(method, path, token, body=None):
@@ -58,6 +65,7 @@ def setup():
     and a shared agent Process on that Tool. A fresh user, who must connect their own key."""
     admin = os.environ["AIDEN_ADMIN_TOKEN"]
     user = call("POST", "/v1/users", admin, {"name": f"console-{TAG}", "role": "user"})
+    call("PATCH", f"/v1/users/{user['id']}", admin, {"quota": {"maxCostUsdPerDay": BUDGET_USD}})
     call("POST", "/v1/services", admin, {
         "id": f"console-llm-{TAG}", "name": f"Scripted model {TAG}", "type": "llm_provider",
         "protocol": "http", "requiresSecret": False, "enabled": True, "shared": True,
@@ -120,7 +128,7 @@ def setup():
                    "agent": {"tools": [], "maxIterations": 1, "systemPrompt": "Be brief.",
                              "router": {"intents": [{"name": "chat"}, {"name": "lookup"}]}}}],
         "outputTemplate": "{{a.text}}"})
-    return user["token"], agent
+    return user["token"], agent, user["id"]
 
 
 def browser():
@@ -215,18 +223,46 @@ def main():
     for old in os.listdir(SHOTS):
         if old.endswith(".png"):
             os.remove(os.path.join(SHOTS, old))
-    token, agent = setup()
+    token, agent, user_id = setup()
     d = browser()
     c = Console(d)
     try:
         run(c, token, agent)
         neo4j_links(c)
         accounts(c)
+        users_page(c, user_id)
     finally:
         d.quit()
     blank = [p for p in c.shots if not non_blank(p)]
     assert not blank, f"blank screenshots: {blank}"
     print(f"console: {len(c.shots)} screens checked, none blank ({SHOTS})")
+    print("console: each action, from the click to the result on screen (ms):")
+    print(TIMINGS.table())
+    TIMINGS.check(timings.BOUND_MS, timings.UNBOUNDED)
+
+
+def signed_in_admin(c):
+    """A browser of its own, signed in as the bootstrap admin (its token)."""
+    admin = Console(browser())
+    admin.shots = c.shots
+    admin.go("")
+    admin.one("#use-token").click()
+    admin.one("#token").send_keys(os.environ["AIDEN_ADMIN_TOKEN"])
+    admin.one("#sign-in button[type=submit]").click()
+    admin.one("#conversation-list")
+    return admin
+
+
+def users_page(c, user_id):
+    """The admin sees the console user's spend and runs on the Users page; its actions, timed."""
+    admin_token = os.environ["AIDEN_ADMIN_TOKEN"]
+    admin = signed_in_admin(c)
+    try:
+        users_spend.check(admin, call, admin_token, user_id, BUDGET_USD, shot_as, assert_fits_phone)
+        timed = call("POST", "/v1/users", admin_token, {"name": f"timed-{TAG}", "role": "user"})
+        timings.users_page(TIMINGS, admin, timed["id"])
+    finally:
+        admin.d.quit()
 
 
 def run(c, token, agent):
@@ -512,6 +548,12 @@ def run(c, token, agent):
     double_submit(c, token, agent)
     markdown_answer(c, token, agent)
     search_people_trust(c, token)
+
+    # The main actions, each timed (the model's own time left out).
+    timings.navigation(TIMINGS, c)
+    timings.chat(TIMINGS, c, call, token, agent, TAG)
+    timings.run_list(TIMINGS, c)
+    timings.search(TIMINGS, c, "Lisbon Porto train")
 
     # A token that stops working sends the user back to sign-in with a message.
     d.execute_script("sessionStorage.setItem('aiden.token', 'revoked')")

@@ -19,6 +19,7 @@ use serde_json::{json, Value};
 
 mod budgets;
 mod routing;
+mod usage;
 
 #[derive(Clone, Default)]
 pub(crate) struct Upstream {

@@ -24,9 +24,22 @@ pub struct UserRow {
     pub has_password: Option<bool>,
 }
 
-/// Every user, by id (admins' list).
-pub async fn list(tx: &mut Tx) -> Result<Vec<UserRow>, Error> {
-    tx.rows(cypher(query_file!("user/list_users.cypher"), None))
+/// A user in the admins' list, with what they used.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedUser {
+    #[serde(flatten)]
+    pub user: UserRow,
+    /// AGT-14: micro-dollars in the user's spend window of the day asked for.
+    pub spent_micros: i64,
+    /// Runs the user started (the engine's STARTED_BY edges).
+    pub runs: i64,
+}
+
+/// Every user, by id (admins' list), with their spend on the UTC day `day` (`YYYY-MM-DD`) and
+/// their runs.
+pub async fn list(tx: &mut Tx, day: &str) -> Result<Vec<ListedUser>, Error> {
+    tx.rows(cypher(query_file!("user/list_users.cypher"), None).param("day", day))
         .await
 }
 

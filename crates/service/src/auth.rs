@@ -60,6 +60,24 @@ pub struct User {
     /// HTTP address, never a credential), so the console can open a lineage query there.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub neo4j_browser_url: Option<String>,
+    /// In the admins' user list: what the user used (their spend today, their runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+/// What a user used, in the admins' list (`GET /v1/users`).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// The UTC day (`YYYY-MM-DD`) `spentTodayUsd` counts.
+    pub day: String,
+    /// AGT-14: what the user's runs spent that day (model tokens at the configured prices,
+    /// Tools' `costPerCallUsd`; a call still running counts at its estimate), against
+    /// `quota.maxCostUsdPerDay` when they have one.
+    pub spent_today_usd: f64,
+    /// Runs the user started, of every depth (the runs `GET /v1/runs?ownerId=` lists), counted
+    /// once the engine has begun them.
+    pub runs: u64,
 }
 
 /// `POST /v1/users/{id}/tokens`.
@@ -106,6 +124,7 @@ fn user_view(r: aiden_graph::users::UserRow) -> Result<User> {
         default_process_id: r.default_process_id,
         has_password: r.has_password,
         neo4j_browser_url: None,
+        usage: None,
     })
 }
 
@@ -241,14 +260,31 @@ impl App {
             default_process_id: None,
             has_password: Some(false),
             neo4j_browser_url: None,
+            usage: None,
         })
     }
 
-    /// `GET /v1/users` (admins).
+    /// `GET /v1/users` (admins), each with their spend today (the App's clock's UTC day, the
+    /// one AGT-14's start checks read) and their runs.
     pub async fn list_users(&self, caller: &Caller) -> Result<Vec<User>> {
         ensure_admin(caller)?;
-        let rows = read_tx!(self, |tx| { Ok(aiden_graph::users::list(&mut tx).await?) })?;
-        rows.into_iter().map(user_view).collect()
+        let day = aiden_domain::execution::cost::day_of(self.clock.now());
+        let rows = read_tx!(self, |tx| {
+            Ok(aiden_graph::users::list(&mut tx, &day).await?)
+        })?;
+        rows.into_iter()
+            .map(|r| {
+                let mut user = user_view(r.user)?;
+                user.usage = Some(Usage {
+                    day: day.clone(),
+                    spent_today_usd: aiden_domain::execution::cost::usd(
+                        r.spent_micros.max(0) as u64
+                    ),
+                    runs: r.runs.max(0) as u64,
+                });
+                Ok(user)
+            })
+            .collect()
     }
 
     /// `GET /v1/me`: the caller, and for an admin the Neo4j Browser's address.

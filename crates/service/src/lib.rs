@@ -44,7 +44,7 @@ pub use admission::Admission;
 pub use aiden_domain::clock::Clock;
 pub use aiden_vault::Vault;
 pub use audit::{Auditor, Finding};
-pub use auth::{AuthPolicy, AuthRefusal, NewToken, NewUser, Token, User};
+pub use auth::{AuthPolicy, AuthRefusal, NewToken, NewUser, Token, Usage, User};
 pub use error::Error;
 pub use processes::ProcessVersion;
 pub use run_list::RunQuery;

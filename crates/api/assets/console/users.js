@@ -1,6 +1,7 @@
 // Users (admins only): everyone with their role, whether they are disabled and whether a
-// password is set; new users (their first token shown once), disabling, one-time password
-// links for people, each user's tokens with revoke, and a link to the runs they started.
+// password is set, what they spent today against their daily budget (AGT-14) and how many runs
+// they started (the last one linked); new users (their first token shown once), disabling,
+// one-time password links for people, each user's tokens with revoke, and a link to their runs.
 
 import { all, del, get, patch, post } from './api.js';
 import { badge, h, mount, when } from './dom.js';
@@ -21,6 +22,33 @@ function copyable(id, value, label) {
     }
   };
   return h('span.copyable', field, ' ', h('button.copy', { type: 'button', onclick: copy }, 'Copy'), said);
+}
+
+/** USD as people read it: cents, or down to a hundredth of a cent when smaller. */
+const dollars = (n) => `$${n.toFixed(n > 0 && n < 0.01 ? 4 : 2)}`;
+
+/** Today's spend (`usage.spentTodayUsd`), against the user's daily budget when they have one. */
+function spendCell(u) {
+  const usage = u.usage || {};
+  const spent = usage.spentTodayUsd ?? 0;
+  const budget = u.quota?.maxCostUsdPerDay;
+  const title = `Spent on ${usage.day || 'today'} (UTC) by ${u.name}'s runs`;
+  const data = { spentUsd: String(spent) };
+  if (!budget) return h('td.spend', { title, dataset: data }, dollars(spent));
+  data.budgetUsd = String(budget);
+  return h('td.spend', { title, dataset: data },
+    `${dollars(spent)} of ${dollars(budget)}`,
+    h('br'),
+    h('meter', { min: 0, max: budget, low: budget * 0.5, high: budget * 0.8, optimum: 0, value: Math.min(spent, budget),
+      'aria-label': `${dollars(spent)} of the ${dollars(budget)} ${u.name} may spend a day` }),
+    spent >= budget ? h('span', ' ', badge('spent', 'The daily budget is spent: new runs are refused until midnight UTC')) : null);
+}
+
+/** How many runs the user started, linked to their run list (newest first). */
+function runsCell(u) {
+  const n = u.usage?.runs ?? 0;
+  const all = h('a.user-run-count', { href: `#/runs?owner=${encodeURIComponent(u.id)}` }, `${n} run${n === 1 ? '' : 's'}`);
+  return h('td.runs', { dataset: { runs: String(n) } }, n ? all : 'none');
 }
 
 export async function usersPage(view, { showError }) {
@@ -61,47 +89,86 @@ export async function usersPage(view, { showError }) {
             onclick: act(async () => {
               if (!window.confirm(`Revoke token ${t.id} of ${user.name}? Programs using it stop working.`)) return;
               await del(`/v1/users/${encodeURIComponent(user.id)}/tokens/${encodeURIComponent(t.id)}`);
-              await draw();
+              await redraw(user);
             }),
           }, 'Revoke'))))
           : h('tr', h('td', { colspan: 5 }, 'No tokens.')))));
   }
 
+  const byName = (a, b) => (a.name || '').localeCompare(b.name || '');
+  let items = [];
+  const shown = new Map(); // user id -> { row, extra }: their line, and their tokens when open
+
+  /** A user's line, and under it their tokens when they are open. */
+  async function linesOf(u) {
+    const row = h('tr.user', { dataset: { userId: u.id, disabled: u.disabled ? 'yes' : 'no' } },
+      h('td', h('strong.user-name', u.name), h('br'), h('code.muted', u.id)),
+      h('td', u.role),
+      h('td.state', u.disabled ? badge('disabled') : 'active'),
+      h('td.has-password', u.hasPassword ? 'set' : 'not set'),
+      spendCell(u),
+      runsCell(u),
+      h('td', when(u.createdAt)),
+      h('td', h('div.actions',
+        h('button.toggle-disabled', {
+          type: 'button',
+          onclick: act(async () => {
+            const changed = await patch(`/v1/users/${encodeURIComponent(u.id)}`, { disabled: !u.disabled });
+            u.disabled = changed.disabled;
+            await redraw(u);
+          }),
+        }, u.disabled ? 'Enable' : 'Disable'),
+        h('button.password-link', { type: 'button', onclick: act(() => passwordLink(u)) }, 'Password link'),
+        h('button.show-tokens', {
+          type: 'button',
+          'aria-expanded': open.has(u.id) ? 'true' : 'false',
+          onclick: act(async () => {
+            if (open.has(u.id)) open.delete(u.id); else open.add(u.id);
+            await redraw(u);
+          }),
+        }, open.has(u.id) ? 'Hide tokens' : 'Tokens'),
+        h('a.user-runs', { href: `#/runs?owner=${encodeURIComponent(u.id)}` }, 'Runs'))));
+    const extra = open.has(u.id) ? h('tr.user-tokens', h('td', { colspan: 8 }, await tokensOf(u))) : null;
+    return { row, extra };
+  }
+
+  /** Puts a user's lines where `before` (a line on screen, or null: the end) is. */
+  function place(u, lines, before) {
+    const old = shown.get(u.id);
+    if (old) {
+      old.row.replaceWith(lines.row);
+      old.extra?.remove();
+    } else if (before) before.before(lines.row);
+    else listSlot.querySelector('tbody').append(lines.row);
+    if (lines.extra) lines.row.after(lines.extra);
+    shown.set(u.id, lines);
+  }
+
+  /** Draws one user's lines again after a change to them; the rest of the table stays. */
+  async function redraw(u) {
+    place(u, await linesOf(u), null);
+  }
+
+  /** A user just created, in their place by name, without reading the list again. */
+  async function add(u) {
+    const next = items.find((x) => byName(x, u) > 0);
+    items.push(u);
+    items.sort(byName);
+    place(u, await linesOf(u), next ? shown.get(next.id).row : null);
+    listSlot.querySelector('caption').textContent = `${items.length} users`;
+  }
+
+  /** The whole list, read again. */
   async function draw() {
-    const items = await all('/v1/users');
-    items.sort((a, b) => (a.name || '').localeCompare(b.name || ''));
-    const rows = await Promise.all(items.map(async (u) => {
-      const row = h('tr.user', { dataset: { userId: u.id, disabled: u.disabled ? 'yes' : 'no' } },
-        h('td', h('strong.user-name', u.name), h('br'), h('code.muted', u.id)),
-        h('td', u.role),
-        h('td.state', u.disabled ? badge('disabled') : 'active'),
-        h('td.has-password', u.hasPassword ? 'set' : 'not set'),
-        h('td', when(u.createdAt)),
-        h('td', h('div.actions',
-          h('button.toggle-disabled', {
-            type: 'button',
-            onclick: act(async () => {
-              await patch(`/v1/users/${encodeURIComponent(u.id)}`, { disabled: !u.disabled });
-              await draw();
-            }),
-          }, u.disabled ? 'Enable' : 'Disable'),
-          h('button.password-link', { type: 'button', onclick: act(() => passwordLink(u)) }, 'Password link'),
-          h('button.show-tokens', {
-            type: 'button',
-            'aria-expanded': open.has(u.id) ? 'true' : 'false',
-            onclick: act(async () => {
-              if (open.has(u.id)) open.delete(u.id); else open.add(u.id);
-              await draw();
-            }),
-          }, open.has(u.id) ? 'Hide tokens' : 'Tokens'),
-          h('a.user-runs', { href: `#/runs?owner=${encodeURIComponent(u.id)}` }, 'Runs'))));
-      const extra = open.has(u.id) ? h('tr.user-tokens', h('td', { colspan: 6 }, await tokensOf(u))) : null;
-      return [row, extra];
-    }));
+    items = await all('/v1/users');
+    items.sort(byName);
+    const lines = await Promise.all(items.map(linesOf));
+    shown.clear();
+    items.forEach((u, i) => shown.set(u.id, lines[i]));
     mount(listSlot, h('div.table-wrap', h('table#users',
       h('caption', `${items.length} users`),
-      h('thead', h('tr', ['User', 'Role', 'State', 'Password', 'Created', ''].map((x) => h('th', { scope: 'col' }, x)))),
-      h('tbody', rows.flat()))));
+      h('thead', h('tr', ['User', 'Role', 'State', 'Password', 'Spent today', 'Runs', 'Created', ''].map((x) => h('th', { scope: 'col' }, x)))),
+      h('tbody', lines.map((l) => [l.row, l.extra])))));
   }
 
   const name = h('input#new-user-name', { required: true, maxlength: 200, autocomplete: 'off' });
@@ -120,7 +187,8 @@ export async function usersPage(view, { showError }) {
           copyable('new-user-token', user.token || '', `API token of ${user.name}`),
           h('p', 'A person signs in with a password: ',
             h('button#new-user-link', { type: 'button', onclick: act(() => passwordLink(user)) }, 'Make a password link'))));
-        await draw();
+        const { token: _shown, tokenId: _id, ...listed } = user;
+        await add(listed);
       } catch (err) {
         mount(notice, h('p.error', { role: 'alert' }, explain(err)));
       } finally { if (button) button.disabled = false; }

@@ -73,7 +73,7 @@ pub(super) fn routes(t: Table) -> Table {
         GET,
         "/v1/users",
         u::list_users,
-        Op::new("Every user (admin), with whether a password is set")
+        Op::new("Every user (admin), with whether a password is set, their spend today (AGT-14) and their runs")
             .ok::<aiden_service::views::Items<aiden_service::User>>()
             .errors(&[403])
     );

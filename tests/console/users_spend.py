@@ -1,0 +1,55 @@
+"""The admins' Users page shows what a user used: today's spend against their daily budget
+(AGT-14) and their runs, linked to their run list; the figures are the API's (`GET /v1/users` items'
+`usage`). The console's scripted model is priced (console-test.sh sets AIDEN_MODEL_PRICES), so the
+user's answers earlier in the test cost money."""
+
+import time
+
+
+def listed(call, admin_token, user_id):
+    return next(u for u in call("GET", "/v1/users", admin_token)["items"] if u["id"] == user_id)
+
+
+def check(admin, call, admin_token, user_id, budget, shot_as, assert_fits_phone):
+    d = admin.d
+    usage = listed(call, admin_token, user_id)["usage"]
+    assert usage["spentTodayUsd"] > 0, f"the user's answers cost money: {usage}"
+    assert 0 < usage["spentTodayUsd"] < budget, usage
+    assert usage["runs"] > 0, usage
+    admin.go("#/users")
+    row_css = f'tr.user[data-user-id="{user_id}"]'
+    row = admin.one(row_css)
+    spend = admin.one("td.spend", row)
+    assert float(spend.get_attribute("data-spent-usd")) == usage["spentTodayUsd"], \
+        (spend.get_attribute("data-spent-usd"), usage)
+    assert float(spend.get_attribute("data-budget-usd")) == budget
+    assert f"of ${budget:.2f}" in spend.text, spend.text
+    meter = admin.one("meter", spend)
+    assert float(meter.get_attribute("value")) == usage["spentTodayUsd"]
+    runs = admin.one("td.runs", row)
+    assert int(runs.get_attribute("data-runs")) == usage["runs"], (runs.text, usage)
+    assert f"{usage['runs']} runs" in runs.text, runs.text
+    # A user who never ran anything: nothing spent, no runs.
+    idle = next(u for u in call("GET", "/v1/users", admin_token)["items"]
+                if u["usage"]["runs"] == 0 and not u.get("quota"))
+    idle_row = admin.one(f'tr.user[data-user-id="{idle["id"]}"]')
+    assert admin.one("td.spend", idle_row).text == "$0.00"
+    assert admin.one("td.runs", idle_row).text == "none"
+    d.execute_script("arguments[0].scrollIntoView({block: 'center'})", row)
+    admin.shot("33-users-spend")
+    shot_as(admin, "users-spend")
+    d.set_window_size(390, 844)
+    try:
+        time.sleep(0.3)
+        assert_fits_phone(d, "the Users page is ")
+        d.execute_script("const r = arguments[0]; r.scrollIntoView({block: 'center'});"
+                         "r.closest('.table-wrap').scrollLeft = r.querySelector('td.spend').offsetLeft - 8;",
+                         admin.one(row_css))
+        admin.shot("34-users-spend-phone")
+        shot_as(admin, "users-spend-phone")
+    finally:
+        d.set_window_size(1280, 800)
+    # The count opens the user's runs.
+    admin.one(f"{row_css} a.user-run-count").click()
+    admin.wait("the user's runs", lambda: d.current_url.endswith(f"#/runs?owner={user_id}"))
+    admin.one("tr[data-run-id]")

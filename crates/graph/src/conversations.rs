@@ -504,15 +504,73 @@ pub async fn turn_view_autocommit(graph: &Graph, turn_id: &str) -> Result<Vec<Al
 
 /// WM-1: the Alternatives from `alternative_id` back to the root.
 pub async fn path(graph: &Graph, alternative_id: &str) -> Result<Vec<PathRow>, Error> {
-    let q = cypher(query_file!("conversation/path.cypher"), None)
-        .param("alternativeId", alternative_id);
-    graph.read_rows(q).await
+    let rows: Vec<PathRecord> = graph.read_rows(path_query(alternative_id)).await?;
+    Ok(PathRecord::rows(rows))
 }
 
 pub async fn path_in(tx: &mut Tx, alternative_id: &str) -> Result<Vec<PathRow>, Error> {
-    let q = cypher(query_file!("conversation/path.cypher"), None)
-        .param("alternativeId", alternative_id);
-    tx.rows(q).await
+    let rows: Vec<PathRecord> = tx.rows(path_query(alternative_id)).await?;
+    Ok(PathRecord::rows(rows))
+}
+
+fn path_query(alternative_id: &str) -> neo4rs::Query {
+    cypher(query_file!("conversation/path.cypher"), None).param("alternativeId", alternative_id)
+}
+
+/// One path entry as `conversation/path.cypher` lists it: id, Turn, Conversation, speaker,
+/// content, Episode, binding, depth, state, Turn type, error.
+type PathEntry = (
+    String,
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    i64,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
+#[derive(Deserialize)]
+struct PathRecord {
+    path: Vec<PathEntry>,
+}
+
+impl PathRecord {
+    fn rows(records: Vec<Self>) -> Vec<PathRow> {
+        let entries = records.into_iter().flat_map(|r| r.path);
+        entries
+            .map(
+                |(
+                    id,
+                    turn,
+                    conversation,
+                    speaker,
+                    content,
+                    episode,
+                    binding,
+                    depth,
+                    state,
+                    turn_type,
+                    error,
+                )| PathRow {
+                    alternative_id: id,
+                    turn_id: turn,
+                    conversation_id: conversation,
+                    speaker,
+                    content,
+                    episode_id: episode,
+                    binding,
+                    sequence: depth,
+                    state,
+                    turn_type,
+                    error,
+                },
+            )
+            .collect()
+    }
 }
 
 /// An Alternative's text, with the conversation it is in.

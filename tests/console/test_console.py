@@ -12,6 +12,7 @@ code block with Copy and a link, and markup in it that would run script does not
 $AIDEN_SCREENSHOTS and checked to be non-blank.
 """
 
+import contextlib
 import json
 import os
 import sys
@@ -203,6 +204,17 @@ class Console:
         return path
 
 
+@contextlib.contextmanager
+def phone_width(d):
+    """A 390-px-wide phone for the body, the desktop width again after it (passed or not)."""
+    d.set_window_size(390, 844)
+    try:
+        time.sleep(0.3)
+        yield
+    finally:
+        d.set_window_size(1280, 800)
+
+
 def assert_fits_phone(d, what=""):
     """No sideways scrolling: the page is no wider than the window (1 px of rounding)."""
     wide = d.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
@@ -258,7 +270,8 @@ def users_page(c, user_id):
     admin_token = os.environ["AIDEN_ADMIN_TOKEN"]
     admin = signed_in_admin(c)
     try:
-        users_spend.check(admin, call, admin_token, user_id, BUDGET_USD, shot_as, assert_fits_phone)
+        users_spend.check(admin, call, admin_token, user_id, BUDGET_USD, shot_as, phone_width,
+                          assert_fits_phone)
         timed = call("POST", "/v1/users", admin_token, {"name": f"timed-{TAG}", "role": "user"})
         timings.users_page(TIMINGS, admin, timed["id"])
     finally:
@@ -304,14 +317,10 @@ def run(c, token, agent):
                 if s_["name"].startswith("My key for")], "nothing saved"
     c.shot("02d-connect-key-refused")
     shot_as(c, "connect-key-refused")
-    d.set_window_size(390, 844)
-    try:
-        time.sleep(0.3)
+    with phone_width(d):
         assert_fits_phone(d)
         assert c.one("li.connection p.status.error").is_displayed()
         shot_as(c, "connect-key-refused-phone")
-    finally:
-        d.set_window_size(1280, 800)
     box = c.one("input[type=password]", card)
     box.clear()
     box.send_keys("sk-scripted-model-key")
@@ -527,17 +536,15 @@ def run(c, token, agent):
     # A 390-px-wide phone: no sideways scrolling, a compact menu, the composer at the bottom.
     c.go(f"#/c/{conversation}")
     c.wait("the conversation", lambda: len(c.turns()) == 4)
-    d.set_window_size(390, 844)
-    time.sleep(0.3)
-    assert_fits_phone(d)
-    runs_link = c.css('nav#nav a[href="#/runs"]')[0]
-    assert not runs_link.is_displayed(), "the menu is folded"
-    assert c.one("form.composer").value_of_css_property("position") == "sticky"
-    c.shot("15-phone")
-    c.one("button.menu-toggle").click()
-    c.wait("the menu open", lambda: runs_link.is_displayed())
-    c.shot("15b-phone-menu")
-    d.set_window_size(1280, 800)
+    with phone_width(d):
+        assert_fits_phone(d)
+        runs_link = c.css('nav#nav a[href="#/runs"]')[0]
+        assert not runs_link.is_displayed(), "the menu is folded"
+        assert c.one("form.composer").value_of_css_property("position") == "sticky"
+        c.shot("15-phone")
+        c.one("button.menu-toggle").click()
+        c.wait("the menu open", lambda: runs_link.is_displayed())
+        c.shot("15b-phone-menu")
     c.go("")
     c.one("#conversation-list")
     c.shot("02-conversations")
@@ -605,9 +612,7 @@ def search_people_trust(c, token):
     assert c.one("#search-q").get_attribute("data-kept") == "yes", "the box stayed after results"
     c.shot("30-search-found-by")
     shot_as(c, "search-found-by")
-    d.set_window_size(390, 844)
-    try:
-        time.sleep(0.3)
+    with phone_width(d):
         assert_fits_phone(d)
         assert c.one("#search-q").is_displayed()
         assert "not yet indexed" in c.one("#hits li.hit").text
@@ -621,8 +626,6 @@ def search_people_trust(c, token):
             "return document.activeElement && document.activeElement.closest('[data-alt-id]')"
             "?.dataset.altId") == strong_alt)
         c.shot("32-search-opens-message-phone")
-    finally:
-        d.set_window_size(1280, 800)
 
 
 def runs_like_temporal(c, token, answered_run, conversation):
@@ -722,8 +725,7 @@ def runs_like_temporal(c, token, answered_run, conversation):
     c.shot("27-linked-message")
 
     # A phone: the list and the waterfall fit 390 px, labels above full-width bars.
-    d.set_window_size(390, 844)
-    try:
+    with phone_width(d):
         c.go("#/runs")
         c.one(f'tr[data-run-id="{limited}"]')
         assert_fits_phone(d, "the run list is ")
@@ -739,8 +741,6 @@ def runs_like_temporal(c, token, answered_run, conversation):
         c.d.execute_script("document.querySelector('section.waterfall').scrollIntoView()")
         c.shot("29-run-waterfall-phone")
         shot_as(c, "run-waterfall-phone")
-    finally:
-        d.set_window_size(1280, 800)
 
 
 def shot_as(c, name):

@@ -6,6 +6,7 @@ never to the end of the streamed text. Each action runs several times; the table
 median and the slowest.
 """
 
+import json
 import statistics
 import time
 
@@ -36,7 +37,6 @@ check();
 
 def js_str(s):
     """A JavaScript string literal (JSON's is one)."""
-    import json
     return json.dumps(s)
 
 

@@ -3,14 +3,12 @@
 `usage`). The console's scripted model is priced (console-test.sh sets AIDEN_MODEL_PRICES), so the
 user's answers earlier in the test cost money."""
 
-import time
-
 
 def listed(call, admin_token, user_id):
     return next(u for u in call("GET", "/v1/users", admin_token)["items"] if u["id"] == user_id)
 
 
-def check(admin, call, admin_token, user_id, budget, shot_as, assert_fits_phone):
+def check(admin, call, admin_token, user_id, budget, shot_as, phone_width, assert_fits_phone):
     d = admin.d
     usage = listed(call, admin_token, user_id)["usage"]
     assert usage["spentTodayUsd"] > 0, f"the user's answers cost money: {usage}"
@@ -38,17 +36,13 @@ def check(admin, call, admin_token, user_id, budget, shot_as, assert_fits_phone)
     d.execute_script("arguments[0].scrollIntoView({block: 'center'})", row)
     admin.shot("33-users-spend")
     shot_as(admin, "users-spend")
-    d.set_window_size(390, 844)
-    try:
-        time.sleep(0.3)
+    with phone_width(d):
         assert_fits_phone(d, "the Users page is ")
         d.execute_script("const r = arguments[0]; r.scrollIntoView({block: 'center'});"
                          "r.closest('.table-wrap').scrollLeft = r.querySelector('td.spend').offsetLeft - 8;",
                          admin.one(row_css))
         admin.shot("34-users-spend-phone")
         shot_as(admin, "users-spend-phone")
-    finally:
-        d.set_window_size(1280, 800)
     # The count opens the user's runs.
     admin.one(f"{row_css} a.user-run-count").click()
     admin.wait("the user's runs", lambda: d.current_url.endswith(f"#/runs?owner={user_id}"))

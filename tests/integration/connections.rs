@@ -267,6 +267,20 @@ async fn conv_2_an_agent_turn_without_a_process_runs_the_conversations_else_the_
 /// SEC-7: "Connect a model" tries the key before keeping it. On the scripted model, its key is
 /// kept; a wrong key is refused (422 SEC-7, in words, the key nowhere in the answer) and nothing
 /// is saved; an unreachable provider says so.
+/// SEC-7: `POST /v1/secrets` of an API key, tried against `check` first.
+async fn try_key(u: &Client, name: &str, key: &str, check: Value) -> aiden_tests::Reply {
+    u.post(
+        "/v1/secrets",
+        json!({"name": name, "type": "api_key", "value": key, "checkWith": check}),
+    )
+    .await
+}
+
+/// What a refusal says, in words.
+fn refusal(r: &aiden_tests::Reply) -> &str {
+    r.body["error"]["details"][0]["message"].as_str().unwrap()
+}
+
 #[tokio::test]
 async fn sec_7_a_model_key_is_tried_before_it_is_kept() {
     use aiden_tests::scripted_model::{self, KEY};
@@ -285,18 +299,16 @@ async fn sec_7_a_model_key_is_tried_before_it_is_kept() {
     };
 
     let wrong = "sk-wrong-0123456789-do-not-echo";
-    let refused = u
-        .post(
-            "/v1/secrets",
-            json!({"name": name, "type": "api_key", "value": wrong,
-                   "checkWith": {"serviceId": service, "api": "openai"}}),
-        )
-        .await;
+    let refused = try_key(
+        &u,
+        &name,
+        wrong,
+        json!({"serviceId": service, "api": "openai"}),
+    )
+    .await;
     assert_eq!(refused.status, 422, "{}", refused.body);
     assert_eq!(refused.body["error"]["details"][0]["invariant"], "SEC-7");
-    let message = refused.body["error"]["details"][0]["message"]
-        .as_str()
-        .unwrap();
+    let message = refusal(&refused);
     assert!(message.contains("refused the key"), "{message}");
     assert!(message.contains("401"), "{message}");
     assert!(
@@ -310,13 +322,7 @@ async fn sec_7_a_model_key_is_tried_before_it_is_kept() {
     let list = u.get("/v1/secrets").await;
     assert_eq!(secrets_named(list.ok(200), &name), 0, "nothing saved");
 
-    let kept = u
-        .post(
-            "/v1/secrets",
-            json!({"name": name, "type": "api_key", "value": KEY,
-                   "checkWith": {"serviceId": service}}),
-        )
-        .await;
+    let kept = try_key(&u, &name, KEY, json!({"serviceId": service})).await;
     assert_eq!(kept.status, 201, "{}", kept.body);
     assert!(!kept.body.to_string().contains(KEY));
     let list = u.get("/v1/secrets").await;
@@ -325,29 +331,15 @@ async fn sec_7_a_model_key_is_tried_before_it_is_kept() {
     // A provider nobody answers at: said in words, nothing saved.
     let (gone, _) = model_service(&a, "http://127.0.0.1:9/v1").await;
     let other = unique("my key");
-    let unreachable = u
-        .post(
-            "/v1/secrets",
-            json!({"name": other, "type": "api_key", "value": KEY,
-                   "checkWith": {"serviceId": gone}}),
-        )
-        .await;
+    let unreachable = try_key(&u, &other, KEY, json!({"serviceId": gone})).await;
     assert_eq!(unreachable.status, 422, "{}", unreachable.body);
-    let message = unreachable.body["error"]["details"][0]["message"]
-        .as_str()
-        .unwrap();
+    let message = refusal(&unreachable);
     assert!(message.contains("could not be reached"), "{message}");
     let list = u.get("/v1/secrets").await;
     assert_eq!(secrets_named(list.ok(200), &other), 0);
 
     // A Service that does not exist is a refusal of the body (422), not a 404 of the route.
-    let missing = u
-        .post(
-            "/v1/secrets",
-            json!({"name": other, "type": "api_key", "value": KEY,
-                   "checkWith": {"serviceId": "no-such-service"}}),
-        )
-        .await;
+    let missing = try_key(&u, &other, KEY, json!({"serviceId": "no-such-service"})).await;
     missing.rejects(422, "SEC-7");
     let list = u.get("/v1/secrets").await;
     assert_eq!(secrets_named(list.ok(200), &other), 0);

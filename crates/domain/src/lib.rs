@@ -14,6 +14,7 @@ pub mod metric;
 pub mod nullable;
 pub mod operation;
 pub mod process;
+pub mod provider_wire;
 pub mod schema;
 pub mod secret;
 pub mod service;

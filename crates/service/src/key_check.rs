@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use aiden_domain::provider_wire::{anthropic_url, ANTHROPIC_VERSION};
 use aiden_domain::{service::ServiceType, user::Caller, Error as Rule, Id};
 use reqwest::header::HeaderValue;
 use serde::Deserialize;
@@ -14,8 +15,6 @@ use crate::{App, Result};
 
 /// How long the provider has to answer the check.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
-/// The Anthropic API version the `llm_call` executor sends.
-const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// Which wire the key is for (the model Tool's `operation.api`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
@@ -95,16 +94,11 @@ impl App {
         let request = match check.api {
             KeyApi::Openai => self.http.get(format!("{endpoint}/models")).bearer_auth(key),
             KeyApi::Anthropic => {
-                let url = if endpoint.ends_with("/v1") {
-                    format!("{endpoint}/models")
-                } else {
-                    format!("{endpoint}/v1/models")
-                };
                 let mut value = HeaderValue::from_str(key)
                     .map_err(|_| refused("the key has characters no API key has".into()))?;
                 value.set_sensitive(true);
                 self.http
-                    .get(url)
+                    .get(anthropic_url(endpoint, "models"))
                     .header("x-api-key", value)
                     .header("anthropic-version", ANTHROPIC_VERSION)
             }

@@ -3,10 +3,11 @@
 use reqwest::header::HeaderValue;
 use serde_json::{json, Map, Value};
 
+use aiden_domain::provider_wire::{anthropic_url, ANTHROPIC_VERSION};
+
 use super::{Call, Provider, Streamed};
 use crate::tool::TokenUsage;
 
-const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// The Messages API requires `max_tokens`; this is ours when the Tool sets none.
 const DEFAULT_MAX_TOKENS: u64 = 1024;
 
@@ -40,13 +41,8 @@ impl Provider for Anthropic {
         if let Some(t) = call.temperature {
             body["temperature"] = json!(t);
         }
-        let url = if endpoint.ends_with("/v1") {
-            format!("{endpoint}/messages")
-        } else {
-            format!("{endpoint}/v1/messages")
-        };
         let mut req = http
-            .post(url)
+            .post(anthropic_url(endpoint, "messages"))
             .header("anthropic-version", ANTHROPIC_VERSION)
             .json(&body);
         if let Some(secret) = secret {

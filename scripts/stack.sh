@@ -122,6 +122,7 @@ write_test_env() {
 export AIDEN_NEO4J_URI=bolt://127.0.0.1:$BOLT
 export AIDEN_AMQP_URI=amqp://guest:guest@127.0.0.1:$AMQP_PORT/aiden-test
 export AIDEN_STACK_GRAPH=test
+export AIDEN_NEO4J_BROWSER_URL=http://127.0.0.1:$HTTP/browser/
 unset AIDEN_AMQP_URIS AIDEN_QUEUE_TYPE
 EOF
   )

@@ -759,6 +759,13 @@ def neo4j_links(c):
     me = call("GET", "/v1/me", admin_token)
     base = me.get("neo4jBrowserUrl")
     assert base and base.startswith("http") and "@" not in base, me
+    # The Browser named is this graph's: the Neo4j server answering there advertises the Bolt
+    # address the console's server uses (its discovery document, at the HTTP root).
+    root = base.split("/browser")[0] + "/"
+    with urllib.request.urlopen(root, timeout=10) as r:
+        discovery = json.loads(r.read())
+    bolt_port = os.environ["AIDEN_NEO4J_URI"].rsplit(":", 1)[1].split("/")[0]
+    assert discovery.get("bolt_direct", "").endswith(f":{bolt_port}"), (base, discovery)
     started = call("POST", f"/v1/processes/console-steps-{TAG}/runs", admin_token,
                    {"inputs": {"q": "lineage", "tone": "plain"}})["runId"]
     conv = call("POST", "/v1/conversations", admin_token, {"title": f"Lineage {TAG}"})
@@ -946,7 +953,7 @@ def accounts(c):
         person.one("#sign-in #name")
 
         # The admin sees the password set; revokes the user's token; disables them.
-        admin.go("#/users")
+        admin.go(f"#/users?q={user_id}")
         a.refresh()
         row = admin.one(f'tr.user[data-user-id="{user_id}"]')
         admin.wait("password set", lambda: admin.one(

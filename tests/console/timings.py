@@ -189,13 +189,18 @@ def search(t, c, words):
 
 
 def users_page(t, admin, user_id):
-    """The admins' Users page: opened, a user's tokens shown, a password link made, the user
+    """The admins' Users page: opened (its first page), a user found by id, their tokens shown, a password link made, the user
     disabled and enabled again, a user created."""
     d = admin.d
     row = f'tr.user[data-user-id="{user_id}"]'
     for i in range(REPEATS):
         t.time(d, "open Users", click('nav#nav a[href="#/users"]'),
-               f"location.hash === '#/users' && {present(row + ' td.spend')}")
+               f"location.hash === '#/users' && {present('#users tbody tr.user td.spend')}")
+        box = admin.one("#user-q")
+        box.clear()
+        box.send_keys(user_id)
+        t.time(d, "Users: find one by id", "document.querySelector('#user-filter').requestSubmit();",
+               f"{present(row + ' td.spend')} && document.querySelectorAll('#users tr.user').length === 1")
         t.time(d, "Users: show tokens", click(f"{row} button.show-tokens"),
                present(f'div.tokens[data-user-id="{user_id}"] tr.token'))
         t.time(d, "Users: hide tokens", click(f"{row} button.show-tokens"),

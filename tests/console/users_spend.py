@@ -5,7 +5,18 @@ user's answers earlier in the test cost money."""
 
 
 def listed(call, admin_token, user_id):
-    return next(u for u in call("GET", "/v1/users", admin_token)["items"] if u["id"] == user_id)
+    return next(u for u in call("GET", f"/v1/users?q={user_id}", admin_token)["items"]
+                if u["id"] == user_id)
+
+
+def find(admin, text):
+    """The Users page's filter: only the users whose name contains `text` or id starts with it."""
+    box = admin.one("#user-q")
+    box.clear()
+    box.send_keys(text)
+    admin.one("#user-filter button[type=submit]").click()
+    admin.wait(f"the users found by {text}", lambda: all(
+        text in (r.get_attribute("data-user-id") + r.text) for r in admin.css("#users tr.user")))
 
 
 def check(admin, call, admin_token, user_id, budget, shot_as, phone_width, assert_fits_phone):
@@ -14,7 +25,15 @@ def check(admin, call, admin_token, user_id, budget, shot_as, phone_width, asser
     assert usage["spentTodayUsd"] > 0, f"the user's answers cost money: {usage}"
     assert 0 < usage["spentTodayUsd"] < budget, usage
     assert usage["runs"] > 0, usage
+    # A user who never ran anything: nothing spent, no runs (found by the page's filter).
+    idle = next(u for u in call("GET", "/v1/users?limit=200", admin_token)["items"]
+                if u["usage"]["runs"] == 0 and not u.get("quota"))
     admin.go("#/users")
+    find(admin, idle["id"])
+    idle_row = admin.one(f'tr.user[data-user-id="{idle["id"]}"]')
+    assert admin.one("td.spend", idle_row).text == "$0.00"
+    assert admin.one("td.runs", idle_row).text == "none"
+    find(admin, user_id)
     row_css = f'tr.user[data-user-id="{user_id}"]'
     row = admin.one(row_css)
     spend = admin.one("td.spend", row)
@@ -27,12 +46,6 @@ def check(admin, call, admin_token, user_id, budget, shot_as, phone_width, asser
     runs = admin.one("td.runs", row)
     assert int(runs.get_attribute("data-runs")) == usage["runs"], (runs.text, usage)
     assert f"{usage['runs']} runs" in runs.text, runs.text
-    # A user who never ran anything: nothing spent, no runs.
-    idle = next(u for u in call("GET", "/v1/users", admin_token)["items"]
-                if u["usage"]["runs"] == 0 and not u.get("quota"))
-    idle_row = admin.one(f'tr.user[data-user-id="{idle["id"]}"]')
-    assert admin.one("td.spend", idle_row).text == "$0.00"
-    assert admin.one("td.runs", idle_row).text == "none"
     d.execute_script("arguments[0].scrollIntoView({block: 'center'})", row)
     admin.shot("33-users-spend")
     shot_as(admin, "users-spend")

@@ -315,12 +315,14 @@ async fn usr_4_failed_sign_ins_are_throttled_per_source() {
 async fn usr_5_the_user_list_shows_who_has_a_password_and_a_users_runs_filter() {
     let (id, _) = with_password().await;
     let plain = new_user("user").await;
-    let list = admin().get("/v1/users").await;
-    let items = list.ok(200)["items"].as_array().unwrap().clone();
-    let of = |who: &str| items.iter().find(|u| u["id"] == who).cloned().unwrap();
-    assert_eq!(of(&id)["hasPassword"], true);
-    assert_eq!(of(&plain.id)["hasPassword"], false);
-    assert!(!list.body.to_string().contains("argon2"), "never the hash");
+    let of = |who: String| async move {
+        let list = admin().get(&format!("/v1/users?q={who}")).await;
+        assert!(!list.body.to_string().contains("argon2"), "never the hash");
+        let items = list.ok(200)["items"].as_array().unwrap().clone();
+        items.into_iter().find(|u| u["id"] == who.as_str()).unwrap()
+    };
+    assert_eq!(of(id.clone()).await["hasPassword"], true);
+    assert_eq!(of(plain.id.clone()).await["hasPassword"], false);
     assert_eq!(plain.get("/v1/users").await.status.as_u16(), 403);
     let runs = admin().get(&format!("/v1/runs?ownerId={}", plain.id)).await;
     assert_eq!(
@@ -328,4 +330,57 @@ async fn usr_5_the_user_list_shows_who_has_a_password_and_a_users_runs_filter() 
         json!([]),
         "the new user has started nothing"
     );
+}
+
+/// The admins' user list comes a page at a time by name (case-insensitive, then id), narrowed
+/// by `?q=` to names that contain it or ids that start with it; a bad page size is a 400.
+#[tokio::test]
+async fn the_user_list_pages_by_name_and_finds_users_by_name_or_id() {
+    let a = admin();
+    let stem = unique("Pager");
+    let mut ids = Vec::new();
+    for name in ["b", "A", "c"] {
+        let made = a
+            .post(
+                "/v1/users",
+                json!({"name": format!("{stem} {name}"), "role": "user"}),
+            )
+            .await;
+        ids.push(made.ok(201)["id"].as_str().unwrap().to_owned());
+    }
+    let names = |page: &Value| -> Vec<String> {
+        page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| u["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let q = stem.to_uppercase();
+    let first = a.get(&format!("/v1/users?q={q}&limit=2")).await;
+    let first = first.ok(200).clone();
+    assert_eq!(names(&first), [format!("{stem} A"), format!("{stem} b")]);
+    let cursor = first["nextCursor"]
+        .as_str()
+        .expect("a next page")
+        .to_owned();
+    let second = a
+        .get(&format!("/v1/users?q={q}&limit=2&cursor={cursor}"))
+        .await;
+    let second = second.ok(200).clone();
+    assert_eq!(names(&second), [format!("{stem} c")]);
+    assert!(second["nextCursor"].is_null(), "{second}");
+    assert!(second["items"][0]["usage"]["runs"].is_number(), "{second}");
+
+    // By id: the user whose id starts with the text, whatever their name.
+    let by_id = a.get(&format!("/v1/users?q={}", ids[2])).await;
+    assert_eq!(names(by_id.ok(200)), [format!("{stem} c")]);
+
+    // Without `limit`, a page of 50 at most.
+    let page = a.get("/v1/users").await;
+    assert!(page.ok(200)["items"].as_array().unwrap().len() <= 50);
+    let bad = a.get("/v1/users?limit=0").await;
+    assert_eq!(bad.status.as_u16(), 400, "{}", bad.body);
+    let unknown = a.get("/v1/users?name=x").await;
+    assert_eq!(unknown.status.as_u16(), 400, "{}", unknown.body);
 }

@@ -264,9 +264,6 @@ async fn conv_2_an_agent_turn_without_a_process_runs_the_conversations_else_the_
     start(conv, next).await.ok(202);
 }
 
-/// SEC-7: "Connect a model" tries the key before keeping it. On the scripted model, its key is
-/// kept; a wrong key is refused (422 SEC-7, in words, the key nowhere in the answer) and nothing
-/// is saved; an unreachable provider says so.
 /// SEC-7: `POST /v1/secrets` of an API key, tried against `check` first.
 async fn try_key(u: &Client, name: &str, key: &str, check: Value) -> aiden_tests::Reply {
     u.post(
@@ -281,6 +278,10 @@ fn refusal(r: &aiden_tests::Reply) -> &str {
     r.body["error"]["details"][0]["message"].as_str().unwrap()
 }
 
+/// SEC-7: "Connect a model" tries the key before keeping it. On the scripted model, its key is
+/// kept; a wrong key is refused (422 SEC-7, in words, the key nowhere in the answer) and nothing
+/// is saved; an unreachable provider says so; a provider without a model list is asked its
+/// chat route instead.
 #[tokio::test]
 async fn sec_7_a_model_key_is_tried_before_it_is_kept() {
     use aiden_tests::scripted_model::{self, KEY};
@@ -337,6 +338,20 @@ async fn sec_7_a_model_key_is_tried_before_it_is_kept() {
     assert!(message.contains("could not be reached"), "{message}");
     let list = u.get("/v1/secrets").await;
     assert_eq!(secrets_named(list.ok(200), &other), 0);
+
+    // A provider without a model list: its chat route is asked with an empty request; the
+    // wrong key is refused there, the right one kept.
+    let bare = scripted_model::start_without_model_list().await;
+    let (bare, _) = model_service(&a, &bare).await;
+    let third = unique("my key");
+    let wrong_there = try_key(&u, &third, wrong, json!({"serviceId": bare})).await;
+    assert_eq!(wrong_there.status, 422, "{}", wrong_there.body);
+    let message = refusal(&wrong_there);
+    assert!(message.contains("refused the key (401"), "{message}");
+    let kept_there = try_key(&u, &third, KEY, json!({"serviceId": bare})).await;
+    assert_eq!(kept_there.status, 201, "{}", kept_there.body);
+    let list = u.get("/v1/secrets").await;
+    assert_eq!(secrets_named(list.ok(200), &third), 1);
 
     // A Service that does not exist is a refusal of the body (422), not a 404 of the route.
     let missing = try_key(&u, &other, KEY, json!({"serviceId": "no-such-service"})).await;

@@ -167,6 +167,46 @@ pub fn serve(listener: tokio::net::TcpListener, frame: Duration) -> (Model, Stri
     (model, format!("http://{addr}/v1"))
 }
 
+/// An OpenAI-compatible provider with no model list (`GET /v1/models` is 404, as on some
+/// gateways) whose chat route authenticates first, as OpenAI's does: a request without the key
+/// [`KEY`] is 401, one with it but without messages 400 (`invalid_request_error`). Its base URL.
+pub async fn start_without_model_list() -> String {
+    async fn chat(headers: HeaderMap, Json(body): Json<Value>) -> Response {
+        let bearer = headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if bearer != Some(KEY) {
+            return unauthorized();
+        }
+        if body["messages"].as_array().is_none_or(Vec::is_empty) {
+            let error = json!({"error": {"message": "[] is too short - 'messages'",
+                "type": "invalid_request_error", "param": "messages", "code": null}});
+            return (StatusCode::BAD_REQUEST, Json(error)).into_response();
+        }
+        Json(
+            json!({"id": "chatcmpl-0", "object": "chat.completion", "choices": [{"index": 0,
+            "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]}),
+        )
+        .into_response()
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = Router::new().route("/v1/chat/completions", post(chat));
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}/v1")
+}
+
+/// OpenAI's answer to a wrong key.
+fn unauthorized() -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        Json(json!({"error": {"message": "Incorrect API key provided.",
+                              "type": "invalid_request_error", "code": "invalid_api_key"}})),
+    )
+        .into_response()
+}
+
 /// The one key `GET /v1/models` accepts.
 pub const KEY: &str = "sk-scripted-model-key";
 
@@ -178,12 +218,7 @@ async fn models(headers: HeaderMap) -> Response {
             {"id": "scripted", "object": "model", "created": 0, "owned_by": "aiden-tests"}]}))
         .into_response();
     }
-    (
-        StatusCode::UNAUTHORIZED,
-        Json(json!({"error": {"message": "Incorrect API key provided.",
-                              "type": "invalid_request_error", "code": "invalid_api_key"}})),
-    )
-        .into_response()
+    unauthorized()
 }
 
 /// The script entry for this turn and the tool results so far, from neutral messages

@@ -36,11 +36,27 @@ pub struct ListedUser {
     pub runs: i64,
 }
 
-/// Every user, by id (admins' list), with their spend on the UTC day `day` (`YYYY-MM-DD`) and
-/// their runs.
-pub async fn list(tx: &mut Tx, day: &str) -> Result<Vec<ListedUser>, Error> {
-    tx.rows(cypher(query_file!("user/list_users.cypher"), None).param("day", day))
-        .await
+/// Which users the admins' list shows: at most `limit` by name after the user `cursor`, those
+/// whose name contains `q` (lower case) or whose id starts with it when given.
+pub struct UserFilter<'a> {
+    pub q: Option<&'a str>,
+    pub cursor: Option<&'a str>,
+    pub limit: i64,
+}
+
+/// A page of users by name (admins' list), with their spend on the UTC day `day`
+/// (`YYYY-MM-DD`) and their runs.
+pub async fn list(
+    tx: &mut Tx,
+    filter: &UserFilter<'_>,
+    day: &str,
+) -> Result<Vec<ListedUser>, Error> {
+    let q = cypher(query_file!("user/list_users.cypher"), None)
+        .param("day", day)
+        .param("q", filter.q)
+        .param("cursor", filter.cursor)
+        .param("limit", filter.limit);
+    tx.rows(q).await
 }
 
 /// Sets (or clears) the user's default chat Process.

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use crate::{
     now,
     tx::{read_tx, write_tx},
-    App, Result,
+    App, Page, PageRequest, Result,
 };
 
 /// The id of the admin that `AIDEN_ADMIN_TOKEN` authenticates.
@@ -264,15 +264,29 @@ impl App {
         })
     }
 
-    /// `GET /v1/users` (admins), each with their spend today (the App's clock's UTC day, the
-    /// one AGT-14's start checks read) and their runs.
-    pub async fn list_users(&self, caller: &Caller) -> Result<Vec<User>> {
+    /// `GET /v1/users` (admins): a page of users by name, those whose name contains `q` or
+    /// whose id starts with it when given, each with their spend today (the App's clock's UTC
+    /// day, the one AGT-14's start checks read) and their runs.
+    pub async fn list_users(
+        &self,
+        caller: &Caller,
+        q: Option<&str>,
+        page: PageRequest,
+    ) -> Result<Page<User>> {
         ensure_admin(caller)?;
+        let limit = page.limit()?;
         let day = aiden_domain::execution::cost::day_of(self.clock.now());
+        let q = q.map(|q| q.trim().to_lowercase()).filter(|q| !q.is_empty());
+        let filter = aiden_graph::users::UserFilter {
+            q: q.as_deref(),
+            cursor: page.cursor.as_deref(),
+            limit: limit + 1,
+        };
         let rows = read_tx!(self, |tx| {
-            Ok(aiden_graph::users::list(&mut tx, &day).await?)
+            Ok(aiden_graph::users::list(&mut tx, &filter, &day).await?)
         })?;
-        rows.into_iter()
+        let mut items = rows
+            .into_iter()
             .map(|r| {
                 let mut user = user_view(r.user)?;
                 user.usage = Some(Usage {
@@ -284,7 +298,14 @@ impl App {
                 });
                 Ok(user)
             })
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        let next_cursor = if items.len() as i64 > limit {
+            items.truncate(limit as usize);
+            items.last().map(|u| u.id.clone())
+        } else {
+            None
+        };
+        Ok(Page { items, next_cursor })
     }
 
     /// `GET /v1/me`: the caller, and for an admin the Neo4j Browser's address.

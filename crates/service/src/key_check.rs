@@ -1,7 +1,9 @@
 //! SEC-7: a model key is tried with one small request before it is kept. `POST /v1/secrets`
 //! with `checkWith: {serviceId, api}` asks the model Service's provider for its model list
-//! with the key (the same authentication the `llm_call` executor sends); a refusal, an
-//! unreachable host or a timeout answers 422 and nothing is saved. The key is never in an
+//! with the key (the same authentication the `llm_call` executor sends); a provider without a
+//! model list (404/405) is asked its chat route with an empty request instead, which it
+//! authenticates before refusing the body. A refusal, an unreachable host or a timeout answers
+//! 422 and nothing is saved. The key is never in an
 //! answer, a log line or an error: only the Service's host and the provider's status are.
 
 use std::time::Duration;
@@ -38,6 +40,29 @@ fn refused(message: String) -> crate::Error {
     Rule::invariant("SEC-7", "/value", message).into()
 }
 
+/// Sends `request` with `key` (a header value already checked) as the API expects it, marked
+/// sensitive so no debug print shows it, within [`CHECK_TIMEOUT`].
+async fn send_with_key(request: reqwest::RequestBuilder, api: KeyApi, key: &HeaderValue) -> Asked {
+    let mut key = key.clone();
+    key.set_sensitive(true);
+    let request = match api {
+        KeyApi::Openai => {
+            let mut bearer = HeaderValue::from_bytes(&[b"Bearer ", key.as_bytes()].concat())
+                .unwrap_or_else(|_| key.clone());
+            bearer.set_sensitive(true);
+            request.header(reqwest::header::AUTHORIZATION, bearer)
+        }
+        KeyApi::Anthropic => request
+            .header("x-api-key", key)
+            .header("anthropic-version", ANTHROPIC_VERSION),
+    };
+    request
+        .timeout(CHECK_TIMEOUT)
+        .send()
+        .await
+        .map(|r| r.status())
+}
+
 /// The endpoint's scheme, host and port: what a message may name.
 fn host_of(endpoint: &str) -> String {
     reqwest::Url::parse(endpoint)
@@ -53,8 +78,31 @@ fn host_of(endpoint: &str) -> String {
         .unwrap_or_else(|| "the provider".into())
 }
 
+/// The provider's status for a request, or why none came.
+type Asked = std::result::Result<reqwest::StatusCode, reqwest::Error>;
+
 impl App {
-    /// SEC-7: `Ok` when the provider of `check.service_id` accepted `key` in one request.
+    /// `GET {endpoint}/models` with the key, authenticated as the `llm_call` executor does.
+    async fn ask_models(&self, api: KeyApi, endpoint: &str, key: &HeaderValue) -> Asked {
+        let request = match api {
+            KeyApi::Openai => self.http.get(format!("{endpoint}/models")),
+            KeyApi::Anthropic => self.http.get(anthropic_url(endpoint, "models")),
+        };
+        send_with_key(request, api, key).await
+    }
+
+    /// An empty request to the chat route (`max_tokens` 1, no messages): authenticated, then
+    /// refused as invalid without running a model.
+    async fn ask_chat(&self, api: KeyApi, endpoint: &str, key: &HeaderValue) -> Asked {
+        let request = match api {
+            KeyApi::Openai => self.http.post(format!("{endpoint}/chat/completions")),
+            KeyApi::Anthropic => self.http.post(anthropic_url(endpoint, "messages")),
+        };
+        let empty = serde_json::json!({"model": "", "messages": [], "max_tokens": 1});
+        send_with_key(request.json(&empty), api, key).await
+    }
+
+    /// SEC-7: `Ok` when the provider of `check.service_id` accepted `key`.
     pub(crate) async fn try_model_key(
         &self,
         caller: &Caller,
@@ -91,20 +139,21 @@ impl App {
             .into());
         };
         let host = host_of(endpoint);
-        let request = match check.api {
-            KeyApi::Openai => self.http.get(format!("{endpoint}/models")).bearer_auth(key),
-            KeyApi::Anthropic => {
-                let mut value = HeaderValue::from_str(key)
-                    .map_err(|_| refused("the key has characters no API key has".into()))?;
-                value.set_sensitive(true);
-                self.http
-                    .get(anthropic_url(endpoint, "models"))
-                    .header("x-api-key", value)
-                    .header("anthropic-version", ANTHROPIC_VERSION)
-            }
+        let key = HeaderValue::from_str(key)
+            .map_err(|_| refused("the key has characters no API key has".into()))?;
+        // A provider without a model list (404/405: some OpenAI-compatible servers and
+        // gateways) said nothing about the key: its chat route is asked with an empty request,
+        // which a provider authenticates before it reads the body (the right key: 400 or 422
+        // for the empty request; a wrong one: 401/403). No model runs and nothing is billed.
+        let (asked_for, answer) = match self.ask_models(check.api, endpoint, &key).await {
+            Ok(status) if matches!(status.as_u16(), 404 | 405) => (
+                "an empty chat request",
+                self.ask_chat(check.api, endpoint, &key).await,
+            ),
+            other => ("its models", other),
         };
-        let outcome = request.timeout(CHECK_TIMEOUT).send().await;
-        let verdict = match outcome {
+        let authenticated_only = asked_for != "its models";
+        let verdict = match answer {
             Err(e) if e.is_timeout() => Err(format!(
                 "the model provider at {host} did not answer within {} s; the key was not saved",
                 CHECK_TIMEOUT.as_secs()
@@ -112,17 +161,16 @@ impl App {
             Err(_) => Err(format!(
                 "the model provider at {host} could not be reached; the key was not saved"
             )),
-            Ok(r) if matches!(r.status().as_u16(), 401 | 403) => Err(format!(
-                "the model provider at {host} refused the key ({}): check that it is the right, \
-                 active key; it was not saved",
-                r.status()
+            Ok(status) if matches!(status.as_u16(), 401 | 403) => Err(format!(
+                "the model provider at {host} refused the key ({status}): check that it is the \
+                 right, active key; it was not saved"
             )),
-            Ok(r) if !r.status().is_success() => Err(format!(
-                "the model provider at {host} answered {} when asked for its models with the \
-                 key; it was not saved",
-                r.status()
+            Ok(status) if status.is_success() => Ok(()),
+            Ok(status) if authenticated_only && matches!(status.as_u16(), 400 | 422) => Ok(()),
+            Ok(status) => Err(format!(
+                "the model provider at {host} answered {status} when asked for {asked_for} with \
+                 the key; it was not saved"
             )),
-            Ok(_) => Ok(()),
         };
         match verdict {
             Ok(()) => {

@@ -75,7 +75,7 @@ impl PageRequest {
     pub const DEFAULT_LIMIT: i64 = 50;
     pub const MAX_LIMIT: i64 = 500;
 
-    fn limit(&self) -> Result<i64> {
+    pub(crate) fn limit(&self) -> Result<i64> {
         match self.limit {
             None => Ok(Self::DEFAULT_LIMIT),
             Some(l) if (1..=Self::MAX_LIMIT).contains(&l) => Ok(l),

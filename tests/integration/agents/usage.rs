@@ -8,7 +8,7 @@ use super::{agent_process, kit, run};
 
 /// The user's line in the admins' list.
 async fn listed(id: &str) -> Value {
-    let list = admin().get("/v1/users").await;
+    let list = admin().get(&format!("/v1/users?q={id}")).await;
     let items = list.ok(200)["items"].as_array().unwrap();
     items
         .iter()

@@ -55,13 +55,44 @@ function row(r) {
     h('td.run-duration', r.durationMs === null || r.durationMs === undefined ? h('span.muted', 'not started') : duration(r.durationMs)));
 }
 
+/** The owner filter (admins): a name typed with suggestions from `GET /v1/users?q=`, however
+ * many users there are; a name or id that matches one user narrows the list to their runs,
+ * an empty box to anyone's. */
+function ownerFilter(owner, ownerId, choose) {
+  const choices = h('datalist#run-owner-choices');
+  const box = h('input#run-owner', {
+    type: 'search', list: 'run-owner-choices', value: owner?.name || ownerId, placeholder: 'anyone',
+    autocomplete: 'off', 'aria-describedby': 'run-owner-said',
+  });
+  const said = h('span.muted#run-owner-said', { 'aria-live': 'polite' });
+  const matching = async (text) => (await get(`/v1/users?q=${encodeURIComponent(text)}&limit=20`)).items;
+  let seq = 0;
+  box.addEventListener('input', async () => {
+    const n = ++seq;
+    const text = box.value.trim();
+    const found = text ? await matching(text).catch(() => []) : [];
+    if (n !== seq) return;
+    mount(choices, found.map((u) => h('option', { value: u.name, label: u.id })));
+  });
+  box.addEventListener('change', async () => {
+    const text = box.value.trim();
+    if (!text) { choose(''); return; }
+    const found = await matching(text).catch(() => []);
+    const exact = found.filter((u) => u.name === text || u.id === text);
+    const one = exact.length === 1 ? exact[0] : found.length === 1 ? found[0] : null;
+    if (one) choose(one.id);
+    else mount(said, found.length ? ` ${found.length}${found.length === 20 ? '+' : ''} users match: pick one` : ' no user matches');
+  });
+  return h('label.filter', { for: 'run-owner' }, 'Owner ', box, choices, said);
+}
+
 export async function runList(view) {
   const f = filtersFrom(location.hash);
   const admin = session.me?.role === 'admin';
   const go = (change) => { location.hash = hashOf({ ...f, ...change }); };
-  const [processes, users] = await Promise.all([
+  const [processes, owner] = await Promise.all([
     all('/v1/processes').catch(() => []),
-    admin ? get('/v1/users').then((p) => p.items, () => []) : Promise.resolve([]),
+    admin && f.owner ? get(`/v1/users/${encodeURIComponent(f.owner)}`).catch(() => null) : Promise.resolve(null),
   ]);
   const select = (id, label, value, options, key) => h('label.filter', { for: id }, `${label} `,
     h(`select#${id}`, { onchange: (e) => go({ [key]: e.target.value }) },
@@ -83,7 +114,7 @@ export async function runList(view) {
   },
   select('run-status', 'Status', f.status, ['', ...every(runStatus)].map((s) => [s, s || 'any']), 'status'),
   select('run-process', 'Process', f.process, [['', 'any'], ...processes.map((p) => [p.id, p.name || p.id])], 'process'),
-  admin ? select('run-owner', 'Owner', f.owner, [['', 'anyone'], ...users.map((u) => [u.id, u.name])], 'owner') : null,
+  admin ? ownerFilter(owner, f.owner, (id) => go({ owner: id })) : null,
   search, h('button', { type: 'submit' }, 'Find'));
 
   const body = h('tbody');
@@ -121,7 +152,7 @@ export async function runList(view) {
     more.hidden = !cursor || shown >= 500;
   });
 
-  const ownerName = users.find((u) => u.id === f.owner)?.name;
+  const ownerName = owner?.name;
   mount(view,
     h('h1', 'Runs',
       f.process ? h('span.muted', ` of ${processes.find((p) => p.id === f.process)?.name || f.process}`) : null,

@@ -1,9 +1,9 @@
-// Users (admins only): everyone with their role, whether they are disabled and whether a
-// password is set, what they spent today against their daily budget (AGT-14) and how many runs
+// Users (admins only): a page at a time by name, found by name or id (`#/users?q=`), each with
+// their role, whether they are disabled and whether a password is set, what they spent today against their daily budget (AGT-14) and how many runs
 // they started (the last one linked); new users (their first token shown once), disabling,
 // one-time password links for people, each user's tokens with revoke, and a link to their runs.
 
-import { all, del, get, patch, post } from './api.js';
+import { del, get, patch, post } from './api.js';
 import { badge, h, mount, when } from './dom.js';
 import { explain } from './words.js';
 
@@ -95,9 +95,13 @@ export async function usersPage(view, { showError }) {
           : h('tr', h('td', { colspan: 5 }, 'No tokens.')))));
   }
 
-  const byName = (a, b) => (a.name || '').localeCompare(b.name || '');
-  let items = [];
   const shown = new Map(); // user id -> { row, extra }: their line, and their tokens when open
+  let filter = new URLSearchParams(location.hash.split('?')[1] || '').get('q') || '';
+  let cursor = null; // the next page's, when there is one
+  let count = 0;
+  const more = h('button#users-more', { type: 'button', hidden: true }, 'More users');
+  const caption = h('caption');
+  const body = h('tbody');
 
   /** A user's line, and under it their tokens when they are open. */
   async function linesOf(u) {
@@ -132,44 +136,74 @@ export async function usersPage(view, { showError }) {
     return { row, extra };
   }
 
-  /** Puts a user's lines where `before` (a line on screen, or null: the end) is. */
-  function place(u, lines, before) {
+  /** Puts a user's lines in place of their old ones, or first (`atTop`) or last. */
+  function place(u, lines, atTop = false) {
     const old = shown.get(u.id);
     if (old) {
       old.row.replaceWith(lines.row);
       old.extra?.remove();
-    } else if (before) before.before(lines.row);
-    else listSlot.querySelector('tbody').append(lines.row);
+    } else if (atTop) body.prepend(lines.row);
+    else body.append(lines.row);
     if (lines.extra) lines.row.after(lines.extra);
     shown.set(u.id, lines);
   }
 
   /** Draws one user's lines again after a change to them; the rest of the table stays. */
   async function redraw(u) {
-    place(u, await linesOf(u), null);
+    place(u, await linesOf(u));
   }
 
-  /** A user just created, in their place by name, without reading the list again. */
+  const said = () => {
+    const n = `${count}${cursor ? '+' : ''} user${count === 1 && !cursor ? '' : 's'}`;
+    caption.textContent = filter ? `${n} whose name contains or id starts with “${filter}”` : `${n}, by name`;
+  };
+
+  /** A user just created, first in the table, without reading the list again. */
   async function add(u) {
-    const next = items.find((x) => byName(x, u) > 0);
-    items.push(u);
-    items.sort(byName);
-    place(u, await linesOf(u), next ? shown.get(next.id).row : null);
-    listSlot.querySelector('caption').textContent = `${items.length} users`;
+    body.querySelector('tr.none')?.remove();
+    place(u, await linesOf(u), true);
+    count += 1;
+    said();
   }
 
-  /** The whole list, read again. */
-  async function draw() {
-    items = await all('/v1/users');
-    items.sort(byName);
-    const lines = await Promise.all(items.map(linesOf));
-    shown.clear();
-    items.forEach((u, i) => shown.set(u.id, lines[i]));
-    mount(listSlot, h('div.table-wrap', h('table#users',
-      h('caption', `${items.length} users`),
-      h('thead', h('tr', ['User', 'Role', 'State', 'Password', 'Spent today', 'Runs', 'Created', ''].map((x) => h('th', { scope: 'col' }, x)))),
-      h('tbody', lines.map((l) => [l.row, l.extra])))));
+  /** A page of users (50, by name) after `after`, narrowed by the filter. */
+  async function page(after) {
+    const q = new URLSearchParams({ limit: '50' });
+    if (filter) q.set('q', filter);
+    if (after) q.set('cursor', after);
+    const got = await get(`/v1/users?${q}`);
+    const lines = await Promise.all(got.items.map(linesOf));
+    got.items.forEach((u, i) => place(u, lines[i]));
+    count += got.items.length;
+    cursor = got.nextCursor;
+    more.hidden = !cursor;
+    if (!count) mount(body, h('tr.none', h('td', { colspan: 8 }, filter ? 'No user matches.' : 'No users.')));
+    said();
   }
+
+  /** The first page again (after the filter changed). */
+  async function draw() {
+    shown.clear();
+    body.replaceChildren();
+    count = 0;
+    await page(null);
+  }
+  more.addEventListener('click', act(() => page(cursor)));
+
+  const find = h('input#user-q', {
+    type: 'search', value: filter, placeholder: 'Name or id', 'aria-label': 'Find a user by name or id', autocomplete: 'off',
+  });
+  const finder = h('form#user-filter.inline', {
+    role: 'search',
+    onsubmit: async (e) => {
+      e.preventDefault();
+      filter = find.value.trim();
+      // The address keeps the filter (a reload or a link shows the same users) without the
+      // router drawing the page again.
+      history.replaceState(null, '', filter ? `#/users?q=${encodeURIComponent(filter)}` : '#/users');
+      try { await draw(); } catch (err) { showError(err); }
+    },
+  }, find, h('button', { type: 'submit' }, 'Find'));
 
   const name = h('input#new-user-name', { required: true, maxlength: 200, autocomplete: 'off' });
   const role = h('select#new-user-role', h('option', { value: 'user' }, 'user'), h('option', { value: 'admin' }, 'admin'));
@@ -198,6 +232,9 @@ export async function usersPage(view, { showError }) {
   h('label', { for: 'new-user-role' }, 'Role'), role,
   h('button', { type: 'submit' }, 'Create user'));
 
+  mount(listSlot, h('div.table-wrap', h('table#users', caption,
+    h('thead', h('tr', ['User', 'Role', 'State', 'Password', 'Spent today', 'Runs', 'Created', ''].map((x) => h('th', { scope: 'col' }, x)))),
+    body)), more);
   await draw();
   mount(view,
     h('h1', 'Users'),
@@ -205,5 +242,6 @@ export async function usersPage(view, { showError }) {
     form,
     notice,
     h('h2', 'Everyone'),
+    finder,
     listSlot);
 }

@@ -1,9 +1,10 @@
 //! Users and their tokens (USR-1..4).
 
 use aiden_domain::user::UserPatch;
-use aiden_service::{NewToken, NewUser, Page};
+use aiden_domain::Error as Rule;
+use aiden_service::{NewToken, NewUser, Page, PageRequest};
 use axum::{
-    extract::{Path, State as S},
+    extract::{rejection::QueryRejection, Path, Query, State as S},
     http::{HeaderValue, StatusCode},
     response::{IntoResponse, Response},
     Json,
@@ -11,7 +12,7 @@ use axum::{
 
 use super::catalog::{deleted, ok};
 use crate::{
-    error::ApiResult,
+    error::{ApiError, ApiResult},
     extract::{AppJson, Auth, Session, Source},
     State,
 };
@@ -28,9 +29,31 @@ pub async fn create_user(
     ))
 }
 
-pub async fn list_users(S(st): S<State>, Auth(c): Auth) -> ApiResult<Response> {
-    let items = st.app.list_users(&c).await?;
-    Ok(ok(aiden_service::views::Items { items }))
+/// `GET /v1/users`: `?q=&limit=&cursor=`.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UserListQuery {
+    /// Only users whose name contains this (case-insensitive) or whose id starts with it.
+    q: Option<String>,
+    /// Users per page (1–500, 50 when not given).
+    #[schemars(range(min = 1, max = 500))]
+    limit: Option<i64>,
+    /// `nextCursor` of the previous page.
+    cursor: Option<String>,
+}
+
+pub async fn list_users(
+    S(st): S<State>,
+    Auth(c): Auth,
+    q: Result<Query<UserListQuery>, QueryRejection>,
+) -> ApiResult<Response> {
+    let Query(q) = q.map_err(|e| ApiError::from(Rule::validation("query", e.body_text())))?;
+    let page = PageRequest {
+        limit: q.limit,
+        cursor: q.cursor,
+        include_archived: false,
+    };
+    Ok(ok(st.app.list_users(&c, q.q.as_deref(), page).await?))
 }
 
 pub async fn get_me(S(st): S<State>, Auth(c): Auth) -> ApiResult<Response> {

@@ -73,8 +73,9 @@ pub(super) fn routes(t: Table) -> Table {
         GET,
         "/v1/users",
         u::list_users,
-        Op::new("Every user (admin), with whether a password is set, their spend today (AGT-14) and their runs")
-            .ok::<aiden_service::views::Items<aiden_service::User>>()
+        Op::new("A page of users by name (admin; ?q= narrows to names containing it or ids starting with it), with whether a password is set, their spend today (AGT-14) and their runs")
+            .query::<u::UserListQuery>()
+            .ok::<aiden_service::Page<aiden_service::User>>()
             .errors(&[403])
     );
     let t = route!(

@@ -33,12 +33,24 @@ export async function processPage(view, id) {
       h('details', h('summary', 'Definition (JSON)'), json(version))] : h('p', 'No versions.'));
 }
 
+/** The Tools a page at a time (50, by id): a big catalogue opens as fast as a small one. */
 export async function toolList(view) {
-  const items = await all('/v1/tools');
-  mount(view, h('h1', 'Tools'),
-    table(['Tool', 'Name', 'Service', 'Operation', 'Status', 'Enabled', 'Shared'], items.map((t) => [
-      t.id, t.name, t.serviceId, t.operation?.type || '—', badge(t.status), yes(t.enabled), yes(t.shared),
-    ])));
+  const cells = (t) => [t.id, t.name, t.serviceId, t.operation?.type || '—', badge(t.status), yes(t.enabled), yes(t.shared)];
+  const first = await get('/v1/tools?limit=50');
+  const more = h('button#tools-more', { type: 'button', hidden: !first.nextCursor }, 'More tools');
+  let cursor = first.nextCursor;
+  const drawn = table(['Tool', 'Name', 'Service', 'Operation', 'Status', 'Enabled', 'Shared'], first.items.map(cells));
+  more.addEventListener('click', async () => {
+    more.disabled = true;
+    try {
+      const page = await get(`/v1/tools?limit=50&cursor=${encodeURIComponent(cursor)}`);
+      const body = drawn.querySelector('tbody');
+      if (page.items.length) body.append(...table([], page.items.map(cells)).querySelectorAll('tbody tr'));
+      cursor = page.nextCursor;
+      more.hidden = !cursor;
+    } finally { more.disabled = false; }
+  });
+  mount(view, h('h1', 'Tools'), drawn, more);
 }
 
 export async function serviceList(view, { showError } = {}) {

@@ -22,7 +22,8 @@ function templateTools(tools, service) {
 }
 
 export async function connectPage(view, { showError }) {
-  const [services, tools] = await Promise.all([all('/v1/services'), all('/v1/tools')]);
+  // One round: the three reads do not depend on each other.
+  const [services, tools, me] = await Promise.all([all('/v1/services'), all('/v1/tools'), get('/v1/me/chat-processes')]);
   const models = services.filter((s) => s.type === 'llm_provider' && s.enabled);
   const mine = tools.filter((t) => t.ownerId === session.me.id && t.toolTemplateId);
   const cards = models.map((service) => {
@@ -87,7 +88,6 @@ export async function connectPage(view, { showError }) {
           : h('p.muted', 'Nothing on this Service is made from a template, so there is nothing to connect.'),
       status);
   });
-  const me = await get('/v1/me/chat-processes');
   const waiting = me.items.filter((p) => !p.ready);
   mount(view,
     h('h1', 'Connect a model'),

@@ -257,7 +257,7 @@ def exchange(token, agent, conv, parent, answer, asked=None):
     agent_turn = call("POST", f"/v1/conversations/{conv}/agent-turns", token,
                       {"processId": agent, "parentTurnId": turn["id"]})
     tree = settled(token, conv, 0)
-    return next(t for t in tree["turns"] if t["id"] == agent_turn["id"])
+    return next(t for t in tree["turns"] if t["id"] == agent_turn["turnId"])
 
 
 def conversation(token, agent, title, answers=()):
@@ -278,7 +278,11 @@ class Shots:
         self.token = token
 
     def size(self, wh):
-        self.d.set_window_size(*wh)
+        """The viewport (and so the screenshot) exactly `wh`; a phone below 500 px."""
+        w, h = wh
+        self.d.set_window_size(w, h + 200)
+        self.d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+            "width": w, "height": h, "deviceScaleFactor": 1, "mobile": w < 500})
         time.sleep(0.2)
 
     def open(self, side, hash_="", token=None):

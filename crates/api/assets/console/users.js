@@ -99,6 +99,7 @@ export async function usersPage(view, { showError }) {
   let filter = new URLSearchParams(location.hash.split('?')[1] || '').get('q') || '';
   let cursor = null; // the next page's, when there is one
   let count = 0;
+  let drawn = 0; // how many times the first page was asked for
   const more = h('button#users-more', { type: 'button', hidden: true }, 'More users');
   const caption = h('caption');
   const body = h('tbody');
@@ -168,11 +169,13 @@ export async function usersPage(view, { showError }) {
 
   /** A page of users (50, by name) after `after`, narrowed by the filter. */
   async function page(after) {
+    const asked = drawn;
     const q = new URLSearchParams({ limit: '50' });
     if (filter) q.set('q', filter);
     if (after) q.set('cursor', after);
     const got = await get(`/v1/users?${q}`);
     const lines = await Promise.all(got.items.map(linesOf));
+    if (asked !== drawn) return; // the filter changed meanwhile: a newer draw owns the table
     got.items.forEach((u, i) => place(u, lines[i]));
     count += got.items.length;
     cursor = got.nextCursor;
@@ -183,6 +186,7 @@ export async function usersPage(view, { showError }) {
 
   /** The first page again (after the filter changed). */
   async function draw() {
+    drawn += 1;
     shown.clear();
     body.replaceChildren();
     count = 0;

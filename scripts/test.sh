@@ -44,6 +44,11 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 phase "cypher-lint cypher/ (Neo4j 5 parser and semantic analysis)"
 tools/cypher-lint/cypher-lint cypher/
 
+# The recall corpora's own rules (shape; no question shares a content word with its fact).
+phase "recall corpora: shape and paraphrase rules"
+python3 tests/knowledge/recall_corpus_check.py --words-only
+python3 tests/knowledge/twins_corpus_check.py --words-only
+
 phase "cargo test: build the test binaries"
 cargo test --workspace --no-run --quiet
 phase "cargo test: run (unit + integration against the local stack)"

@@ -558,6 +558,7 @@ def run(c, token, agent):
     fork_compare_and_play(c, token)
     runs_like_temporal(c, token, run_id, conversation)
     regenerate_answer_only(c, conversation)
+    continue_from_here(c, conversation)
     double_submit(c, token, agent)
     markdown_answer(c, token, agent)
     search_people_trust(c, token)
@@ -1090,10 +1091,35 @@ def fork_compare_and_play(c, token):
     assert kinds.count("step.reused") == 2 and kinds[-1] == "run.completed", kinds
 
 
+def continue_from_here(c, conversation):
+    """A "Continue from here" branch is a sibling Turn: `< 2/2 >` on the message that started it
+    takes the thread back to the earlier branch and forth again; the branch map names each Turn
+    by its text."""
+    c.go(f"#/c/{conversation}")
+    c.wait("the conversation", lambda: len(c.turns()) == 4)
+    earlier = c.content(2)
+    c.one("button.reply-here", c.turn(1)).click()
+    assert "Continuing from turn 2" in c.one("p.replying").text
+    c.one("#message").send_keys('script:[{"answer": "from the branch"}]', Keys.ENTER)
+    c.wait("the branch, counted with the message it sits beside",
+           lambda: c.count(2) == "2/2" and "from the branch" in (c.content(2) or ""), timeout=40)
+    c.shot("35-continued-from-here")
+    c.one("button.prev", c.turn(2)).click()
+    c.wait("the earlier branch", lambda: c.count(2) == "1/2" and c.content(2) == earlier)
+    c.one("button.next", c.turn(2)).click()
+    c.wait("the branch again", lambda: c.count(2) == "2/2" and "from the branch" in (c.content(2) or ""))
+    c.one("details.branch-map summary").click()
+    texts = [x.text for x in c.css("details.branch-map span.map-text")]
+    assert any("from the branch" in t for t in texts), texts
+    assert all(t.startswith("“") or t.startswith("(") for t in texts), texts
+    c.shot("36-branch-map-text")
+
+
 def regenerate_answer_only(c, conversation):
     """The last answer written again from a fork of its run: a new version, still the answer."""
     c.go(f"#/c/{conversation}")
     c.wait("the conversation", lambda: len(c.turns()) == 4 and c.count(3) == "2/2")
+    c.one("details.regen-menu summary", c.turn(3)).click()  # Regenerate ▾
     c.one("button.regenerate-answer-only", c.turn(3)).click()
     c.wait("the answer regenerated", lambda: c.count(3) == "3/3" and c.status(3) == "valid"
            and c.content(3) == "third", timeout=40)

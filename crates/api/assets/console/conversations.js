@@ -4,7 +4,7 @@
 
 import { all, get, patch, post, put, runEvents, session } from './api.js';
 import { badge, h, mount, when } from './dom.js';
-import { markdown } from './markdown.js';
+import { copyText, markdown } from './markdown.js';
 import { alternative as altStatus } from './statuses.js';
 import { explain } from './words.js';
 import { lineageQuery, neo4jLink } from './neo4j.js';
@@ -77,7 +77,7 @@ const speakerName = { user: 'You', agent: 'Agent', system: 'System' };
 export async function conversationPage(view, id, { showError }) {
   const state = {
     replyTo: null, editing: null, mapOpen: false, draft: '', seq: 0, left: false,
-    live: new Map(), streams: new Map(), processes: [],
+    live: new Map(), streams: new Map(), processes: [], turns: [],
     // The message on its way (shown at once, marked "sending…"), the last tree drawn, whether
     // to follow the newest answer, and what to focus after the next drawing.
     pending: null, last: null, size: null, stick: false, focus: null,
@@ -219,11 +219,21 @@ export async function conversationPage(view, id, { showError }) {
     if (newest && !newest.isActive) await put(`/v1/turns/${next.id}/active`, { alternativeId: newest.id });
   }
 
+  /** `< n/m >` over a Turn's versions and those of its sibling Turns (a "Continue from here"
+   * branch is a Turn of its own beside the one it branched from), in the order they were made. */
   function versionNav(turn, active, next) {
-    const alts = [...turn.alternatives].sort((a, b) => a.sequence - b.sequence);
+    const siblings = state.turns
+      .filter((t) => (t.parentTurnId || '') === (turn.parentTurnId || '') && t.speaker === turn.speaker)
+      .sort((a, b) => a.sequence - b.sequence || (a.timestamp || '').localeCompare(b.timestamp || ''));
+    const alts = siblings.flatMap((t) => [...t.alternatives].sort((a, b) => a.sequence - b.sequence));
     if (alts.length < 2) return null;
     const i = alts.findIndex((a) => a.id === active.id);
-    const go = (j) => act(() => choose(turn, alts[j], next));
+    const altById = new Map(state.turns.flatMap((t) => t.alternatives.map((a) => [a.id, a])));
+    // Another version of this Turn: it and its answer become active. Another Turn's: the thread
+    // moves to it (the conversation's current message is set to it, even when already active).
+    const go = (j) => act(() => (alts[j].turnId === turn.id || !alts[j].turnId
+      ? choose(turn, alts[j], next)
+      : goTo(alts[j], altById, true)));
     return h('span.versions', { role: 'group', 'aria-label': 'Versions' },
       h('button.prev', { type: 'button', 'aria-label': 'Previous version', disabled: i === 0, onclick: go(i - 1) }, '<'),
       h('span.count', { 'aria-live': 'polite' }, `${i + 1}/${alts.length}`),
@@ -274,39 +284,55 @@ export async function conversationPage(view, id, { showError }) {
         onclick: act(() => post(`/v1/turns/${turn.id}/alternatives`, { processId: alt.executedBy.processId })),
       }, 'Retry'));
     }
+    // The compact bar: Regenerate (with the Process that wrote it) and its ▾ menu (another
+    // Process; the answer only, from a fork of its run), Copy, Continue from here, Fork.
     if (!human && state.processes.length && alt.cacheStatus !== altStatus.generating) {
-      actions.push(regenerateWith, h('button.regenerate', {
+      actions.push(h('button.regenerate', {
         type: 'button',
         onclick: act(() => post(`/v1/turns/${turn.id}/alternatives`, { processId: regenerateWith.value })),
       }, 'Regenerate'));
+      const menu = h('details.regen-menu',
+        h('summary', { 'aria-label': 'More ways to regenerate', title: 'More ways to regenerate' }, '▾'),
+        h('div.menu',
+          h('label', 'With another Process ', regenerateWith),
+          h('button.regenerate-with', {
+            type: 'button',
+            onclick: act(() => post(`/v1/turns/${turn.id}/alternatives`, { processId: regenerateWith.value })),
+          }, 'Regenerate with it'),
+          // A fork of the run that wrote this answer: its earlier steps (retrieval, tools) are
+          // reused, and only the last step, the answer itself, runs again.
+          alt.runId && alt.executedBy?.processId ? h('button.regenerate-answer-only', {
+            type: 'button',
+            title: 'Reuse the earlier steps of its run; write only the answer again',
+            onclick: act(() => post(`/v1/turns/${turn.id}/alternatives`, {
+              processId: alt.executedBy.processId, regenerate: { alternativeId: alt.id },
+            })),
+          }, 'The answer only (reuse its run’s steps)') : null));
+      actions.push(menu);
     }
-    // A fork of the run that wrote this answer: its earlier steps (retrieval, tools) are reused,
-    // and only the last step, the answer itself, runs again.
-    if (!human && alt.runId && alt.executedBy?.processId && alt.cacheStatus !== altStatus.generating) {
-      actions.push(h('button.regenerate-answer-only', {
-        type: 'button',
-        title: 'Reuse the earlier steps of its run; write only the answer again',
-        onclick: act(() => post(`/v1/turns/${turn.id}/alternatives`, {
-          processId: alt.executedBy.processId, regenerate: { alternativeId: alt.id },
-        })),
-      }, 'Regenerate the answer only'));
+    if (text && alt.cacheStatus !== altStatus.generating) {
+      const copy = h('button.copy-message', { type: 'button', title: 'Copy the message’s text' }, 'Copy');
+      copy.addEventListener('click', () => copyText(alt.content || '', copy.closest('li.turn')?.querySelector('.content') || copy, copy));
+      actions.push(copy);
     }
     if (!isLast) {
       actions.push(h('button.reply-here', {
         type: 'button',
+        title: 'Send a new message from here: a branch beside the rest of the thread',
         onclick: () => { state.replyTo = turn.id; reload(); },
       }, 'Continue from here'));
     }
     if (alt.cacheStatus !== altStatus.generating) {
       actions.push(h('button.fork', {
         type: 'button',
+        title: 'A new conversation with the thread up to this message',
         onclick: async () => {
           try {
             const c = await post(`/v1/conversations/${id}/fork`, { turnId: turn.id, alternativeId: alt.id });
             location.hash = `#/c/${c.id}`;
           } catch (err) { showError(err); }
         },
-      }, 'Fork from here'));
+      }, 'Fork'));
     }
     const onkeydown = (e) => {
       if (e.target.closest('textarea, input, select')) return;
@@ -373,13 +399,20 @@ export async function conversationPage(view, id, { showError }) {
 
   // Makes an Alternative and every Alternative it answers active, root first, so the thread
   // then runs through it.
-  async function goTo(alt, altById) {
+  async function goTo(alt, altById, moveThread = false) {
     const chain = [];
     for (let a = alt; a; a = a.respondsTo ? altById.get(a.respondsTo) : null) chain.unshift(a);
     for (const a of chain) {
-      if (!a.isActive) await put(`/v1/turns/${a.turnId}/active`, { alternativeId: a.id });
+      if (!a.isActive || (moveThread && a === alt)) await put(`/v1/turns/${a.turnId}/active`, { alternativeId: a.id });
     }
   }
+
+  /** A Turn's text in the branch map: its first words, quoted. */
+  const snippet = (text, status) => {
+    const t = (text || '').replace(/\s+/g, ' ').trim();
+    if (!t) return `(${status || 'empty'})`;
+    return `“${t.length > 48 ? `${t.slice(0, 48)}…` : t}”`;
+  };
 
   /** The whole tree: each Turn with its versions, the active path marked, stale versions and
    * forks shown; choosing a version moves the thread there. */
@@ -396,7 +429,8 @@ export async function conversationPage(view, id, { showError }) {
       const list = kids.get(parentId) || [];
       if (!list.length) return null;
       return h('ul', list.map((t) => h('li.map-turn', { dataset: { onPath: t.alternatives.some((a) => onPath.has(a.id)) ? 'yes' : 'no' } },
-        h('span.muted', `${speakerName[t.speaker] || t.speaker} · turn ${t.sequence}: `),
+        h('span.muted', `${speakerName[t.speaker] || t.speaker} · turn ${t.sequence} `),
+        h('span.map-text', { title: activeOf(t).content || '' }, snippet(activeOf(t).content, activeOf(t).cacheStatus)), ' ',
         [...t.alternatives].sort((a, b) => a.sequence - b.sequence).map((a) => h('button.map-alt', {
           type: 'button',
           'aria-pressed': a.isActive ? 'true' : 'false',
@@ -420,6 +454,7 @@ export async function conversationPage(view, id, { showError }) {
 
   function render(tree, memory) {
     state.last = { tree, memory };
+    state.turns = tree.turns;
     const conv = tree.conversation;
     document.title = `${conv.title || 'Untitled conversation'} · Aiden`;
     let thread = threadOf(tree.turns, conv.currentAlternativeId);
@@ -475,6 +510,9 @@ export async function conversationPage(view, id, { showError }) {
               if (state.pending || !message.value.trim()) return;
               const content = message.value;
               const processId = answerWith.value;
+              // Where "Continue from here" points now: it may have been chosen after this
+              // composer was drawn (the page draws again once it has looked).
+              const parent = (state.replyTo && byId.get(state.replyTo)) || thread[thread.length - 1] || null;
               state.pending = { content, parentId: state.replyTo && parent ? parent.id : null };
               state.stick = true;
               render(state.last.tree, state.last.memory);

@@ -32,10 +32,10 @@ DOMPurify.addHook('afterSanitizeAttributes', (node) => {
   }
 });
 
-/** Copies a code block's text; where the clipboard is out of reach (not a secure context, or
- * refused), selects the text so the reader can copy it themselves. */
-async function copy(code, button) {
-  const text = code.textContent;
+/** Copies `text` (a code block's, a message's); where the clipboard is out of reach (not a
+ * secure context, or refused), selects `node` so the reader can copy it themselves. */
+export async function copyText(text, node, button) {
+  const code = node;
   let said = 'Copied';
   try {
     await navigator.clipboard.writeText(text);
@@ -61,7 +61,7 @@ export function markdown(text) {
   for (const pre of root.querySelectorAll('pre')) {
     const code = pre.querySelector('code') || pre;
     const button = h('button.copy', {
-      type: 'button', 'aria-label': 'Copy code', onclick: () => copy(code, button),
+      type: 'button', 'aria-label': 'Copy code', onclick: () => copyText(code.textContent, code, button),
     }, 'Copy');
     const block = h('div.code-block');
     pre.replaceWith(block);

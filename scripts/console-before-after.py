@@ -401,6 +401,8 @@ def pair_03_continue_from_here(s, token, agent):
         s.open(side, f"#/c/{conv}")
         s.settled_thread(4)
         s.open_branch_map()
+        s.d.execute_script("window.scrollTo(0, 0)")
+        time.sleep(0.3)
         s.save(f"03-{side}")
 
 
@@ -519,6 +521,22 @@ def pair_10_key_tried(s):
         s.save(f"10-{side}")
 
 
+def pair_10b_message_bar(s, token, agent):
+    """One conversation for both: the actions under an answer. Today's with its Regenerate ▾
+    menu open."""
+    s.size(DESKTOP)
+    conv = conversation(token, agent, "The message bar", [LISBON])
+    settled(token, conv, 2)
+    for side in ("before", "after"):
+        s.open(side, f"#/c/{conv}")
+        s.settled_thread(2)
+        if side == "after":
+            s.one("li.turn.agent details.regen-menu summary").click()
+        s.d.execute_script("window.scrollTo(0, 0)")
+        time.sleep(0.3)
+        s.save(f"10b-{side}")
+
+
 def main():
     started = time.time()
     before_port = int(os.environ.get("AIDEN_BEFORE_PORT", "18286"))
@@ -537,7 +555,8 @@ def main():
                            ("07", lambda: pair_07_tool_health(s)),
                            ("08", lambda: pair_08_search_box(s, token, agent)),
                            ("09", lambda: pair_09_run_list(s)),
-                           ("10", lambda: pair_10_key_tried(s))]:
+                           ("10", lambda: pair_10_key_tried(s)),
+                           ("10b", lambda: pair_10b_message_bar(s, token, agent))]:
             only = os.environ.get("AIDEN_PAIRS")
             if only and name not in only.split(","):
                 continue

@@ -4,7 +4,9 @@
 # the episode pool and the Graphiti service with its default embedder (all-MiniLM-L6-v2 on this
 # machine; no LLM, so extraction is off and the Episodes carry content only) ingest N messages
 # of one new user written through the API; then scripts/bench_recall.py times GET /v1/search
-# (p50/p99, Episodes only and all kinds) and POST /embed. Prints one JSON line last.
+# (p50/p99, Episodes only and all kinds) and POST /embed; then restarts Neo4j and `aiden serve`
+# twice, without and with the recall warm-up, and times the first searches after each start.
+# Prints one JSON line last.
 #   scripts/bench-recall.sh [--episodes 10000] [--conversations 200] [--queries 300]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,11 +50,43 @@ AIDEN_GRAPHITI_ADDR=127.0.0.1:$GRAPHITI_PORT AIDEN_GRAPHITI_LLM_BASE_URL= \
   .stack/graphiti-venv/bin/python workers/graphiti/aiden_graphiti_service.py >.stack/bench-recall-graphiti.log 2>&1 &
 pids+=($!)
 "$BIN/aiden" serve >.stack/bench-recall-serve.log 2>&1 &
-pids+=($!)
+SERVE_PID=$!
+pids+=($SERVE_PID)
 "$BIN/aiden" worker --type episode --concurrency 4 >.stack/bench-recall-worker.log 2>&1 &
 pids+=($!)
 wait_for "http://127.0.0.1:$GRAPHITI_PORT/healthz"
 wait_for "http://$AIDEN_HTTP_ADDR/readyz"
-python3 scripts/bench_recall.py --server "http://$AIDEN_HTTP_ADDR" --token "$AIDEN_ADMIN_TOKEN" \
-  --graphiti "http://127.0.0.1:$GRAPHITI_PORT" --neo4j-http "http://127.0.0.1:${AIDEN_STACK_NEO4J_HTTP_PORT:-7474}" \
-  --neo4j-password "$AIDEN_NEO4J_PASSWORD" "$@"
+STATE=$(mktemp)
+driver() {
+  python3 scripts/bench_recall.py --server "http://$AIDEN_HTTP_ADDR" --token "$AIDEN_ADMIN_TOKEN" \
+    --graphiti "http://127.0.0.1:$GRAPHITI_PORT" --neo4j-http "http://127.0.0.1:${AIDEN_STACK_NEO4J_HTTP_PORT:-7474}" \
+    --neo4j-password "$AIDEN_NEO4J_PASSWORD" --state "$STATE" "$@"
+}
+ingested=$(driver "$@" | tail -n 1)
+
+# The first searches after a start: Neo4j restarted (a cold JVM and no cached plan) and
+# `aiden serve` started on it, once without the recall warm-up and once with it. The Graphiti
+# service (its embedder) and the episode pool stay up. The serve's start, from its launch to
+# /readyz, is printed beside them: the warm-up is part of it.
+after_start() { # label warm-up(true|false)
+  kill "$SERVE_PID" 2>/dev/null || true
+  wait "$SERVE_PID" 2>/dev/null || true
+  scripts/stack.sh graph-down main >/dev/null
+  scripts/stack.sh graph-up main >/dev/null
+  local t0 t1
+  t0=$(date +%s%N)
+  AIDEN_RECALL_WARM_UP=$2 "$BIN/aiden" serve >>.stack/bench-recall-serve.log 2>&1 &
+  SERVE_PID=$!
+  pids+=($SERVE_PID)
+  wait_for "http://$AIDEN_HTTP_ADDR/readyz"
+  t1=$(date +%s%N)
+  echo "bench: $1: aiden serve answered /readyz $(((t1 - t0) / 1000000)) ms after its launch" >&2
+  driver --after-start "$1" | tail -n 1 >"$STATE.$1"
+  echo "{\"$1_serve_start_ms\": $(((t1 - t0) / 1000000))}" >>"$STATE.$1"
+}
+# Not in $(…): the function keeps SERVE_PID (the serve to stop next) in this shell.
+after_start start_without_warm_up false
+after_start start_with_warm_up true
+python3 -c "import json,sys; r={}; [r.update(json.loads(x)) for x in sys.argv[1:] if x.strip()]; print(json.dumps(r))" \
+  "$ingested" $(cat "$STATE.start_without_warm_up" "$STATE.start_with_warm_up" | tr -d ' ' )
+rm -f "$STATE" "$STATE".*

@@ -4,7 +4,8 @@
 Writes N user messages (Episodes once bound) over C conversations of one new user through the
 API, waits until the episode pool has bound and embedded them all, then times GET /v1/search
 (p50/p99 per kind mix) and the embedder itself (texts per second, one at a time and in batches).
-Standard library only. Prints one JSON line last.
+With --after-start, only the first searches after a start, of the user an earlier run wrote to
+--state. Standard library only. Prints one JSON line last.
 """
 
 from __future__ import annotations
@@ -83,6 +84,30 @@ def percentile(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
+FIRST_QUERIES = 30
+
+
+def after_start(a: argparse.Namespace, rng: random.Random) -> None:
+    """The first searches after a start, the very first included (all kinds, limit 10): the
+    first one's time and the p99 of the first FIRST_QUERIES, as `<label>_…` in one JSON line."""
+    with open(a.state, encoding='utf-8') as f:
+        user = Api(a.server, json.load(f)['token'])
+    times = []
+    for _ in range(FIRST_QUERIES):
+        q = urllib.parse.quote(question(rng))
+        t0 = time.perf_counter()
+        answer = user.call('GET', f'/v1/search?q={q}&limit=10')
+        times.append((time.perf_counter() - t0) * 1000)
+        assert 'vector' in answer['signals'], answer
+    label = a.after_start
+    results = {f'{label}_first_ms': round(times[0], 1),
+               f'{label}_first{FIRST_QUERIES}_p99_ms': round(percentile(times, 99), 1),
+               f'{label}_first{FIRST_QUERIES}_p50_ms': round(percentile(times, 50), 1)}
+    print(f'bench: {label}: the first search {times[0]:.1f} ms; the first {FIRST_QUERIES}: '
+          f'p50 {percentile(times, 50):.1f}, p99 {percentile(times, 99):.1f} ms', file=sys.stderr)
+    print(json.dumps(results))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument('--server', required=True)
@@ -94,11 +119,22 @@ def main() -> None:
     ap.add_argument('--conversations', type=int, default=200)
     ap.add_argument('--queries', type=int, default=300)
     ap.add_argument('--writers', type=int, default=4)
+    ap.add_argument('--state', help='a file: the user and their token are written there (ingest) '
+                    'or read from there (--after-start)')
+    ap.add_argument('--after-start', metavar='LABEL',
+                    help='only time the first searches of the --state user after a start')
     a = ap.parse_args()
     rng = random.Random(37)
+    if a.after_start:
+        after_start(a, rng)
+        return
     admin = Api(a.server, a.token)
     uid = f'bench-recall-{int(time.time())}'
-    user = Api(a.server, admin.call('POST', '/v1/users', {'id': uid, 'name': uid, 'role': 'user'})['token'])
+    token = admin.call('POST', '/v1/users', {'id': uid, 'name': uid, 'role': 'user'})['token']
+    user = Api(a.server, token)
+    if a.state:
+        with open(a.state, 'w', encoding='utf-8') as f:
+            json.dump({'user': uid, 'token': token}, f)
 
     # The embedder alone first, on an idle machine (later the ingestion would share its cores).
     results: dict = {}

@@ -219,6 +219,11 @@ class Service:
     async def start(self) -> None:
         self.driver = self._make_driver()
         self._make_embedder()
+        if self.cfg.embedder == 'local' and self.embedder is not None:
+            # The model's first pass before the port opens, so a query never pays for it.
+            started = time.monotonic()
+            await self.embedder.create_batch(['warming up the embedder'])
+            log.info('embedder warmed in %.0f ms', (time.monotonic() - started) * 1000)
         if self.cfg.extraction_enabled:
             self._make_llm_clients()
         self._init_task = asyncio.create_task(self._initialise())

@@ -127,6 +127,10 @@ pub struct RecallArgs {
     /// The least cosine similarity to the message for a memory to be retrieved.
     #[arg(long, env = "AIDEN_RECALL_MIN_SIMILARITY", default_value_t = 0.3)]
     pub min_similarity: f64,
+    /// Warm the search before the API answers (the embedder's first call, Neo4j's plans of
+    /// the search statements), so the first query after a start is as fast as the others.
+    #[arg(long = "recall-warm-up", env = "AIDEN_RECALL_WARM_UP", default_value_t = true, action = clap::ArgAction::Set)]
+    pub warm_up: bool,
 }
 
 impl RecallArgs {

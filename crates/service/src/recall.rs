@@ -77,6 +77,30 @@ impl App {
         })
     }
 
+    /// Warms what the first search after a start would otherwise pay for: the embedder's
+    /// first call (its connection, its model's first pass) and Neo4j's plans of the search
+    /// statements, which a cold server compiles on their first use (about a second each on a
+    /// small machine). A plan is cached per statement and parameter types, so both shapes are
+    /// asked: across the owner's content and within one conversation (working memory's
+    /// retrieved context has the first). It searches as an owner of nothing, so every answer is
+    /// empty and nothing is read but the indexes. How long it took.
+    pub async fn warm_recall(&self) -> std::time::Duration {
+        const NOBODY: &str = "aiden-recall-warm-up";
+        let started = std::time::Instant::now();
+        for conversation_id in [None, Some(NOBODY.to_owned())] {
+            let s = Search {
+                q: "warming up the search".into(),
+                conversation_id,
+                kinds: HitKind::ALL.to_vec(),
+                limit: 10,
+            };
+            if let Err(e) = self.recall(NOBODY, &s).await {
+                tracing::warn!(error = %e, "recall warm-up: a search failed");
+            }
+        }
+        started.elapsed()
+    }
+
     /// The search itself, for `caller_id` (the API's caller, or a conversation's owner).
     async fn recall(&self, caller_id: &str, s: &Search) -> Result<SearchAnswer> {
         Ok(search(&self.graph, self.recall.embedder.as_ref(), caller_id, s).await?)

@@ -19,9 +19,13 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import selenium, PIL'
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet 'selenium==4.38.0' 'pillow==13.0.0'
 fi
-cargo build --bins --quiet
+# AIDEN_CONSOLE_BUILD=release times the console against release binaries, as deployed
+# (scripts/run.sh builds those); the default is the test command's debug build.
+PROFILE=${AIDEN_CONSOLE_BUILD:-debug}
+if [ "$PROFILE" = release ]; then cargo build --release --bins --quiet; else cargo build --bins --quiet; fi
 # shellcheck source=scripts/lib/serve-for-test.sh
 . scripts/lib/serve-for-test.sh
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}/$PROFILE"
 PORT=${AIDEN_CONSOLE_PORT:-18184}
 MODEL_PORT=${AIDEN_CONSOLE_MODEL_PORT:-18185}
 # AGT-14: the scripted model is priced, so answers cost money and the Users page has a spend to

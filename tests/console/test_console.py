@@ -849,6 +849,8 @@ def markdown_answer(c, token, agent):
     block = c.one(".code-block", answer)
     code = c.one("pre > code", block)
     assert code.get_attribute("textContent") == 'echo "bon voyage"\nls -l\n', code.get_attribute("textContent")
+    # The fence names its language (sh): highlighted, the text unchanged.
+    assert c.css("span.hljs-string", code) and c.css("span.hljs-built_in", code), code.get_attribute("innerHTML")
     copy = c.one("button.copy", block)
     assert copy.text == "Copy"
     link = c.one('a[href="https://example.com/trains"]', answer)

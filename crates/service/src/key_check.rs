@@ -46,12 +46,9 @@ async fn send_with_key(request: reqwest::RequestBuilder, api: KeyApi, key: &Head
     let mut key = key.clone();
     key.set_sensitive(true);
     let request = match api {
-        KeyApi::Openai => {
-            let mut bearer = HeaderValue::from_bytes(&[b"Bearer ", key.as_bytes()].concat())
-                .unwrap_or_else(|_| key.clone());
-            bearer.set_sensitive(true);
-            request.header(reqwest::header::AUTHORIZATION, bearer)
-        }
+        // A value made by `HeaderValue::from_str` is visible ASCII, so `to_str` holds it whole;
+        // `bearer_auth` marks the header sensitive too.
+        KeyApi::Openai => request.bearer_auth(key.to_str().unwrap_or_default()),
         KeyApi::Anthropic => request
             .header("x-api-key", key)
             .header("anthropic-version", ANTHROPIC_VERSION),
@@ -145,14 +142,17 @@ impl App {
         // gateways) said nothing about the key: its chat route is asked with an empty request,
         // which a provider authenticates before it reads the body (the right key: 400 or 422
         // for the empty request; a wrong one: 401/403). No model runs and nothing is billed.
-        let (asked_for, answer) = match self.ask_models(check.api, endpoint, &key).await {
-            Ok(status) if matches!(status.as_u16(), 404 | 405) => (
-                "an empty chat request",
-                self.ask_chat(check.api, endpoint, &key).await,
-            ),
-            other => ("its models", other),
+        let (chat_asked, answer) = match self.ask_models(check.api, endpoint, &key).await {
+            Ok(status) if matches!(status.as_u16(), 404 | 405) => {
+                (true, self.ask_chat(check.api, endpoint, &key).await)
+            }
+            other => (false, other),
         };
-        let authenticated_only = asked_for != "its models";
+        let asked_for = if chat_asked {
+            "an empty chat request"
+        } else {
+            "its models"
+        };
         let verdict = match answer {
             Err(e) if e.is_timeout() => Err(format!(
                 "the model provider at {host} did not answer within {} s; the key was not saved",
@@ -166,7 +166,7 @@ impl App {
                  right, active key; it was not saved"
             )),
             Ok(status) if status.is_success() => Ok(()),
-            Ok(status) if authenticated_only && matches!(status.as_u16(), 400 | 422) => Ok(()),
+            Ok(status) if chat_asked && matches!(status.as_u16(), 400 | 422) => Ok(()),
             Ok(status) => Err(format!(
                 "the model provider at {host} answered {status} when asked for {asked_for} with \
                  the key; it was not saved"

@@ -1,7 +1,9 @@
 // An agent's answer as Markdown: marked turns it into HTML, DOMPurify keeps only harmless markup
-// (no scripts, no event handlers, no `javascript:` links), and code blocks get a Copy button.
-// Both libraries are vendored (see vendor/README.md); nothing is fetched from elsewhere.
+// (no scripts, no event handlers, no `javascript:` links), code blocks that name their language
+// are highlighted by highlight.js, and every code block gets a Copy button. The libraries are
+// vendored (see vendor/README.md); nothing is fetched from elsewhere.
 
+import hljs from './highlight.min.js';
 import { marked } from './marked.esm.js';
 import DOMPurify from './purify.es.mjs';
 import { h } from './dom.js';
@@ -60,6 +62,10 @@ export function markdown(text) {
   root.append(fragment);
   for (const pre of root.querySelectorAll('pre')) {
     const code = pre.querySelector('code') || pre;
+    // A fence that names its language is highlighted. highlight.js reads the block's text (the
+    // sanitized markup has no other) and writes it back escaped, in spans of its classes only.
+    const language = [...code.classList].find((c) => c.startsWith('language-'))?.slice('language-'.length);
+    if (language && hljs.getLanguage(language)) hljs.highlightElement(code);
     const button = h('button.copy', {
       type: 'button', 'aria-label': 'Copy code', onclick: () => copyText(code.textContent, code, button),
     }, 'Copy');

@@ -87,6 +87,16 @@ const ASSETS: &[(&str, &str, &str)] = &[
         JS,
         include_str!("../../assets/console/vendor/purify.es.mjs"),
     ),
+    (
+        "highlight.min.js",
+        JS,
+        include_str!("../../assets/console/vendor/highlight.min.js"),
+    ),
+    (
+        "highlight-github.min.css",
+        "text/css; charset=utf-8",
+        include_str!("../../assets/console/vendor/highlight-github.min.css"),
+    ),
     ("runs.js", JS, include_str!("../../assets/console/runs.js")),
     (
         "users.js",

@@ -986,6 +986,7 @@ def accounts(c):
                    .get_attribute("data-disabled") == "no")
         admin.one(f'tr.user[data-user-id="{user_id}"] a.user-runs').click()
         admin.wait("their runs", lambda: f"started by {name}" in admin.one("h1").text)  # by name
+        assert admin.one("#run-owner").get_attribute("value") == name, "the owner box names them"
         # The admin's account menu: their own password.
         admin.one("#account-menu summary").click()
         admin.one("#set-password-link").click()

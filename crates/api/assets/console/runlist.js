@@ -74,6 +74,10 @@ function ownerFilter(owner, ownerId, choose) {
     if (n !== seq) return;
     mount(choices, found.map((u) => h('option', { value: u.name, label: u.id })));
   });
+  // Enter chooses the owner typed; it does not submit the id search around it.
+  box.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter') { e.preventDefault(); box.dispatchEvent(new Event('change')); }
+  });
   box.addEventListener('change', async () => {
     const text = box.value.trim();
     if (!text) { choose(''); return; }

@@ -64,6 +64,12 @@ def same(a: str, b: str) -> bool:
     return False
 
 
+def shared_words(question: str, fact: str) -> list[str]:
+    """The content words a question shares with its fact, as `question~fact` pairs, sorted."""
+    return sorted({f'{a}~{b}' for a in content_words(question)
+                   for b in content_words(fact) if same(a, b)})
+
+
 def shape_errors(corpus: dict) -> list[str]:
     facts, questions = corpus['facts'], corpus['questions']
     ids = [f['id'] for f in facts]
@@ -123,8 +129,7 @@ def main() -> int:
     messages = {f['id']: f['message'] for f in corpus['facts']}
     for q in corpus['questions']:
         fact = messages.get(q['fact'], '')
-        shared = sorted({f'{a}~{b}' for a in content_words(q['question'])
-                         for b in content_words(fact) if same(a, b)})
+        shared = shared_words(q['question'], fact)
         if shared:
             errors.append(f"{q['fact']} shares {', '.join(shared)}: {q['question']!r} / {fact!r}")
     print(f"{len(corpus['facts'])} facts, {len(corpus['questions'])} questions, "

@@ -28,7 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from recall_corpus_check import content_words, same  # noqa: E402
+from recall_corpus_check import shared_words  # noqa: E402
 
 
 def shape_errors(corpus: dict) -> list[str]:
@@ -74,8 +74,7 @@ def paraphrase_errors(corpus: dict) -> list[str]:
         messages = {f['id']: f['message'] for f in p['facts']}
         for q in p['questions']:
             fact = messages.get(q['fact'], '')
-            shared = sorted({f'{a}~{b}' for a in content_words(q['q'])
-                             for b in content_words(fact) if same(a, b)})
+            shared = shared_words(q['q'], fact)
             if shared:
                 errors.append(f"{q['fact']} shares {', '.join(shared)}: {q['q']!r} / {fact!r}")
     return errors

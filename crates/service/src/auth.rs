@@ -285,7 +285,7 @@ impl App {
         let rows = read_tx!(self, |tx| {
             Ok(aiden_graph::users::list(&mut tx, &filter, &day).await?)
         })?;
-        let mut items = rows
+        let items = rows
             .into_iter()
             .map(|r| {
                 let mut user = user_view(r.user)?;
@@ -299,13 +299,7 @@ impl App {
                 Ok(user)
             })
             .collect::<Result<Vec<_>>>()?;
-        let next_cursor = if items.len() as i64 > limit {
-            items.truncate(limit as usize);
-            items.last().map(|u| u.id.clone())
-        } else {
-            None
-        };
-        Ok(Page { items, next_cursor })
+        Ok(Page::from_one_more(items, limit, |u| u.id.clone()))
     }
 
     /// `GET /v1/me`: the caller, and for an admin the Neo4j Browser's address.

@@ -36,16 +36,10 @@ impl App {
             after: page.cursor.as_deref().unwrap_or(""),
             limit: limit + 1,
         };
-        let mut items: Vec<T> = read_tx!(self, |tx| {
+        let items: Vec<T> = read_tx!(self, |tx| {
             Ok(resources::list(&mut tx, kind, &filter).await?)
         })?;
-        let next_cursor = if items.len() as i64 > limit {
-            items.truncate(limit as usize);
-            items.last().map(&id_of)
-        } else {
-            None
-        };
-        Ok(Page { items, next_cursor })
+        Ok(Page::from_one_more(items, limit, id_of))
     }
 }
 

@@ -63,6 +63,24 @@ pub struct Page<T> {
     pub next_cursor: Option<String>,
 }
 
+impl<T> Page<T> {
+    /// A page from `items` read with one more than `limit`: the extra one, when it came, says
+    /// there is a next page, whose cursor is the last kept item's `id_of`.
+    pub(crate) fn from_one_more(
+        mut items: Vec<T>,
+        limit: i64,
+        id_of: impl Fn(&T) -> String,
+    ) -> Self {
+        let next_cursor = if items.len() as i64 > limit {
+            items.truncate(limit as usize);
+            items.last().map(id_of)
+        } else {
+            None
+        };
+        Page { items, next_cursor }
+    }
+}
+
 /// `?limit=&cursor=` plus the listing's filter.
 #[derive(Debug, Clone, Default)]
 pub struct PageRequest {

@@ -183,14 +183,7 @@ impl App {
         let rows = read_tx!(self, |tx| {
             Ok(store::list_definitions(&mut tx, &after, limit + 1).await?)
         })?;
-        let mut items = rows;
-        let next_cursor = if items.len() as i64 > limit {
-            items.truncate(limit as usize);
-            items.last().map(|d| d.id.clone())
-        } else {
-            None
-        };
-        Ok(Page { items, next_cursor })
+        Ok(Page::from_one_more(rows, limit, |d| d.id.clone()))
     }
 
     pub async fn update_metric_definition(

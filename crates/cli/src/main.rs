@@ -4,6 +4,7 @@
 mod apply;
 mod config;
 mod telemetry;
+mod warm;
 
 use std::process::ExitCode;
 
@@ -152,17 +153,8 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
             "AIDEN_ADMIN_TOKEN is not set: no admin can log in unless one exists already"
         ),
     }
-    // The first search after a start is as fast as the others: warmed before the port opens
-    // (a cold Neo4j compiles each search statement's plan on first use), within a bound.
-    if args.recall.warm_up {
-        match tokio::time::timeout(RECALL_WARM_UP_BOUND, app.warm_recall()).await {
-            Ok(took) => tracing::info!(ms = took.as_millis() as u64, "recall warmed"),
-            Err(_) => tracing::warn!(
-                bound_s = RECALL_WARM_UP_BOUND.as_secs(),
-                "recall warm-up did not finish in time; the first searches will be slower"
-            ),
-        }
-    }
+    // The first run and the first search after a start are as fast as the next.
+    warm::before_serving(&app, &graph, args.recall.warm_up).await;
     let server = aiden_api::Application::build(
         app,
         &args.http_addr,
@@ -185,9 +177,6 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
     lease.release().await;
     Ok(())
 }
-
-/// The longest `aiden serve` waits for the recall warm-up before it opens its port.
-const RECALL_WARM_UP_BOUND: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The engine's own Bolt connections: its pass, its sweep and recovery (one at a time), the
 /// lease's renewals, and one spare.

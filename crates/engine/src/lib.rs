@@ -84,6 +84,14 @@ fn prices() -> aiden_domain::execution::cost::PriceTable {
     })
 }
 
+/// Plans what the engine's first pass and sweep would otherwise plan while every run waits:
+/// the statements of a run's start and pass (`aiden_graph::warm`), and the built-in metric
+/// definitions (created if missing). `aiden serve` runs it before it opens its port.
+pub async fn warm_up(graph: &Graph) -> Result<(), aiden_graph::Error> {
+    aiden_graph::warm::run_statements(graph).await?;
+    ensure_definitions(graph).await
+}
+
 async fn ensure_definitions(graph: &Graph) -> Result<(), aiden_graph::Error> {
     let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let mut tx = graph.begin().await?;

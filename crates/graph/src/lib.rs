@@ -24,6 +24,7 @@ pub mod tools;
 mod tx;
 pub mod upkeep;
 pub mod users;
+pub mod warm;
 
 use std::time::Duration;
 

@@ -399,24 +399,16 @@ pub async fn get(tx: &mut Tx, id: &str) -> Result<Option<RunRow>, Error> {
     struct RunOnly {
         run: Value,
     }
-    #[derive(Deserialize)]
-    struct Steps {
-        steps: Vec<Value>,
-    }
     let run: Option<RunOnly> = tx
         .one(cypher(query_file!("run/get_run.cypher"), None).param("id", id))
         .await?;
     let Some(RunOnly { run }) = run.filter(|r| !r.run.is_null()) else {
         return Ok(None);
     };
-    let steps: Option<Steps> = tx
-        .one(cypher(query_file!("run/step_runs.cypher"), None).param("id", id))
-        .await?;
     let row = RunRow {
         run: decode("Run", run)?,
-        steps: steps
-            .map(|s| s.steps)
-            .unwrap_or_default()
+        steps: step_runs_of(tx, id)
+            .await?
             .into_iter()
             .map(|s| decode("StepRun", s))
             .collect::<Result<_, _>>()?,
@@ -427,6 +419,20 @@ pub async fn get(tx: &mut Tx, id: &str) -> Result<Option<RunRow>, Error> {
         return Err(Error::Torn(format!("run {id}: {what}")));
     }
     Ok(Some(row))
+}
+
+/// The StepRuns of run `id` (`run/step_runs.cypher`), as stored.
+pub(crate) async fn step_runs_of(tx: &mut Tx, id: &str) -> Result<Vec<Value>, Error> {
+    #[derive(Deserialize)]
+    struct Steps {
+        steps: Vec<Value>,
+    }
+    let q = cypher(query_file!("run/step_runs.cypher"), None).param("id", id);
+    Ok(tx
+        .one::<Steps>(q)
+        .await?
+        .map(|s| s.steps)
+        .unwrap_or_default())
 }
 
 /// Settled runs among `ids`, each with its StepRuns (a settled record no longer changes, so

@@ -16,6 +16,7 @@ mod metrics;
 mod outputs;
 mod retries;
 mod steps;
+mod warm_up;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,0 +1,43 @@
+//! What `aiden serve` warms before it opens its port. A Neo4j just started plans each
+//! statement on its first use (about a second each on a small machine): without this the
+//! first run held the engine's one writer for seconds, and the first search took seconds.
+//! The warm-ups run one after the other (side by side, on a Neo4j still starting, their
+//! connections timed out), each within a bound, and log how long they took.
+
+use std::time::{Duration, Instant};
+
+use aiden_graph::Graph;
+use aiden_service::App;
+
+/// The longest `aiden serve` waits for a warm-up before it opens its port.
+const BOUND: Duration = Duration::from_secs(30);
+
+pub async fn before_serving(app: &App, graph: &Graph, recall: bool) {
+    let runs = async {
+        let started = Instant::now();
+        match tokio::time::timeout(BOUND, aiden_engine::warm_up(graph)).await {
+            Ok(Ok(())) => tracing::info!(ms = started.elapsed().as_millis() as u64, "runs warmed"),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "runs warm-up failed; the first run will be slower")
+            }
+            Err(_) => tracing::warn!(
+                bound_s = BOUND.as_secs(),
+                "runs warm-up did not finish in time; the first run will be slower"
+            ),
+        }
+    };
+    let search = async {
+        if !recall {
+            return;
+        }
+        match tokio::time::timeout(BOUND, app.warm_recall()).await {
+            Ok(took) => tracing::info!(ms = took.as_millis() as u64, "recall warmed"),
+            Err(_) => tracing::warn!(
+                bound_s = BOUND.as_secs(),
+                "recall warm-up did not finish in time; the first searches will be slower"
+            ),
+        }
+    };
+    runs.await;
+    search.await;
+}

@@ -1,0 +1,26 @@
+//! Plans the statements a run's start and its first engine pass use, before a request needs
+//! them. Neo4j plans a statement on its first use after a start (about a second for the
+//! engine's pass statement on a small machine) and holds the one writer meanwhile: every
+//! run, of every type, waited behind the first run's plan.
+
+use crate::runs::{self, Batch};
+use crate::{limits, users, Error, Graph};
+
+/// No id the graph holds: every read answers nothing, and the batch writes nothing.
+const NOTHING: &str = "aiden-warm-up";
+
+/// Runs each statement once in a transaction that is rolled back. A plan is cached per
+/// statement and parameter types, so each is asked with the types its callers send (a run's
+/// start reads its Process's current version: `number` null).
+pub async fn run_statements(graph: &Graph) -> Result<(), Error> {
+    let mut tx = graph.begin().await?;
+    users::find_by_token_hash(&mut tx, NOTHING).await?;
+    runs::plan_source(&mut tx, NOTHING, None).await?;
+    runs::apply(&mut tx, &Batch::default()).await?;
+    runs::get(&mut tx, NOTHING).await?;
+    runs::step_runs_of(&mut tx, NOTHING).await?;
+    limits::spent_on(&mut tx, NOTHING).await?;
+    // The engine's sweep: a cutoff before every heartbeat marks no one.
+    runs::mark_stale_workers_offline(&mut tx, "").await?;
+    tx.rollback().await
+}

@@ -89,7 +89,12 @@ fn prices() -> aiden_domain::execution::cost::PriceTable {
 /// definitions (created if missing). `aiden serve` runs it before it opens its port.
 pub async fn warm_up(graph: &Graph) -> Result<(), aiden_graph::Error> {
     aiden_graph::warm::run_statements(graph).await?;
-    ensure_definitions(graph).await
+    if let Err(e) = ensure_definitions(graph).await {
+        // Another instance starting at once may have created one first (their ids are unique);
+        // the engine ensures them again on its first sweep.
+        tracing::debug!(error = %e, "built-in metric definitions not ensured at start");
+    }
+    Ok(())
 }
 
 async fn ensure_definitions(graph: &Graph) -> Result<(), aiden_graph::Error> {

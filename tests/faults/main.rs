@@ -597,14 +597,17 @@ async fn faults_traces_one_trace_per_run_spans_serve_and_the_worker_pool() {
             .collect();
         let tool_calls = spans.iter().filter(|s| s.name == "tool.call").count();
         // Each process exports on its own schedule: the API's later dispatch spans may arrive
-        // after the worker's spans, so wait for every step's dispatch as well.
-        let dispatched = ["a", "b", "c"].iter().all(|step| {
-            spans.iter().any(|s| {
-                s.name == "step.dispatch"
-                    && s.attributes.get("step.id").map(String::as_str) == Some(*step)
+        // after the worker's spans, and a step's span ends (and is exported) after its tool
+        // call's, maybe in the pool's next batch: wait for every step's dispatch and span.
+        let every_step_has = |name: &str| {
+            ["a", "b", "c"].iter().all(|step| {
+                spans.iter().any(|s| {
+                    s.name == name && s.attributes.get("step.id").map(String::as_str) == Some(*step)
+                })
             })
-        });
-        if tool_calls >= 3 && dispatched && spans.iter().any(|s| s.name == "run.start") {
+        };
+        let (dispatched, stepped) = (every_step_has("step.dispatch"), every_step_has("step"));
+        if tool_calls >= 3 && dispatched && stepped && spans.iter().any(|s| s.name == "run.start") {
             break spans;
         }
         assert!(

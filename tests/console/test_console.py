@@ -171,6 +171,28 @@ class Console:
     def turns(self):
         return self.css("li.turn")
 
+    def click(self, selector):
+        """Clicks the first `selector`, finding it again if the page re-rendered between the find
+        and the click (a stale element is never clicked, so no click is doubled)."""
+        def attempt():
+            found = self.css(selector)
+            if not found:
+                return False
+            found[0].click()
+            return True
+        return self.wait(f"a click on {selector}", attempt)
+
+    def click_in_turn(self, selector, i):
+        """Clicks `selector` in turn `i`, finding both again if the thread re-rendered between
+        the find and the click (a stale element is never clicked, so no click is doubled)."""
+        def attempt():
+            found = self.css(selector, self.turn(i))
+            if not found:
+                return False
+            found[0].click()
+            return True
+        return self.wait(f"{selector} in turn {i}", attempt)
+
     def turn(self, i):
         return self.wait(f"turn {i}", lambda: len(self.turns()) > i and self.turns()[i])
 
@@ -258,9 +280,9 @@ def signed_in_admin(c):
     admin = Console(browser())
     admin.shots = c.shots
     admin.go("")
-    admin.one("#use-token").click()
+    admin.click("#use-token")
     admin.one("#token").send_keys(os.environ["AIDEN_ADMIN_TOKEN"])
-    admin.one("#sign-in button[type=submit]").click()
+    admin.click("#sign-in button[type=submit]")
     admin.one("#conversation-list")
     return admin
 
@@ -286,14 +308,14 @@ def run(c, token, agent):
     c.one("#sign-in #name")
     c.one("#sign-in #password")
     c.extra("sign-in")
-    c.one("#use-token").click()
+    c.click("#use-token")
     c.one("#token").send_keys("not-a-token")
-    c.one("#sign-in button[type=submit]").click()
+    c.click("#sign-in button[type=submit]")
     err = c.one("#sign-in-error")
     assert "not accepted" in err.text, err.text
     c.shot("01-sign-in-refused")
     c.one("#token").send_keys(token)
-    c.one("#sign-in button[type=submit]").click()
+    c.click("#sign-in button[type=submit]")
     c.one("#conversation-list")
     assert token not in d.current_url
     assert d.execute_script("return sessionStorage.getItem('aiden.token')") == token
@@ -332,7 +354,7 @@ def run(c, token, agent):
 
     c.go("")
     c.one("#new-title").send_keys("Trip planning")
-    c.one("form.inline button[type=submit]").click()
+    c.click("form.inline button[type=submit]")
     c.wait("the new conversation", lambda: "#/c/" in d.current_url)
     conversation = d.current_url.split("#/c/")[1]
     c.wait("its title", lambda: "Trip planning" in c.one("h1").text)
@@ -371,7 +393,7 @@ def run(c, token, agent):
     c.wait("the composer focused again", lambda: d.execute_script("return document.activeElement.id") == "message")
 
     # Esc leaves an edit as it was.
-    c.one("button.edit-btn", c.turn(0)).click()
+    c.click_in_turn("button.edit-btn", 0)
     c.wait("the editor focused", lambda: d.execute_script(
         "return document.activeElement.getAttribute('aria-label')") == "Edited message")
     d.switch_to.active_element.send_keys(Keys.ESCAPE)
@@ -379,18 +401,18 @@ def run(c, token, agent):
 
     # Edit the message: saving it answers the new version, so both read < 2/2 >.
     second = "Beta plan: take the night train to Madrid instead"
-    c.one("button.edit-btn", c.turn(0)).click()
+    c.click_in_turn("button.edit-btn", 0)
     editor = c.one('textarea[aria-label="Edited message"]')
     editor.clear()
     editor.send_keys(f'script:[{{"answer": "{second}"}}]')
-    c.one("form.edit button[type=submit]").click()
+    c.click("form.edit button[type=submit]")
     c.wait("< 2/2 > on both, re-answered", lambda: c.count(0) == "2/2" and c.count(1) == "2/2"
            and c.status(1) == "valid" and c.content(1) == second, timeout=40)
     assert len(c.turns()) == 2, "no second answer Turn under a stale one"
     c.shot("05-edited-reanswered")
 
     # Switch the message back by click: its answer follows; forward by keyboard: it returns.
-    c.one("button.prev", c.turn(0)).click()
+    c.click_in_turn("button.prev", 0)
     c.wait("< 1/2 > on both", lambda: c.count(0) == "1/2" and c.count(1) == "1/2"
            and c.status(1) == "valid" and c.content(1) == first)
     c.shot("06-switched-back")
@@ -399,13 +421,13 @@ def run(c, token, agent):
            and c.content(1) == second)
 
     # Regenerate the answer for the edited message: a third version of the answer.
-    c.one("button.regenerate", c.turn(1)).click()
+    c.click_in_turn("button.regenerate", 1)
     c.wait("the regenerated answer", lambda: c.count(1) == "3/3" and c.status(1) == "valid"
            and c.content(1) == second, timeout=40)
     c.shot("07-regenerated")
 
     # The branch map: choosing the first answer makes it and the message it answers active.
-    c.one("details.branch-map summary").click()
+    c.click("details.branch-map summary")
     agent_versions = c.css("li.map-turn li.map-turn button.map-alt")
     # v1 answered the first message, which is no longer the active one.
     assert [b.text for b in agent_versions] == ["v1 stale", "v2", "v3 (active)"], \
@@ -421,11 +443,11 @@ def run(c, token, agent):
            and c.content(1) == second)
 
     # Its run: the DAG's step fills in, and the step's details open.
-    c.one("a.run-link", c.turn(1)).click()
+    c.click_in_turn("a.run-link", 1)
     c.wait("the run page", lambda: "#/runs/" in d.current_url)
     c.wait("the step completed", lambda: "s-completed" in (c.one('svg.dag g.node[data-step="answer"]')
                                                          .get_attribute("class") or ""))
-    c.one('svg.dag g.node[data-step="answer"]').click()
+    c.click('svg.dag g.node[data-step="answer"]')
     detail = c.one("section.step-detail")
     assert "Step answer" in detail.text and "completed" in detail.text, detail.text
     # The timeline: the agent step's model turn as its own node, with its duration and input.
@@ -454,7 +476,7 @@ def run(c, token, agent):
     # Fork from the answer: a new conversation with a copy of the path.
     d.back()
     c.wait("the conversation again", lambda: len(c.turns()) == 2 and c.content(1) == second)
-    c.one("button.fork", c.turn(1)).click()
+    c.click_in_turn("button.fork", 1)
     c.wait("the fork", lambda: "#/c/" in d.current_url and conversation not in d.current_url)
     c.wait("the fork's copy", lambda: len(c.turns()) == 2 and c.content(1) == second)
     assert "Forked from" in c.one("main").text
@@ -475,7 +497,7 @@ def run(c, token, agent):
         # The Tools come 50 at a time: "More tools" until the test's Tool is on the page.
         while name == "tools" and expect not in c.one("main").text and c.one("#tools-more").is_displayed():
             shown = len(c.css("main tbody tr"))
-            c.one("#tools-more").click()
+            c.click("#tools-more")
             c.wait("the next tools", lambda: len(c.css("main tbody tr")) > shown)
         c.wait(f"the {name} page", lambda: expect in c.one("main").text)
         c.shot(f"{n}-{name}")
@@ -507,7 +529,7 @@ def run(c, token, agent):
     c.go("#/memories")
     c.wait("the memories page", lambda: c.css("#remember"))
     c.one("#memory-new").send_keys(f"My bicycle {TAG} is a green Brompton")
-    c.one("#remember button[type=submit]").click()
+    c.click("#remember button[type=submit]")
     mem = c.wait("the new memory", lambda: next(
         (x for x in c.css("#memories li.memory") if "Brompton" in x.text), None))
     assert "Forget" in mem.text, mem.text
@@ -548,7 +570,7 @@ def run(c, token, agent):
         assert not runs_link.is_displayed(), "the menu is folded"
         assert c.one("form.composer").value_of_css_property("position") == "sticky"
         c.shot("15-phone")
-        c.one("button.menu-toggle").click()
+        c.click("button.menu-toggle")
         c.wait("the menu open", lambda: runs_link.is_displayed())
         c.shot("15b-phone-menu")
     c.go("")
@@ -743,7 +765,7 @@ def runs_like_temporal(c, token, answered_run, conversation):
         assert_fits_phone(d, "the run page is ")
         track = c.one('li.wf-row[data-row="answer"] .wf-track')
         assert track.size["width"] > 300, f"the bar keeps the phone's width: {track.size}"
-        c.one(f'li.wf-row[data-row="{model_turn}"] button.wf-pick').click()
+        c.click(f'li.wf-row[data-row="{model_turn}"] button.wf-pick')
         assert "Model turn 1" in c.one("div.wf-detail").text
         c.d.execute_script("document.querySelector('section.waterfall').scrollIntoView()")
         c.shot("29-run-waterfall-phone")
@@ -781,9 +803,9 @@ def neo4j_links(c):
     admin.shots = c.shots
     try:
         admin.go("")
-        admin.one("#use-token").click()
+        admin.click("#use-token")
         admin.one("#token").send_keys(admin_token)
-        admin.one("#sign-in button[type=submit]").click()
+        admin.click("#sign-in button[type=submit]")
         admin.one("#conversation-list")
         for hash_, label, literal in [(f"#/runs/{started}", "Run", started),
                                       (f"#/c/{conv['id']}", "Conversation", conv["id"]),
@@ -896,23 +918,23 @@ def accounts(c):
     try:
         a = admin.d
         admin.go("")
-        admin.one("#use-token").click()
+        admin.click("#use-token")
         admin.one("#token").send_keys(os.environ["AIDEN_ADMIN_TOKEN"])
-        admin.one("#sign-in button[type=submit]").click()
+        admin.click("#sign-in button[type=submit]")
         admin.one("#conversation-list")
-        admin.one('nav#nav a[href="#/users"]').click()
+        admin.click('nav#nav a[href="#/users"]')
         admin.one("#create-user")
         admin.one("#new-user-name").send_keys(name)
-        admin.one("#create-user button[type=submit]").click()
+        admin.click("#create-user button[type=submit]")
         shown = admin.one("#new-user-token").get_attribute("value")
         assert len(shown) > 20, shown
         user_id = admin.one("div.new-user").get_attribute("data-user-id")
         row = admin.one(f'tr.user[data-user-id="{user_id}"]')
         assert admin.one("td.has-password", row).text == "not set"
-        admin.one("#new-user-link").click()
+        admin.click("#new-user-link")
         url = admin.one("#password-link-url").get_attribute("value")
         assert url.startswith(BASE + "/#/password?token="), url
-        admin.one("div.password-link button.copy").click()
+        admin.click("div.password-link button.copy")
         admin.wait("copied or selected", lambda: admin.one("div.password-link .copied").text)
         admin.extra("users")
 
@@ -922,18 +944,18 @@ def accounts(c):
         person.one("#set-password")
         person.one("#new-password").send_keys("too short")
         person.one("#new-password-again").send_keys("too short")
-        person.one("#set-password button[type=submit]").click()
+        person.click("#set-password button[type=submit]")
         assert "#/password" in p.current_url, "a short password is not sent"
         person.one("#new-password").clear()
         person.one("#new-password-again").clear()
         person.one("#new-password").send_keys(password)
         person.one("#new-password-again").send_keys(password)
-        person.one("#set-password button[type=submit]").click()
+        person.click("#set-password button[type=submit]")
         assert "Your password is set" in person.one("#password-set").text
         assert "token=" not in p.current_url, "the spent link leaves the address bar"
         person.one("#name").send_keys(name)
         person.one("#password").send_keys("wrong password!")
-        person.one("#sign-in button[type=submit]").click()
+        person.click("#sign-in button[type=submit]")
         assert "not accepted" in person.one("#sign-in-error").text
         person.one("#name").send_keys(name)
         person.one("#password").send_keys(password, Keys.ENTER)
@@ -948,12 +970,12 @@ def accounts(c):
         person.one("#conversation-list")
         assert name in person.one("#account-menu summary").text
         person.one("#new-title").send_keys(f"Mine {TAG}")
-        person.one("form.inline button[type=submit]").click()
+        person.click("form.inline button[type=submit]")
         person.wait("the new conversation", lambda: "#/c/" in p.current_url)
         person.wait("its title", lambda: f"Mine {TAG}" in person.one("h1").text)
         # Sign out: this tab and, once it looks again, the first one are signed out.
-        person.one("#account-menu summary").click()
-        person.one("#sign-out").click()
+        person.click("#account-menu summary")
+        person.click("#sign-out")
         person.one("#sign-in #name")
         p.refresh()
         person.one("#sign-in #name")
@@ -967,7 +989,7 @@ def accounts(c):
         row = admin.one(f'tr.user[data-user-id="{user_id}"]')
         admin.wait("password set", lambda: admin.one(
             f'tr.user[data-user-id="{user_id}"] td.has-password').text == "set")
-        admin.one(f'tr.user[data-user-id="{user_id}"] button.show-tokens').click()
+        admin.click(f'tr.user[data-user-id="{user_id}"] button.show-tokens')
         revoke = admin.one(f'div.tokens[data-user-id="{user_id}"] button.revoke')
         revoke.click()
         a.switch_to.alert.accept()
@@ -978,18 +1000,18 @@ def accounts(c):
             raise RuntimeError("a revoked token still works")
         except AssertionError as e:
             assert "401" in str(e), e
-        admin.one(f'tr.user[data-user-id="{user_id}"] button.toggle-disabled').click()
+        admin.click(f'tr.user[data-user-id="{user_id}"] button.toggle-disabled')
         admin.wait("disabled", lambda: admin.one(f'tr.user[data-user-id="{user_id}"]')
                    .get_attribute("data-disabled") == "yes")
-        admin.one(f'tr.user[data-user-id="{user_id}"] button.toggle-disabled').click()
+        admin.click(f'tr.user[data-user-id="{user_id}"] button.toggle-disabled')
         admin.wait("enabled again", lambda: admin.one(f'tr.user[data-user-id="{user_id}"]')
                    .get_attribute("data-disabled") == "no")
-        admin.one(f'tr.user[data-user-id="{user_id}"] a.user-runs').click()
+        admin.click(f'tr.user[data-user-id="{user_id}"] a.user-runs')
         admin.wait("their runs", lambda: f"started by {name}" in admin.one("h1").text)  # by name
         assert admin.one("#run-owner").get_attribute("value") == name, "the owner box names them"
         # The admin's account menu: their own password.
-        admin.one("#account-menu summary").click()
-        admin.one("#set-password-link").click()
+        admin.click("#account-menu summary")
+        admin.click("#set-password-link")
         admin.one("#own-password")
     finally:
         admin.d.quit()
@@ -1020,20 +1042,20 @@ def fork_compare_and_play(c, token):
     assert settled_run(token, original)["status"] == "completed"
     c.go(f"#/runs/{original}")
     c.wait("the reply completed", lambda: "s-completed" in node_class(c, "div.run-content", "reply"))
-    c.one('div.run-content svg.dag g.node[data-step="reply"]').click()
-    c.one("section.step-detail button.fork-step").click()
+    c.click('div.run-content svg.dag g.node[data-step="reply"]')
+    c.click("section.step-detail button.fork-step")
     inputs = c.one("#fork-inputs")
     assert json.loads(inputs.get_attribute("value")) == {
         "q": 'script:[{"answer": "found three hotels"}]', "tone": "warm"}, inputs.get_attribute("value")
     # A version that does not exist: refused, and the form says why in words (FORK-3).
     c.one("#fork-version").send_keys("99")
-    c.one("form.fork-form button[type=submit]").click()
+    c.click("form.fork-form button[type=submit]")
     refused = c.one("p.fork-error")
     assert "refused" in refused.text and "FORK-3" in refused.text, refused.text
     c.one("#fork-version").clear()
     d.execute_script("arguments[0].value = arguments[1]", inputs, json.dumps(
         {"q": 'script:[{"answer": "found three hotels"}]', "tone": "cheerful"}, indent=2))
-    c.one("form.fork-form button[type=submit]").click()
+    c.click("form.fork-form button[type=submit]")
     c.wait("the fork's page", lambda: "#/runs/" in d.current_url and original not in d.current_url)
     fork = d.current_url.split("#/runs/")[1]
 
@@ -1053,7 +1075,7 @@ def fork_compare_and_play(c, token):
     c.shot("21-fork")
 
     # The diff: the two reused steps and the reply with another input, side by side.
-    c.one("a.compare-link").click()
+    c.click("a.compare-link")
     c.wait("the diff", lambda: f"/diff/{fork}" in d.current_url and len(c.css("tr.diff-row")) == 3)
     verdicts = {r.find_element(By.CSS_SELECTOR, "code").text: r.get_attribute("class")
                 for r in c.css("tr.diff-row")}
@@ -1086,7 +1108,7 @@ def fork_compare_and_play(c, token):
     assert "s-none" not in node_class(c, "section.playback", "find"), "the first step has moved"
     assert "s-completed" not in node_class(c, "section.playback", "reply"), "the reply is not done yet"
     c.shot("23-playback")
-    c.one("section.playback button.play").click()
+    c.click("section.playback button.play")
     c.wait("played to the end", lambda: c.one(".playback-where").text.startswith(f"{total} of {total}"),
            timeout=total * 0.35 + 20)
     assert "s-completed" in node_class(c, "section.playback", "reply")
@@ -1101,18 +1123,19 @@ def continue_from_here(c, conversation):
     c.go(f"#/c/{conversation}")
     c.wait("the conversation", lambda: len(c.turns()) == 4)
     earlier = c.content(2)
-    c.one("button.reply-here", c.turn(1)).click()
+    c.click_in_turn("button.reply-here", 1)
     assert "Continuing from turn 2" in c.one("p.replying").text
     c.one("#message").send_keys('script:[{"answer": "from the branch"}]', Keys.ENTER)
     c.wait("the branch, counted with the message it sits beside",
            lambda: c.count(2) == "2/2" and "from the branch" in (c.content(2) or ""), timeout=40)
     c.shot("35-continued-from-here")
-    c.one("button.prev", c.turn(2)).click()
+    c.click_in_turn("button.prev", 2)
     c.wait("the earlier branch", lambda: c.count(2) == "1/2" and c.content(2) == earlier)
-    c.one("button.next", c.turn(2)).click()
+    c.click_in_turn("button.next", 2)
     c.wait("the branch again", lambda: c.count(2) == "2/2" and "from the branch" in (c.content(2) or ""))
-    c.one("details.branch-map summary").click()
-    texts = [x.text for x in c.css("details.branch-map span.map-text")]
+    c.click("details.branch-map summary")
+    texts = c.wait("the branch map's texts",
+                   lambda: [x.text for x in c.css("details.branch-map span.map-text")])
     assert any("from the branch" in t for t in texts), texts
     assert all(t.startswith("“") or t.startswith("(") for t in texts), texts
     c.shot("36-branch-map-text")
@@ -1122,13 +1145,13 @@ def regenerate_answer_only(c, conversation):
     """The last answer written again from a fork of its run: a new version, still the answer."""
     c.go(f"#/c/{conversation}")
     c.wait("the conversation", lambda: len(c.turns()) == 4 and c.count(3) == "2/2")
-    c.one("details.regen-menu summary", c.turn(3)).click()  # Regenerate ▾
-    c.one("button.regenerate-answer-only", c.turn(3)).click()
+    c.click_in_turn("details.regen-menu summary", 3)  # Regenerate ▾
+    c.click_in_turn("button.regenerate-answer-only", 3)
     c.wait("the answer regenerated", lambda: c.count(3) == "3/3" and c.status(3) == "valid"
            and c.content(3) == "third", timeout=40)
     c.shot("24-regenerated-answer-only")
     # Its run is a fork of the run that wrote the answer before.
-    c.one("a.run-link", c.turn(3)).click()
+    c.click_in_turn("a.run-link", 3)
     c.wait("its run's lineage", lambda: "Forked from" in c.one("p.forked-from").text)
 
 

@@ -17,6 +17,7 @@ use axum::{extract::Query, routing::get, Json, Router};
 use reqwest::Method;
 use serde_json::{json, Value};
 
+mod currency;
 mod episodes;
 mod memory;
 mod merge;
@@ -155,6 +156,51 @@ fn graphiti(port: u16, llm: Option<u16>, db: &str) -> Proc {
     }
     let service = root().join("workers/graphiti/aiden_graphiti_service.py");
     python_proc(venv.to_str().unwrap(), &[service.to_str().unwrap()], &env)
+}
+
+/// What the recall tests run against: the Graphiti service with its default embedder (no LLM:
+/// extraction off), `aiden serve` and an episode pool on a fresh virtual host, and a graph
+/// connection of the tests' own.
+struct RecallProcs {
+    _service: Proc,
+    _serve: Proc,
+    episodes: Proc,
+    admin: Api,
+    graph: aiden_graph::Graph,
+    port: u16,
+    extra: Vec<(&'static str, String)>,
+    vhost: String,
+}
+
+async fn recall_procs() -> RecallProcs {
+    let db = database();
+    let (vhost, amqp) = fresh_vhost();
+    let graphiti_port = aiden_tests::procs::free_port();
+    let service = graphiti(graphiti_port, None, &db);
+    let graphiti_url = format!("http://127.0.0.1:{graphiti_port}");
+    wait_http(&format!("{graphiti_url}/healthz"), Duration::from_secs(60)).await;
+    park_pending_items(&db).await;
+    let port = aiden_tests::procs::free_port();
+    let extra = serve_env(&db, &amqp, &graphiti_url);
+    let serve = aiden_tests::procs::spawn_env(&["serve"], port, &extra);
+    let episodes = aiden_tests::procs::spawn_env(&["worker", "--type", "episode"], port, &extra);
+    let admin = Api::local(port);
+    admin.wait_ready().await;
+    let settings = aiden_graph::Settings {
+        database: db,
+        ..aiden_tests::graph_settings()
+    };
+    let graph = aiden_graph::Graph::connect(&settings).await.expect("graph");
+    RecallProcs {
+        _service: service,
+        _serve: serve,
+        episodes,
+        admin,
+        graph,
+        port,
+        extra,
+        vhost,
+    }
 }
 
 /// The official Python driver's view of the graph (`tests/knowledge/graph_walk.py`): one Cypher

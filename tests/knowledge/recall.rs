@@ -8,15 +8,12 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use aiden_tests::procs::{free_port, sigkill, spawn_env, Api};
+use aiden_tests::procs::{sigkill, spawn_env, Api};
 use reqwest::Method;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{
-    database, drop_vhost, fresh_vhost, graphiti, park_pending_items, query_value, root,
-    section_tokens, serve_env, wait_http,
-};
+use super::{drop_vhost, query_value, root, section_tokens};
 
 #[derive(Deserialize)]
 struct Corpus {
@@ -107,7 +104,7 @@ pub(super) async fn say(
 }
 
 /// Waits until every Alternative in `ids` is bound and embedded.
-async fn wait_embedded(graph: &aiden_graph::Graph, ids: &[String], within: Duration) {
+pub(super) async fn wait_embedded(graph: &aiden_graph::Graph, ids: &[String], within: Duration) {
     #[derive(Deserialize)]
     struct Row {
         n: i64,
@@ -164,33 +161,13 @@ async fn srch_1_2_3_paraphrased_questions_find_their_fact_and_never_another_user
     )
     .unwrap();
     assert!(corpus.facts.len() >= 50 && corpus.questions.len() >= 20);
-    let db = database();
-    let (vhost, amqp) = fresh_vhost();
-    let graphiti_port = free_port();
-    let _service = graphiti(graphiti_port, None, &db);
-    let graphiti_url = format!("http://127.0.0.1:{graphiti_port}");
-    wait_http(&format!("{graphiti_url}/healthz"), Duration::from_secs(60)).await;
-    park_pending_items(&db).await;
-    let port = free_port();
-    let extra = serve_env(&db, &amqp, &graphiti_url);
-    let _serve = spawn_env(&["serve"], port, &extra);
-    let mut episodes = spawn_env(&["worker", "--type", "episode"], port, &extra);
-    let admin = Api::local(port);
-    admin.wait_ready().await;
-    let graph = aiden_graph::Graph::connect(&aiden_graph::Settings {
-        uri: aiden_tests::setting("AIDEN_NEO4J_URI", Some("bolt://127.0.0.1:7688")),
-        user: aiden_tests::setting("AIDEN_NEO4J_USER", Some("neo4j")),
-        password: aiden_tests::setting("AIDEN_NEO4J_PASSWORD", None),
-        database: db.clone(),
-        max_connections: 2,
-        timeout: Duration::from_secs(30),
-    })
-    .await
-    .expect("graph");
+    let procs = super::recall_procs().await;
+    let (admin, graph, port, extra) = (&procs.admin, &procs.graph, procs.port, &procs.extra);
+    let mut episodes = procs.episodes;
 
     // The corpus: each fact in a conversation of its own (A's), a filler message after it.
-    let (_, a) = new_user(&admin).await;
-    let (_, b) = new_user(&admin).await;
+    let (_, a) = new_user(admin).await;
+    let (_, b) = new_user(admin).await;
     let mut fact_alt: HashMap<String, String> = HashMap::new();
     let mut all = Vec::new();
     for f in &corpus.facts {
@@ -233,7 +210,7 @@ async fn srch_1_2_3_paraphrased_questions_find_their_fact_and_never_another_user
     .await;
     let (_, asked) = say(&a, &x, &second.question, Some((&t1, &a1))).await;
     all.extend([a1.clone(), sibling.clone(), asked.clone()]);
-    wait_embedded(&graph, &all, Duration::from_secs(300)).await;
+    wait_embedded(graph, &all, Duration::from_secs(300)).await;
 
     // Content bound without an embedding (before recall existed, or its embedding failed) is
     // embedded when an episode pool starts.
@@ -249,9 +226,9 @@ async fn srch_1_2_3_paraphrased_questions_find_their_fact_and_never_another_user
         .await
         .expect("strip an embedding");
     sigkill(&mut episodes);
-    let _episodes = spawn_env(&["worker", "--type", "episode"], port, &extra);
+    let _episodes = spawn_env(&["worker", "--type", "episode"], port, extra);
     wait_embedded(
-        &graph,
+        graph,
         std::slice::from_ref(&stripped),
         Duration::from_secs(120),
     )
@@ -394,5 +371,5 @@ async fn srch_1_2_3_paraphrased_questions_find_their_fact_and_never_another_user
         path_tokens + retrieved_tokens,
         "WM-2: {wm}"
     );
-    drop_vhost(&vhost);
+    drop_vhost(&procs.vhost);
 }

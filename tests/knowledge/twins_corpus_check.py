@@ -13,7 +13,11 @@
    above the right fact, and the questions not at rank 1. Supersessions: the old and new messages
    are added as documents; per supersession question, whether the current message ranks above the
    other one. `--words-only` skips this step.
-4. The last line printed is one JSON object with those figures (or only the checks' with
+4. SRCH-7's rule for what is current (the cue lists of
+   crates/domain/src/knowledge/currency_cues.json), offline: how many supersessions it finds and
+   how many edges it draws that are not one (printed, not asserted; tests/knowledge/currency.rs
+   asserts them through the API).
+5. The last line printed is one JSON object with those figures (or only the checks' with
    --words-only).
 
     .stack/graphiti-venv/bin/python tests/knowledge/twins_corpus_check.py [--words-only] [CORPUS]
@@ -22,6 +26,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -144,12 +149,69 @@ def recall(corpus: dict) -> dict:
           f'current above superseded {current_first} of {m}')
     print('\n'.join(sup_lines))
     print(f'model load {loaded - started:.1f} s, embedding {texts} texts {embedded - loaded:.1f} s')
+    right, wrong = supersession_rule(docs + sup_docs, doc_vectors, sups)
     return {
+        'rule_found': right, 'rule_wrong': wrong,
         'pairs': len(corpus['pairs']), 'questions': n, 'documents': len(docs),
         'recall_at_1': round(at1 / n, 4), 'recall_at_5': round(at5 / n, 4),
         'mrr': round(reciprocal / n, 4), 'twin_first': twin_first,
         'supersessions': m, 'current_first': current_first,
     }
+
+
+CUES = ROOT / 'crates' / 'domain' / 'src' / 'knowledge' / 'currency_cues.json'
+
+
+def words(text: str) -> list[str]:
+    return [w for w in re.split(r"[^\w'’]+", text.lower()) if w]
+
+
+def words_outside_names(text: str) -> list[str]:
+    """As currency.rs: a word capitalised inside a sentence (not its first) is a name ('New
+    York'), kept as an empty word so no cue matches it."""
+    out, first = [], True
+    for token in re.findall(r"[\w'’]+|[.!?;:\n]", text):
+        if token in '.!?;:\n':
+            first = True
+            continue
+        out.append('' if not first and token[0].isupper() else token.lower())
+        first = False
+    return out
+
+
+def says(text: str, phrases: list[str]) -> bool:
+    w = words_outside_names(text)
+    return any(w[i:i + len(p)] == p for p in map(words, phrases)
+               for i in range(len(w) - len(p) + 1))
+
+
+def supersession_rule(docs, vectors, sups) -> tuple[int, int]:
+    """SRCH-7's rule (crates/domain/src/knowledge/currency.rs), offline: in the order the
+    integration test says them (the pairs' facts, the older messages, the newer ones), a message
+    with a change cue supersedes the most similar earlier one within the rule's cosine. How many
+    supersessions it finds, and how many edges it draws that are not one."""
+    cues = json.loads(CUES.read_text(encoding='utf-8'))
+    order = sorted(range(len(docs)), key=lambda i: docs[i][0].endswith(':new'))
+    right = wrong = 0
+    lines = []
+    for n, i in enumerate(order[1:], start=1):
+        doc_id, text = docs[i]
+        if not says(text, cues['change']):
+            continue
+        earlier = order[:n]
+        sims = vectors[earlier] @ vectors[i]
+        best = int(sims.argmax())
+        if sims[best] < cues['minSimilarity']:
+            continue
+        old_id = docs[earlier[best]][0]
+        ok = doc_id.endswith(':new') and old_id == doc_id[:-4] + ':old'
+        right += ok
+        wrong += not ok
+        if not ok:
+            lines.append(f'  wrongly: {doc_id} supersedes {old_id} (cosine {sims[best]:.2f})')
+    print(f'the rule (SRCH-7): {right} of {len(sups)} supersessions found, {wrong} wrong')
+    print('\n'.join(lines))
+    return right, wrong
 
 
 def main() -> int:

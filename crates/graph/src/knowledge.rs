@@ -4,7 +4,7 @@
 //! share the database with graphiti-core's: `docs/knowledge.md`.
 
 use aiden_domain::knowledge::entity::{ChosenEntity, EntityFacts, MentionedEntity};
-use aiden_domain::knowledge::{Binding, OutboxState};
+use aiden_domain::knowledge::{currency, Binding, OutboxState};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -177,8 +177,14 @@ pub async fn bind(graph: &Graph, b: &Bind<'_>, now: &str) -> Result<bool, Error>
     Ok(row.is_some())
 }
 
+/// How many of a user's newest messages a message that says something changed is compared
+/// with (SRCH-7): older ones stay current.
+const SUPERSEDE_SCAN_CAP: i64 = 2_000;
+
 /// Recall: writes the content's embedding and the model that made it; the node
-/// becomes `Embedded` (the `recall_embedding` vector index).
+/// becomes `Embedded` (the `recall_embedding` vector index). With `says_change` (a user's
+/// message with a change cue, SRCH-7), the same transaction marks the older message of the same
+/// user it supersedes, if one is similar enough: the id of that message.
 pub async fn embed(
     graph: &Graph,
     kind: TargetKind,
@@ -186,7 +192,12 @@ pub async fn embed(
     revision: i64,
     vector: &[f32],
     model: &str,
-) -> Result<(), Error> {
+    says_change: bool,
+) -> Result<Option<String>, Error> {
+    #[derive(Deserialize)]
+    struct Row {
+        id: String,
+    }
     let mut tx = graph.begin().await?;
     let q = cypher(query_file!("knowledge/embed.cypher"), Some(label(kind)))
         .param("id", id)
@@ -197,7 +208,20 @@ pub async fn embed(
         )
         .param("model", model);
     tx.run(q).await?;
-    tx.commit().await
+    let mut superseded = None;
+    if says_change && kind == TargetKind::Message {
+        let q = cypher(query_file!("knowledge/supersede.cypher"), None)
+            .param("id", id)
+            .param("minScore", currency::min_index_score())
+            .param("scanCap", SUPERSEDE_SCAN_CAP)
+            .param(
+                "now",
+                chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            );
+        superseded = tx.one::<Row>(q).await?.map(|r| r.id);
+    }
+    tx.commit().await?;
+    Ok(superseded)
 }
 
 /// Bound content whose current revision has no embedding (the backfill's work).

@@ -1,7 +1,7 @@
 //! Recall's statements: one row per hit and signal, already filtered to what the
 //! caller owns (SRCH-2). The fusion is the domain's (`knowledge::recall::fuse`).
 
-use aiden_domain::knowledge::recall::{HitKind, SignalRow, Source};
+use aiden_domain::knowledge::recall::{HitKind, SignalRow, Source, Version};
 use serde::Deserialize;
 
 use crate::{cypher, query_file, Error, Graph};
@@ -48,6 +48,8 @@ struct ContentRow {
     created_at: Option<String>,
     /// `x:Embedded`: its vector is written (SRCH-6 says `indexed`).
     embedded: Option<bool>,
+    superseded_by: Option<Version>,
+    supersedes: Option<Version>,
 }
 
 impl ContentRow {
@@ -79,6 +81,8 @@ impl ContentRow {
             sources: vec![source],
             group: None,
             indexed: Some(self.embedded.unwrap_or(false)),
+            superseded_by: self.superseded_by,
+            supersedes: self.supersedes,
         })
     }
 }
@@ -143,6 +147,8 @@ async fn knowledge(graph: &Graph, q: neo4rs::Query) -> Result<Vec<SignalRow>, Er
                 sources: r.sources,
                 group: r.conversation_id,
                 indexed: None,
+                superseded_by: None,
+                supersedes: None,
             })
         })
         .collect())

@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 
+use aiden_domain::knowledge::currency;
 use aiden_domain::knowledge::recall::{self, Hit, HitKind, Search, SignalRow, MAX_LIMIT};
 use aiden_graph::recall::{self as graph_recall, Ask};
 use serde::Serialize;
@@ -111,7 +112,7 @@ async fn ranked(
     };
     let (entities, facts) = tokio::join!(entities, facts);
     if let Some(entities) = entities? {
-        let ranked = recall::fuse(entities.clone(), &HashMap::new(), GRAPH_SEEDS);
+        let ranked = recall::fuse(entities.clone(), &HashMap::new(), GRAPH_SEEDS, false);
         seeds = ranked.into_iter().map(|h| h.id).collect();
         if wants(HitKind::Entity) {
             rows.extend(entities);
@@ -160,7 +161,12 @@ async fn ranked(
         signals.push("graph".into());
     }
     Ok(SearchAnswer {
-        hits: recall::fuse(rows, &entity_rank, s.limit),
+        hits: recall::fuse(
+            rows,
+            &entity_rank,
+            s.limit,
+            !currency::asks_about_past(&s.q),
+        ),
         signals,
         embedder: None,
         warning: None,

@@ -79,10 +79,34 @@ WHERE coalesce(c.ownerId, x.ownerId) = $callerId
   AND ($conversationId IS NULL OR c.id = $conversationId)
   AND coalesce(x.status, '') <> 'archived'
 OPTIONAL MATCH (:ConversationTurn {id: coalesce(x.turnId, '')})-[h:HAS_ALTERNATIVE]->(x)
+// SRCH-7: the newest message that supersedes it, and the one it supersedes (both the same
+// user's, by the rule's construction).
+CALL {
+  WITH x
+  OPTIONAL MATCH (x)<-[:SUPERSEDES]-(n:Alternative)
+  WHERE coalesce(n.status, '') <> 'archived'
+  RETURN n
+  ORDER BY n.createdAt DESC
+  LIMIT 1
+}
+CALL {
+  WITH x
+  OPTIONAL MATCH (x)-[:SUPERSEDES]->(o:Alternative)
+  WHERE coalesce(o.status, '') <> 'archived'
+  RETURN o
+  ORDER BY o.createdAt DESC
+  LIMIT 1
+}
 RETURN x.id AS id,
        CASE WHEN x:Alternative THEN 'episode' WHEN x:Summary THEN 'summary'
             WHEN x:Memory THEN 'memory' ELSE 'introspection' END AS kind,
        signal, score, via, x.content AS content, x.episodeId AS episodeId,
        c.id AS conversationId, c.title AS conversationTitle, x.turnId AS turnId,
        h.isActive AS active, x.speaker AS speaker,
-       coalesce(x.correctedAt, x.createdAt) AS createdAt, x:Embedded AS embedded
+       coalesce(x.correctedAt, x.createdAt) AS createdAt, x:Embedded AS embedded,
+       CASE WHEN n IS NULL THEN null
+            ELSE {id: n.id, text: n.content, conversationId: n.conversationId,
+                  turnId: n.turnId, createdAt: n.createdAt} END AS supersededBy,
+       CASE WHEN o IS NULL THEN null
+            ELSE {id: o.id, text: o.content, conversationId: o.conversationId,
+                  turnId: o.turnId, createdAt: o.createdAt} END AS supersedes

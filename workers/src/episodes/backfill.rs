@@ -6,6 +6,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
+use aiden_domain::knowledge::currency;
 use aiden_graph::knowledge::{self as kg, TargetKind};
 use aiden_graph::Graph;
 use aiden_recall::{EmbedError, Embedder};
@@ -58,9 +59,18 @@ pub async fn run(graph: Graph, embedder: Embedder) {
             let Some(kind) = TargetKind::parse(&row.kind) else {
                 continue;
             };
-            let write = kg::embed(&graph, kind, &row.id, row.revision, vector, &embedded.model);
+            let says_change = currency::says_change(&row.content);
+            let write = kg::embed(
+                &graph,
+                kind,
+                &row.id,
+                row.revision,
+                vector,
+                &embedded.model,
+                says_change,
+            );
             match write.await {
-                Ok(()) => done += 1,
+                Ok(_) => done += 1,
                 Err(e) => {
                     tracing::warn!(id = %row.id, error = %e, "embedding backfill: not written")
                 }

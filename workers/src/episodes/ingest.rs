@@ -5,6 +5,7 @@
 //! context of its own path, and record the final state. Running it again at any point — a
 //! redelivery, a duplicate, a restart after SIGKILL — converges on the same graph.
 
+use aiden_domain::knowledge::currency;
 use aiden_domain::knowledge::episode::{self, Binding};
 use aiden_graph::knowledge::{self as kg, ContextItem, Target, TargetKind};
 use aiden_graph::Graph;
@@ -244,16 +245,21 @@ impl Ingestor {
             tracing::warn!(id = %t.id, "the embedder answered no vector");
             return Ok(());
         };
-        kg::embed(
+        let superseded = kg::embed(
             &self.graph,
             kind,
             &t.id,
             t.revision.unwrap_or(1),
             vector,
             &embedded.model,
+            currency::says_change(text),
         )
         .await
-        .map_err(graph_error)
+        .map_err(graph_error)?;
+        if let Some(old) = superseded {
+            tracing::info!(id = %t.id, superseded = %old, "a newer message supersedes an older one (SRCH-7)");
+        }
+        Ok(())
     }
 
     /// Records a binding that gave up (EPI-3); its outbox item goes in the same statement.

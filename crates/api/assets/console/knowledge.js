@@ -42,12 +42,31 @@ function foundBy(hit) {
   }));
 }
 
+/** SRCH-7: a message a later one of yours superseded says what is current now; the current
+ * one says what it was. Each links to the other message where it was said. */
+function versions(hit) {
+  const quote = (v) => {
+    const text = `“${v.text.length > 200 ? `${v.text.slice(0, 200)}…` : v.text}”`;
+    return v.conversationId
+      ? h('a', { href: `#/c/${encodeURIComponent(v.conversationId)}?alt=${encodeURIComponent(v.id)}` }, text)
+      : text;
+  };
+  if (hit.supersededBy) {
+    return h('p.superseded-by',
+      badge('superseded', 'A later message of yours says this changed: it is shown as history'),
+      ' now: ', quote(hit.supersededBy),
+      hit.supersededBy.createdAt ? [' · ', when(hit.supersededBy.createdAt)] : null);
+  }
+  if (hit.supersedes) return h('p.was.muted', 'was: ', quote(hit.supersedes));
+  return null;
+}
+
 function hitItem(hit) {
   const title = hit.kind === 'entity'
     ? h('a', { href: `#/entities/${encodeURIComponent(hit.id)}` }, hit.name || hit.id)
     : null;
   const others = hit.kind === 'entity' || hit.kind === 'fact' ? hit.sources.slice(1) : [];
-  return h('li.hit', { dataset: { kind: hit.kind, id: hit.id } },
+  return h(hit.supersededBy ? 'li.hit.superseded' : 'li.hit', { dataset: { kind: hit.kind, id: hit.id } },
     h('div', badge(KIND_NAME[hit.kind] || hit.kind), ' ', title, ' ', foundBy(hit),
       hit.indexed === false
         ? [' ', badge('not yet indexed', 'Just added: only its words find it until it is indexed for meaning')]
@@ -55,6 +74,7 @@ function hitItem(hit) {
       h('span.muted', ` score ${hit.score.toFixed(3)}`,
         hit.similarity !== undefined ? ` · meaning ${hit.similarity.toFixed(2)}` : '')),
     hit.text ? h('p.hit-text', hit.text.slice(0, 400)) : null,
+    versions(hit),
     h('p.muted', origin(hit), hit.createdAt ? [' · ', when(hit.createdAt)] : null,
       others.length ? [' · also in ', others.map((s, i) => [i ? ', ' : '', origin(s)])] : null));
 }

@@ -2,6 +2,7 @@
 //! Episode: identity, name, group, content), the binding lifecycle that links it back, and the
 //! Entities working memory carries. Pure: no graph, no network.
 
+pub mod currency;
 pub mod entity;
 pub mod episode;
 pub mod memory;

@@ -193,6 +193,26 @@ pub struct SignalRow {
     /// For content: whether its vector is written (the node is `Embedded`), so meaning can
     /// find it; `None` for Entities and facts.
     pub indexed: Option<bool>,
+    /// SRCH-7: the newer message of the same user that supersedes this one.
+    pub superseded_by: Option<Version>,
+    /// SRCH-7: the older message this one supersedes.
+    pub supersedes: Option<Version>,
+}
+
+/// SRCH-7: a message that superseded a hit, or that a hit superseded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Version {
+    /// The Alternative's id.
+    pub id: String,
+    pub text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+    /// When it was said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
 }
 
 /// Which signal found a hit, as the console says it: `meaning` (its cosine similarity reached
@@ -242,6 +262,13 @@ pub struct Hit {
     pub origin: Source,
     /// Every place it came from (an entity or fact: up to five mentioning Alternatives).
     pub sources: Vec<Source>,
+    /// SRCH-7: superseded by this newer message of the same user, so no longer current
+    /// (ranked below it unless the question asks about the past).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<Version>,
+    /// SRCH-7: the older message this one superseded (its history: "was: …").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub supersedes: Option<Version>,
     /// An Entity's or fact's conversation (SRCH-3 decides on it; `origin` shows it).
     #[serde(skip)]
     pub group: Option<String>,
@@ -296,7 +323,15 @@ pub fn found_by(similarity: Option<f64>, text_share: f64, via_entity: bool) -> V
 /// (a cosine of at least [`MIN_SIMILARITY`], a full-text score of at least [`MIN_TEXT_SHARE`]
 /// of the best, or an Entity found for the query) and its score is above 0: near-zero and
 /// negative matches are noise, not answers.
-pub fn fuse(rows: Vec<SignalRow>, entity_rank: &HashMap<String, usize>, limit: usize) -> Vec<Hit> {
+///
+/// SRCH-7: with `prefer_current` (a question not about the past), a message another one
+/// superseded ranks below it ([`prefer_current_versions`]).
+pub fn fuse(
+    rows: Vec<SignalRow>,
+    entity_rank: &HashMap<String, usize>,
+    limit: usize,
+    prefer_current: bool,
+) -> Vec<Hit> {
     let best_text = rows
         .iter()
         .filter(|r| r.signal == "text")
@@ -332,6 +367,8 @@ pub fn fuse(rows: Vec<SignalRow>, entity_rank: &HashMap<String, usize>, limit: u
                 }),
                 sources: r.sources.clone(),
                 group: r.group.clone(),
+                superseded_by: r.superseded_by.clone(),
+                supersedes: r.supersedes.clone(),
             };
             (hit, 0.0)
         });
@@ -364,6 +401,9 @@ pub fn fuse(rows: Vec<SignalRow>, entity_rank: &HashMap<String, usize>, limit: u
             (!h.found_by.is_empty() && h.score > 0.0).then_some(h)
         })
         .collect();
+    if prefer_current {
+        prefer_current_versions(&mut out);
+    }
     out.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
@@ -376,6 +416,33 @@ pub fn fuse(rows: Vec<SignalRow>, entity_rank: &HashMap<String, usize>, limit: u
     });
     out.truncate(limit);
     out
+}
+
+/// SRCH-7: how much a superseded message's score loses, in cosine units: about the margin by
+/// which a question about now matches the older wording better than the newer ("which city is
+/// my home" is closer to "I live in Lisbon" than to "I moved from Lisbon to Porto").
+pub const SUPERSEDED_PENALTY: f64 = 0.15;
+
+/// SRCH-7: the current version first. A message that superseded a hit found here scores at
+/// least as much as the hit it superseded, and a superseded hit loses [`SUPERSEDED_PENALTY`]:
+/// when both are found the current one ranks first, and a superseded one still listed says what
+/// superseded it.
+pub fn prefer_current_versions(hits: &mut [Hit]) {
+    let mut lift: HashMap<String, f64> = HashMap::new();
+    for h in hits.iter() {
+        if let Some(v) = &h.superseded_by {
+            let best = lift.entry(v.id.clone()).or_insert(h.score);
+            *best = best.max(h.score);
+        }
+    }
+    for h in hits.iter_mut() {
+        if let Some(s) = lift.get(&h.id) {
+            h.score = h.score.max(*s);
+        }
+        if h.superseded_by.is_some() {
+            h.score -= SUPERSEDED_PENALTY;
+        }
+    }
 }
 
 fn max_of(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -458,13 +525,18 @@ pub fn retrieved_context(
             .then(a.id.cmp(&b.id))
     });
     let mut used = 0u64;
-    let mut out = Vec::new();
+    let mut out: Vec<Retrieved> = Vec::new();
+    // SRCH-3 for a version (SRCH-7): of this conversation, only one on the path answered.
+    let may_show = |v: &Version| {
+        v.conversation_id.as_deref() != Some(conversation_id) || on_path.contains(&v.id)
+    };
     for h in candidates {
-        let text = match (&h.name, h.kind) {
-            (Some(n), HitKind::Entity) if !h.text.is_empty() => format!("{n}: {}", h.text),
-            (Some(n), HitKind::Entity) => n.clone(),
-            _ => h.text.clone(),
+        let Some((id, text, source)) = current_version(&h, shown, &may_show) else {
+            continue;
         };
+        if out.iter().any(|r| r.id == id) {
+            continue;
+        }
         let tokens = estimate_text_tokens(&text);
         if used + tokens > policy.max_tokens {
             continue;
@@ -472,14 +544,51 @@ pub fn retrieved_context(
         used += tokens;
         out.push(Retrieved {
             kind: h.kind,
-            id: h.id,
+            id,
             score: h.similarity.unwrap_or(0.0),
             text,
             tokens,
-            source: h.origin,
+            source,
         });
     }
     out
+}
+
+/// SRCH-7: what retrieved context shows for a hit: a superseded message as its current version
+/// with the old one as history ("I moved to Porto (was: I live in Lisbon)"), nothing when the
+/// path already shows the current version; a message that superseded another, with that
+/// history. `None`: nothing to show.
+fn current_version(
+    h: &Hit,
+    shown: &HashSet<String>,
+    may_show: &impl Fn(&Version) -> bool,
+) -> Option<(String, String, Source)> {
+    let was = |now: &str, old: &str| format!("{now} (was: {old})");
+    match (&h.superseded_by, &h.supersedes) {
+        (Some(v), _) if may_show(v) => {
+            if shown.contains(&v.id) {
+                return None;
+            }
+            let source = Source {
+                conversation_id: v.conversation_id.clone(),
+                turn_id: v.turn_id.clone(),
+                alternative_id: Some(v.id.clone()),
+                ..Source::default()
+            };
+            Some((v.id.clone(), was(&v.text, &h.text), source))
+        }
+        (_, Some(old)) if may_show(old) => {
+            Some((h.id.clone(), was(&h.text, &old.text), h.origin.clone()))
+        }
+        _ => {
+            let text = match (&h.name, h.kind) {
+                (Some(n), HitKind::Entity) if !h.text.is_empty() => format!("{n}: {}", h.text),
+                (Some(n), HitKind::Entity) => n.clone(),
+                _ => h.text.clone(),
+            };
+            Some((h.id.clone(), text, h.origin.clone()))
+        }
+    }
 }
 
 #[cfg(test)]

@@ -17,6 +17,8 @@ fn row(id: &str, kind: HitKind, signal: &str, score: Option<f64>, conv: &str) ->
         }],
         group: None,
         indexed: None,
+        superseded_by: None,
+        supersedes: None,
     }
 }
 
@@ -76,7 +78,7 @@ fn fusion_ranks_by_meaning_and_words_break_near_ties() {
         // Words only, the best of them: counted at the least similarity the vectors returned.
         row("words", HitKind::Episode, "text", Some(4.0), "c1"),
     ];
-    let hits = fuse(rows, &HashMap::new(), 10);
+    let hits = fuse(rows, &HashMap::new(), 10, true);
     let order: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
     assert_eq!(order, ["strong", "near-b", "near-a", "words", "weak"]);
     assert!(
@@ -91,7 +93,7 @@ fn fusion_ranks_by_meaning_and_words_break_near_ties() {
         row("a", HitKind::Episode, "vector", norm(0.9), "c1"),
         row("b", HitKind::Episode, "vector", norm(0.8), "c1"),
     ];
-    assert_eq!(fuse(two, &HashMap::new(), 1).len(), 1);
+    assert_eq!(fuse(two, &HashMap::new(), 1, true).len(), 1);
 }
 
 #[test]
@@ -100,7 +102,7 @@ fn without_meaning_words_decide() {
         row("a", HitKind::Episode, "text", Some(1.0), "c1"),
         row("b", HitKind::Episode, "text", Some(3.0), "c1"),
     ];
-    let hits = fuse(rows, &HashMap::new(), 10);
+    let hits = fuse(rows, &HashMap::new(), 10, true);
     assert_eq!(hits[0].id, "b");
     assert!(hits.iter().all(|h| h.similarity.is_none()));
 }
@@ -121,6 +123,7 @@ fn fusion_adds_the_graph_by_the_rank_of_the_entity_that_led_there() {
         ],
         &rank,
         10,
+        true,
     );
     // y: 0.47 + 0.1 / 1 beats x: 0.5 + 0.1 / 2.
     assert_eq!(hits[0].id, "y");
@@ -148,6 +151,8 @@ fn hit(id: &str, kind: HitKind, similarity: f64, conv: &str, alt: Option<&str>) 
         origin: source.clone(),
         sources: vec![source],
         group: None,
+        superseded_by: None,
+        supersedes: None,
     }
 }
 
@@ -226,7 +231,7 @@ fn srch_6_near_zero_and_negative_meaning_alone_is_not_listed() {
         row("zero", HitKind::Episode, "vector", norm(0.0), "c1"),
         row("opposite", HitKind::Episode, "vector", norm(-0.3), "c1"),
     ];
-    let hits = fuse(rows, &HashMap::new(), 10);
+    let hits = fuse(rows, &HashMap::new(), 10, true);
     let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
     assert_eq!(ids, ["close", "edge"]);
     assert!(hits.iter().all(|h| h.score > 0.0));
@@ -259,7 +264,7 @@ fn srch_6_a_weak_word_match_alone_is_not_listed_but_an_entity_or_words_keep_a_fa
         via,
     ];
     let rank = HashMap::from([("e1".to_string(), 1)]);
-    let hits = fuse(rows, &rank, 10);
+    let hits = fuse(rows, &rank, 10, true);
     let by = |id: &str| hits.iter().find(|h| h.id == id).map(|h| h.found_by.clone());
     assert_eq!(by("rare-words"), Some(vec![FoundBy::Words]));
     assert_eq!(by("quarter"), Some(vec![FoundBy::Words]));
@@ -287,7 +292,7 @@ fn srch_6_a_hit_says_which_signals_found_it_and_whether_it_is_indexed() {
     old_g.indexed = Some(true);
     let rank = HashMap::from([("e1".to_string(), 1)]);
     // The words-only hit counts the least similarity returned (0.6), never below 0.
-    let hits = fuse(vec![fresh, old_v, old_t, old_g], &rank, 10);
+    let hits = fuse(vec![fresh, old_v, old_t, old_g], &rank, 10, true);
     assert_eq!(hits[0].id, "old");
     assert_eq!(
         hits[0].found_by,
@@ -308,7 +313,85 @@ fn srch_6_a_hit_says_which_signals_found_it_and_whether_it_is_indexed() {
         ],
         &HashMap::new(),
         10,
+        true,
     );
     assert_eq!(hits.len(), 1);
     assert!((hits[0].score - 0.1).abs() < 1e-9);
+}
+
+fn version(id: &str, text: &str, conv: &str) -> Version {
+    Version {
+        id: id.into(),
+        text: text.into(),
+        conversation_id: Some(conv.into()),
+        turn_id: None,
+        created_at: None,
+    }
+}
+
+#[test]
+fn srch_7_a_superseded_message_ranks_below_the_one_that_superseded_it_unless_asked_about_the_past()
+{
+    // "Which city is my home now?" is closer to "I live in Lisbon" (0.62) than to "I moved
+    // from Lisbon to Porto" (0.55).
+    let rows = || {
+        let mut old = row("lisbon", HitKind::Episode, "vector", norm(0.62), "c1");
+        old.superseded_by = Some(version("porto", "I moved from Lisbon to Porto.", "c2"));
+        let mut new = row("porto", HitKind::Episode, "vector", norm(0.55), "c2");
+        new.supersedes = Some(version("lisbon", "I live in Lisbon.", "c1"));
+        let other = row("cat", HitKind::Episode, "vector", norm(0.58), "c3");
+        vec![old, new, other]
+    };
+    let now = fuse(rows(), &HashMap::new(), 10, true);
+    let ids: Vec<&str> = now.iter().map(|h| h.id.as_str()).collect();
+    assert_eq!(ids, ["porto", "cat", "lisbon"], "the current version first");
+    assert_eq!(now[2].superseded_by.as_ref().unwrap().id, "porto");
+    assert_eq!(now[0].supersedes.as_ref().unwrap().id, "lisbon");
+    let json = serde_json::to_value(&now[2]).unwrap();
+    assert_eq!(
+        json["supersededBy"]["text"],
+        "I moved from Lisbon to Porto."
+    );
+    // About the past: every hit keeps its own rank.
+    let past = fuse(rows(), &HashMap::new(), 10, false);
+    let ids: Vec<&str> = past.iter().map(|h| h.id.as_str()).collect();
+    assert_eq!(ids, ["lisbon", "cat", "porto"]);
+}
+
+#[test]
+fn srch_7_retrieved_context_shows_a_superseded_message_only_as_the_history_of_the_current_one() {
+    let policy = ContextPolicy {
+        max_tokens: 400,
+        min_similarity: 0.3,
+    };
+    let mut old = hit("lisbon", HitKind::Episode, 0.7, "c1", Some("lisbon"));
+    old.text = "I live in Lisbon.".into();
+    old.superseded_by = Some(version("porto", "I moved from Lisbon to Porto.", "c2"));
+    let mut new = hit("porto", HitKind::Episode, 0.5, "c2", Some("porto"));
+    new.text = "I moved from Lisbon to Porto.".into();
+    new.supersedes = Some(version("lisbon", "I live in Lisbon.", "c1"));
+    let none = HashSet::new();
+    let items = retrieved_context(vec![old.clone(), new.clone()], "c9", &none, &none, policy);
+    assert_eq!(items.len(), 1, "one item for both versions: {items:?}");
+    assert_eq!(items[0].id, "porto");
+    assert_eq!(
+        items[0].text,
+        "I moved from Lisbon to Porto. (was: I live in Lisbon.)"
+    );
+    assert_eq!(items[0].source.alternative_id.as_deref(), Some("porto"));
+    // Only the old one found: still its current version.
+    let items = retrieved_context(vec![old.clone()], "c9", &none, &none, policy);
+    assert_eq!(items[0].id, "porto");
+    // The current version is a sibling branch of the conversation answered (SRCH-3): not
+    // shown, and the old message stays as it is.
+    let mut sibling = old.clone();
+    sibling.superseded_by = Some(version("porto", "I moved from Lisbon to Porto.", "c9"));
+    let items = retrieved_context(vec![sibling.clone()], "c9", &none, &none, policy);
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0].id, "lisbon");
+    assert_eq!(items[0].text, "I live in Lisbon.");
+    // On the path and shown already: nothing more to say.
+    let path = HashSet::from(["porto".to_string()]);
+    let items = retrieved_context(vec![sibling], "c9", &path, &path, policy);
+    assert!(items.is_empty(), "{items:?}");
 }

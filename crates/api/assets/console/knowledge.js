@@ -51,13 +51,11 @@ function versions(hit) {
       ? h('a', { href: `#/c/${encodeURIComponent(v.conversationId)}?alt=${encodeURIComponent(v.id)}` }, text)
       : text;
   };
-  if (hit.supersededBy) {
-    return h('p.superseded-by',
-      badge('superseded', 'A later message of yours says this changed: it is shown as history'),
-      ' now: ', quote(hit.supersededBy),
-      hit.supersededBy.createdAt ? [' · ', when(hit.supersededBy.createdAt)] : null);
+  if (hit.supersededBy) return h('p.superseded-by.muted', 'Now: ', quote(hit.supersededBy));
+  if (hit.supersedes) {
+    return h('p.was.muted', { title: 'Ranked at least as high as the message it replaces' },
+      'Was: ', quote(hit.supersedes));
   }
-  if (hit.supersedes) return h('p.was.muted', 'was: ', quote(hit.supersedes));
   return null;
 }
 
@@ -68,6 +66,9 @@ function hitItem(hit) {
   const others = hit.kind === 'entity' || hit.kind === 'fact' ? hit.sources.slice(1) : [];
   return h(hit.supersededBy ? 'li.hit.superseded' : 'li.hit', { dataset: { kind: hit.kind, id: hit.id } },
     h('div', badge(KIND_NAME[hit.kind] || hit.kind), ' ', title, ' ', foundBy(hit),
+      hit.supersededBy
+        ? [' ', badge('changed later', 'A later message of yours says this changed: shown as history')]
+        : null,
       hit.indexed === false
         ? [' ', badge('not yet indexed', 'Just added: only its words find it until it is indexed for meaning')]
         : null,

@@ -418,15 +418,16 @@ pub fn fuse(
     out
 }
 
-/// SRCH-7: how much a superseded message's score loses, in cosine units: about the margin by
-/// which a question about now matches the older wording better than the newer ("which city is
-/// my home" is closer to "I live in Lisbon" than to "I moved from Lisbon to Porto").
+/// SRCH-7: how much a superseded message's score loses, in cosine units, when the message that
+/// superseded it is not among the hits: about the margin by which a question about now matches
+/// the older wording better than the newer ("which city is my home" is closer to "I live in
+/// Lisbon" than to "I moved from Lisbon to Porto").
 pub const SUPERSEDED_PENALTY: f64 = 0.15;
 
 /// SRCH-7: the current version first. A message that superseded a hit found here scores at
-/// least as much as the hit it superseded, and a superseded hit loses [`SUPERSEDED_PENALTY`]:
-/// when both are found the current one ranks first, and a superseded one still listed says what
-/// superseded it.
+/// least as much as the hit it superseded, and that hit comes right under it (its history);
+/// a superseded hit whose current version was not found loses [`SUPERSEDED_PENALTY`], and
+/// says what superseded it.
 pub fn prefer_current_versions(hits: &mut [Hit]) {
     let mut lift: HashMap<String, f64> = HashMap::new();
     for h in hits.iter() {
@@ -439,11 +440,21 @@ pub fn prefer_current_versions(hits: &mut [Hit]) {
         if let Some(s) = lift.get(&h.id) {
             h.score = h.score.max(*s);
         }
-        if h.superseded_by.is_some() {
-            h.score -= SUPERSEDED_PENALTY;
+    }
+    let current: HashMap<String, f64> = hits.iter().map(|h| (h.id.clone(), h.score)).collect();
+    for h in hits.iter_mut() {
+        if let Some(v) = &h.superseded_by {
+            h.score = match current.get(&v.id) {
+                Some(now) => h.score.min(now - HISTORY_GAP),
+                None => h.score - SUPERSEDED_PENALTY,
+            };
         }
     }
 }
+
+/// How far below its current version a superseded hit ranks: enough to order them, too little
+/// to let another hit in between.
+const HISTORY_GAP: f64 = 1e-6;
 
 fn max_of(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {

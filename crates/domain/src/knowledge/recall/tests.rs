@@ -344,14 +344,24 @@ fn srch_7_a_superseded_message_ranks_below_the_one_that_superseded_it_unless_ask
     };
     let now = fuse(rows(), &HashMap::new(), 10, true);
     let ids: Vec<&str> = now.iter().map(|h| h.id.as_str()).collect();
-    assert_eq!(ids, ["porto", "cat", "lisbon"], "the current version first");
-    assert_eq!(now[2].superseded_by.as_ref().unwrap().id, "porto");
+    assert_eq!(
+        ids,
+        ["porto", "lisbon", "cat"],
+        "the current version first, its history under it"
+    );
+    assert_eq!(now[1].superseded_by.as_ref().unwrap().id, "porto");
     assert_eq!(now[0].supersedes.as_ref().unwrap().id, "lisbon");
-    let json = serde_json::to_value(&now[2]).unwrap();
+    let json = serde_json::to_value(&now[1]).unwrap();
     assert_eq!(
         json["supersededBy"]["text"],
         "I moved from Lisbon to Porto."
     );
+    // Its current version not found: the old message loses the penalty (0.62 → 0.47).
+    let alone: Vec<SignalRow> = rows().into_iter().filter(|r| r.id != "porto").collect();
+    let hits = fuse(alone, &HashMap::new(), 10, true);
+    let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
+    assert_eq!(ids, ["cat", "lisbon"]);
+    assert!((hits[1].score - (0.62 - SUPERSEDED_PENALTY)).abs() < 1e-9);
     // About the past: every hit keeps its own rank.
     let past = fuse(rows(), &HashMap::new(), 10, false);
     let ids: Vec<&str> = past.iter().map(|h| h.id.as_str()).collect();

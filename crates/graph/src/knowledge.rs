@@ -183,8 +183,9 @@ const SUPERSEDE_SCAN_CAP: i64 = 2_000;
 
 /// Recall: writes the content's embedding and the model that made it; the node
 /// becomes `Embedded` (the `recall_embedding` vector index). With `says_change` (a user's
-/// message with a change cue, SRCH-7), the same transaction marks the older message of the same
-/// user it supersedes, if one is similar enough: the id of that message.
+/// message with a change cue, SRCH-7), then marks the older message of the same user it
+/// supersedes, if one is similar enough: the id of that message. That mark is best-effort, in
+/// a transaction of its own: its failure is logged and never undoes or retries the embedding.
 pub async fn embed(
     graph: &Graph,
     kind: TargetKind,
@@ -194,10 +195,6 @@ pub async fn embed(
     model: &str,
     says_change: bool,
 ) -> Result<Option<String>, Error> {
-    #[derive(Deserialize)]
-    struct Row {
-        id: String,
-    }
     let mut tx = graph.begin().await?;
     let q = cypher(query_file!("knowledge/embed.cypher"), Some(label(kind)))
         .param("id", id)
@@ -208,20 +205,37 @@ pub async fn embed(
         )
         .param("model", model);
     tx.run(q).await?;
-    let mut superseded = None;
-    if says_change && kind == TargetKind::Message {
-        let q = cypher(query_file!("knowledge/supersede.cypher"), None)
-            .param("id", id)
-            .param("minScore", currency::min_index_score())
-            .param("scanCap", SUPERSEDE_SCAN_CAP)
-            .param(
-                "now",
-                chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            );
-        superseded = tx.one::<Row>(q).await?.map(|r| r.id);
-    }
     tx.commit().await?;
-    Ok(superseded)
+    if !(says_change && kind == TargetKind::Message) {
+        return Ok(None);
+    }
+    match supersede(graph, id).await {
+        Ok(old) => Ok(old),
+        Err(e) => {
+            tracing::warn!(id, error = %e, "what the message supersedes not marked (SRCH-7)");
+            Ok(None)
+        }
+    }
+}
+
+/// SRCH-7: the older message `id` supersedes, marked (`knowledge/supersede.cypher`).
+async fn supersede(graph: &Graph, id: &str) -> Result<Option<String>, Error> {
+    #[derive(Deserialize)]
+    struct Row {
+        id: String,
+    }
+    let mut tx = graph.begin().await?;
+    let q = cypher(query_file!("knowledge/supersede.cypher"), None)
+        .param("id", id)
+        .param("minScore", currency::min_index_score())
+        .param("scanCap", SUPERSEDE_SCAN_CAP)
+        .param(
+            "now",
+            chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        );
+    let old = tx.one::<Row>(q).await?.map(|r| r.id);
+    tx.commit().await?;
+    Ok(old)
 }
 
 /// Bound content whose current revision has no embedding (the backfill's work).

@@ -105,8 +105,8 @@ RETURN x.id AS id,
        h.isActive AS active, x.speaker AS speaker,
        coalesce(x.correctedAt, x.createdAt) AS createdAt, x:Embedded AS embedded,
        CASE WHEN n IS NULL THEN null
-            ELSE {id: n.id, text: n.content, conversationId: n.conversationId,
+            ELSE {id: n.id, text: coalesce(n.content, ''), conversationId: n.conversationId,
                   turnId: n.turnId, createdAt: n.createdAt} END AS supersededBy,
        CASE WHEN o IS NULL THEN null
-            ELSE {id: o.id, text: o.content, conversationId: o.conversationId,
+            ELSE {id: o.id, text: coalesce(o.content, ''), conversationId: o.conversationId,
                   turnId: o.turnId, createdAt: o.createdAt} END AS supersedes

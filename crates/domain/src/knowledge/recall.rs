@@ -403,6 +403,8 @@ pub fn fuse(
         .collect();
     if prefer_current {
         prefer_current_versions(&mut out);
+        // SRCH-6 holds after it: a hit the penalty took to 0 or below is not listed.
+        out.retain(|h| h.score > 0.0);
     }
     out.sort_by(|a, b| {
         b.score
@@ -424,31 +426,52 @@ pub fn fuse(
 /// Lisbon" than to "I moved from Lisbon to Porto").
 pub const SUPERSEDED_PENALTY: f64 = 0.15;
 
-/// SRCH-7: the current version first. A message that superseded a hit found here scores at
-/// least as much as the hit it superseded, and that hit comes right under it (its history);
-/// a superseded hit whose current version was not found loses [`SUPERSEDED_PENALTY`], and
-/// says what superseded it.
+/// SRCH-7: the current version first. Hits linked by `superseded_by` form chains (Lisbon ←
+/// Porto ← Madrid); the newest version found heads its chain with the best score of the chain,
+/// and each older version comes right under the one that superseded it (its history). When the
+/// head was itself superseded by a message not found here, the whole chain loses
+/// [`SUPERSEDED_PENALTY`].
 pub fn prefer_current_versions(hits: &mut [Hit]) {
-    let mut lift: HashMap<String, f64> = HashMap::new();
-    for h in hits.iter() {
-        if let Some(v) = &h.superseded_by {
-            let best = lift.entry(v.id.clone()).or_insert(h.score);
-            *best = best.max(h.score);
-        }
+    let index: HashMap<&str, usize> = hits
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (h.id.as_str(), i))
+        .collect();
+    // Each hit's chain head and its distance from it (a cycle, which the rule cannot draw,
+    // stops at the chain's length).
+    let placed: Vec<(usize, usize)> = (0..hits.len())
+        .map(|i| {
+            let (mut at, mut depth) = (i, 0);
+            while let Some(&next) = hits[at]
+                .superseded_by
+                .as_ref()
+                .and_then(|v| index.get(v.id.as_str()))
+            {
+                if depth >= hits.len() {
+                    break;
+                }
+                (at, depth) = (next, depth + 1);
+            }
+            (at, depth)
+        })
+        .collect();
+    let mut best: HashMap<usize, f64> = HashMap::new();
+    for (i, (head, _)) in placed.iter().enumerate() {
+        let b = best.entry(*head).or_insert(f64::MIN);
+        *b = b.max(hits[i].score);
     }
-    for h in hits.iter_mut() {
-        if let Some(s) = lift.get(&h.id) {
-            h.score = h.score.max(*s);
-        }
-    }
-    let current: HashMap<String, f64> = hits.iter().map(|h| (h.id.clone(), h.score)).collect();
-    for h in hits.iter_mut() {
-        if let Some(v) = &h.superseded_by {
-            h.score = match current.get(&v.id) {
-                Some(now) => h.score.min(now - HISTORY_GAP),
-                None => h.score - SUPERSEDED_PENALTY,
+    let scores: Vec<f64> = placed
+        .iter()
+        .map(|(head, depth)| {
+            let penalty = match hits[*head].superseded_by {
+                Some(_) => SUPERSEDED_PENALTY,
+                None => 0.0,
             };
-        }
+            best[head] - penalty - *depth as f64 * HISTORY_GAP
+        })
+        .collect();
+    for (h, s) in hits.iter_mut().zip(scores) {
+        h.score = s;
     }
 }
 

@@ -405,3 +405,36 @@ fn srch_7_retrieved_context_shows_a_superseded_message_only_as_the_history_of_th
     let items = retrieved_context(vec![sibling], "c9", &path, &path, policy);
     assert!(items.is_empty(), "{items:?}");
 }
+
+#[test]
+fn srch_7_a_chain_of_versions_ranks_newest_first_and_a_penalised_hit_is_never_below_zero() {
+    // Lisbon ← Porto ← Madrid: the oldest matches the question best.
+    let mut lisbon = row("lisbon", HitKind::Episode, "vector", norm(0.9), "c1");
+    lisbon.superseded_by = Some(version("porto", "I moved to Porto.", "c2"));
+    let mut porto = row("porto", HitKind::Episode, "vector", norm(0.5), "c2");
+    porto.superseded_by = Some(version("madrid", "I moved to Madrid.", "c3"));
+    let madrid = row("madrid", HitKind::Episode, "vector", norm(0.4), "c3");
+    let other = row("cat", HitKind::Episode, "vector", norm(0.7), "c4");
+    let hits = fuse(
+        vec![lisbon, porto, madrid, other],
+        &HashMap::new(),
+        10,
+        true,
+    );
+    let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
+    assert_eq!(ids, ["madrid", "porto", "lisbon", "cat"]);
+    // Superseded by a message not found, a weak hit would fall below 0: not listed (SRCH-6).
+    let mut weak = row("weak", HitKind::Episode, "vector", norm(0.25), "c1");
+    weak.superseded_by = Some(version("gone", "not found", "c2"));
+    let strong = row("strong", HitKind::Episode, "vector", norm(0.6), "c4");
+    let hits = fuse(vec![weak, strong], &HashMap::new(), 10, true);
+    let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
+    assert_eq!(ids, ["strong", "weak"], "0.25 − 0.15 is still above 0");
+    // Found by words only (0.1 for the best words), then 0.15 off: below 0, not listed.
+    let mut worded = row("worded", HitKind::Episode, "text", Some(3.0), "c1");
+    worded.superseded_by = Some(version("gone", "not found", "c2"));
+    let hits = fuse(vec![worded.clone()], &HashMap::new(), 10, true);
+    assert!(hits.is_empty(), "{hits:?}");
+    // About the past, it keeps its own score and is listed.
+    assert_eq!(fuse(vec![worded], &HashMap::new(), 10, false).len(), 1);
+}

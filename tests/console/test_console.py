@@ -182,6 +182,13 @@ class Console:
             return True
         return self.wait(f"a click on {selector}", attempt)
 
+    def attr(self, selector, name):
+        """An attribute of the first `selector`, read again if the page re-rendered meanwhile."""
+        def read():
+            found = self.css(selector)
+            return found and (found[0].get_attribute(name),)
+        return self.wait(f"{selector}'s {name}", read)[0]
+
     def click_in_turn(self, selector, i):
         """Clicks `selector` in turn `i`, finding both again if the thread re-rendered between
         the find and the click (a stale element is never clicked, so no click is doubled)."""
@@ -436,7 +443,7 @@ def run(c, token, agent):
     c.wait("the first branch", lambda: c.count(0) == "1/2" and c.count(1) == "1/3"
            and c.status(1) == "valid" and c.content(1) == first)
     c.shot("07b-branch-map")
-    assert c.one("details.branch-map").get_attribute("open") is not None, "stays open"
+    assert c.attr("details.branch-map", "open") is not None, "stays open"
     agent_versions = c.css("li.map-turn li.map-turn button.map-alt")
     agent_versions[2].click()
     c.wait("back on the second branch", lambda: c.count(0) == "2/2" and c.count(1) == "3/3"
@@ -638,7 +645,7 @@ def search_people_trust(c, token):
     assert [x.get_attribute("data-by") for x in c.css("span.found", hit)] == ["words"]
     assert "by words" in hit.text and "not yet indexed" in hit.text, hit.text
     assert c.css("#not-indexed-note"), "the page says what not yet indexed means"
-    assert c.one("#search-q").get_attribute("data-kept") == "yes", "the box stayed after results"
+    assert c.attr("#search-q", "data-kept") == "yes", "the box stayed after results"
     c.shot("30-search-found-by")
     shot_as(c, "search-found-by")
     with phone_width(d):
@@ -686,7 +693,7 @@ def runs_like_temporal(c, token, answered_run, conversation):
     top = c.one('li.wf-row[data-row="answer"]')
     assert "hit-limit" in top.get_attribute("class"), top.get_attribute("class")
     assert "model-turn limit" in c.one("span.limit-flag").text
-    assert "hit-limit" in c.one('svg.dag g.node[data-step="answer"]').get_attribute("class")
+    assert "hit-limit" in c.attr('svg.dag g.node[data-step="answer"]', "class")
     assert len(c.css(".wf-axis .wf-tick", wf)) == 5
     # Every bar that ran is drawn, and the model turn ran after the router turn.
     run_bar = c.one(f'li.wf-row[data-row="{model_turn}"] .wf-run')
@@ -729,7 +736,7 @@ def runs_like_temporal(c, token, answered_run, conversation):
     newer = call("POST", f"/v1/processes/console-limited-{TAG}/runs", token,
                  {"inputs": {"userMessage": f"script:{script}"}})["runId"]
     c.wait("the new run, live", lambda: c.css(f'tr[data-run-id="{newer}"]'), timeout=20)
-    assert marker and c.one("#run-search").get_attribute("data-kept") == "yes", "not redrawn"
+    assert marker and c.attr("#run-search", "data-kept") == "yes", "not redrawn"
     assert "process=console-limited" in d.current_url
     # Search: the first characters of an id narrow the list; the whole id opens the run.
     c.one("#run-search").send_keys(limited[:10], Keys.ENTER)
@@ -747,7 +754,7 @@ def runs_like_temporal(c, token, answered_run, conversation):
     alt = link.get_attribute("href").split("?alt=")[1]
     link.click()
     c.wait("the conversation at that message", lambda: "?alt=" in d.current_url and c.css("li.turn.linked"))
-    assert c.one("li.turn.linked").get_attribute("data-alt-id") == alt
+    assert c.attr("li.turn.linked", "data-alt-id") == alt
     in_view = d.execute_script("""const r = document.querySelector('li.turn.linked').getBoundingClientRect();
       return r.top >= 0 && r.top < window.innerHeight;""")
     assert in_view, "scrolled to the linked message"
@@ -811,11 +818,11 @@ def neo4j_links(c):
                                       (f"#/c/{conv['id']}", "Conversation", conv["id"]),
                                       (f"#/entities/{entity['uuid']}", "Entity", entity["uuid"])]:
             admin.go(hash_)
-            href = admin.one("a.neo4j-link").get_attribute("href")
+            href = admin.attr("a.neo4j-link", "href")
             assert href.startswith(base) and "cmd=edit" in href, href
             query = parse_qs(urlparse(href).query)["arg"][0]
             assert f"({label[0].lower()}:{label} " in query and f"'{literal}'" in query, query
-            assert admin.one("a.neo4j-link").get_attribute("rel") == "noopener noreferrer"
+            assert admin.attr("a.neo4j-link", "rel") == "noopener noreferrer"
         admin.go(f"#/runs/{started}")
         admin.one("a.neo4j-link")
         admin.shot("30-run-neo4j-link")
@@ -926,13 +933,13 @@ def accounts(c):
         admin.one("#create-user")
         admin.one("#new-user-name").send_keys(name)
         admin.click("#create-user button[type=submit]")
-        shown = admin.one("#new-user-token").get_attribute("value")
+        shown = admin.attr("#new-user-token", "value")
         assert len(shown) > 20, shown
-        user_id = admin.one("div.new-user").get_attribute("data-user-id")
+        user_id = admin.attr("div.new-user", "data-user-id")
         row = admin.one(f'tr.user[data-user-id="{user_id}"]')
         assert admin.one("td.has-password", row).text == "not set"
         admin.click("#new-user-link")
-        url = admin.one("#password-link-url").get_attribute("value")
+        url = admin.attr("#password-link-url", "value")
         assert url.startswith(BASE + "/#/password?token="), url
         admin.click("div.password-link button.copy")
         admin.wait("copied or selected", lambda: admin.one("div.password-link .copied").text)
@@ -1008,7 +1015,7 @@ def accounts(c):
                    .get_attribute("data-disabled") == "no")
         admin.click(f'tr.user[data-user-id="{user_id}"] a.user-runs')
         admin.wait("their runs", lambda: f"started by {name}" in admin.one("h1").text)  # by name
-        assert admin.one("#run-owner").get_attribute("value") == name, "the owner box names them"
+        assert admin.attr("#run-owner", "value") == name, "the owner box names them"
         # The admin's account menu: their own password.
         admin.click("#account-menu summary")
         admin.click("#set-password-link")
@@ -1019,7 +1026,7 @@ def accounts(c):
 
 
 def node_class(c, scope, step):
-    return c.one(f'{scope} svg.dag g.node[data-step="{step}"]').get_attribute("class") or ""
+    return c.attr(f'{scope} svg.dag g.node[data-step="{step}"]', "class") or ""
 
 
 def settled_run(token, run_id, timeout=60):
@@ -1069,7 +1076,7 @@ def fork_compare_and_play(c, token):
                 and "reused" not in node_class(c, "div.run-content", "reply").split()
                 and all("reused" in node_class(c, "div.run-content", s).split() for s in ("find", "summarize"))
                 and len(rows) == 2 and all("reused" in r.text for r in rows)
-                and c.one("div.run-content tr.reused a.reused-link").get_attribute("href")
+                and c.attr("div.run-content tr.reused a.reused-link", "href")
                 .endswith(f"#/runs/{original}"))
     c.wait("the fork's lineage and its two reused steps", forked_page)
     c.shot("21-fork")

@@ -21,6 +21,9 @@ pub struct Counts {
     /// Engine passes committed, and passes redone after a write conflict.
     passes: f64,
     retries: f64,
+    /// Passes whose commit ran beside the next pass, and passes done in line (`pipeline`).
+    pipelined: f64,
+    in_line: f64,
     commits: f64,
 }
 
@@ -64,6 +67,12 @@ impl Counts {
             }
             if let Some((_, v)) = sample(line, "aiden_engine_pass_retries_total") {
                 self.retries += v;
+            }
+            if let Some((_, v)) = sample(line, "aiden_engine_passes_pipelined_total") {
+                self.pipelined += v;
+            }
+            if let Some((_, v)) = sample(line, "aiden_engine_passes_in_line_total") {
+                self.in_line += v;
             }
             if let Some((labels, v)) = sample(line, "aiden_graph_records_total") {
                 *self
@@ -129,7 +138,9 @@ impl Counts {
                "graph_ms_by_file": ms_by_file,
                "broker_messages": messages, "broker_messages_by_exchange": by_exchange,
                "engine_passes_total": self.passes - earlier.passes,
-               "engine_pass_retries_total": self.retries - earlier.retries})
+               "engine_pass_retries_total": self.retries - earlier.retries,
+               "engine_passes_pipelined": self.pipelined - earlier.pipelined,
+               "engine_passes_in_line": self.in_line - earlier.in_line})
     }
 }
 

@@ -6,9 +6,11 @@
 
 mod deltas;
 pub mod door;
+mod landing;
 pub mod lease;
 mod notify;
 mod pass;
+mod pipeline;
 pub mod plan;
 pub mod rollup;
 mod spend;
@@ -73,6 +75,10 @@ pub struct Engine {
     /// Run starts this process's API hands over, and its end of that door.
     door: Door,
     starts: Option<tokio::sync::mpsc::Receiver<door::LocalStart>>,
+    /// Pipelining (`pipeline`): the pass whose commit is in flight, and one whose commit failed.
+    pipelined: bool,
+    in_flight: Option<pipeline::InFlight>,
+    failed: Option<pipeline::Failed>,
 }
 
 /// The model price table (`AIDEN_MODEL_PRICES`, AGT-14). `aiden serve` checks it at start;
@@ -140,6 +146,27 @@ async fn record(
             let _ = tx.rollback().await;
             Err(e)
         }
+    }
+}
+
+/// Publishes a committed pass's jobs and its runs' cancels.
+pub(crate) async fn publish(broker: &Broker, mut jobs: Vec<aiden_jobs::Job>, cancels: Vec<String>) {
+    // Traced: a span per dispatched job in the run's trace, the worker's step
+    // span its child. They end once the batch is published.
+    let _spans: Vec<tracing::Span> = if aiden_jobs::trace::enabled() {
+        jobs.iter_mut().map(dispatch_span).collect()
+    } else {
+        Vec::new()
+    };
+    let sends = jobs.iter().map(|job| broker.publish_job_unconfirmed(job));
+    for (job, result) in jobs.iter().zip(futures::future::join_all(sends).await) {
+        if let Err(e) = result {
+            // Recorded as queued; recovery after reconnect re-publishes it.
+            tracing::warn!(step = %job.step_run_id, error = %e, "job publish failed");
+        }
+    }
+    for run_id in cancels {
+        let _ = broker.broadcast_cancel(&run_id).await;
     }
 }
 
@@ -216,6 +243,9 @@ impl Engine {
             graph_failed_at: None,
             uncertain: Default::default(),
             ledger: spend::Ledger::new(prices()),
+            pipelined: pipeline::enabled(),
+            in_flight: None,
+            failed: None,
         }
     }
 
@@ -264,6 +294,8 @@ impl Engine {
                 async move { lease.keep(lost_tx).await }
             });
             let ended = self.session(lost, &mut starts).await;
+            // A commit still in flight (the session failed) ends before the runs are dropped.
+            self.abandon_in_flight().await;
             self.door.set_open(false);
             self.notifier.set_leading(false);
             while let Ok(s) = starts.try_recv() {
@@ -313,19 +345,29 @@ impl Engine {
             tokio::select! {
                 d = consumer.next() => match d {
                     Some(d) => deliveries.push(d?),
-                    None => return Ok(()),
+                    None => {
+                        self.land_in_flight(&broker).await?;
+                        return Ok(());
+                    }
                 },
                 Some(s) = starts.recv() => waiting.push(s),
                 // Starts are waiting: the next pass takes them without waiting for more.
                 _ = std::future::ready(()), if !waiting.is_empty() => {}
                 _ = lost.changed() => {
                     // Another instance may take over: stop consuming at once, so the broker
-                    // hands unacked messages to the next engine.
+                    // hands unacked messages to the next engine (a commit in flight lands
+                    // first: nothing of this engine's is written after it stops).
+                    let _ = self.land_in_flight(&broker).await;
                     let _ = broker.connection().close(200, "engine lease lost").await;
                     return Ok(());
                 }
                 _ = sweep.tick() => {
-                    // Nothing arrived for a while: the backlog is applied.
+                    // Nothing arrived for a while: the backlog is applied. The sweep reads the
+                    // graph, so the pass in flight lands first.
+                    if let Err(e) = self.land_in_flight(&broker).await {
+                        tracing::warn!(error = %e, "engine pass failed; messages requeued");
+                        continue;
+                    }
                     if recovered {
                         self.sweep(&broker).await;
                     } else {
@@ -370,15 +412,23 @@ impl Engine {
             }
             let drained = deliveries.len() < MAX_BATCH && waiting.is_empty();
             let last = deliveries.last();
-            match self.apply(&broker, messages, handed).await {
+            let applied = match self.pipelined {
+                true => {
+                    let ack = last.map(|d| d.acker.clone());
+                    self.apply_pipelined(&broker, messages, handed, ack).await
+                }
+                false => self.apply(&broker, messages, handed).await,
+            };
+            match applied {
                 Ok(()) => {
-                    if let Some(last) = last {
+                    if let (false, Some(last)) = (self.pipelined, last) {
                         last.acker.ack(BasicAckOptions { multiple: true }).await?;
                     }
                     // Recover only once the backlog is applied: step notices already queued
                     // (a step a worker is running) must land before recovery re-dispatches
                     // what the graph still shows as queued.
                     if !recovered && drained {
+                        self.land_in_flight(&broker).await?;
                         self.recover(&broker).await;
                         recovered = true;
                     }
@@ -422,10 +472,8 @@ impl Engine {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let clock = std::time::Instant::now();
-            let began = clock.elapsed();
-            let mut pass = match self.pass().await {
-                Ok(pass) => pass,
+            let w = match self.write_pass(&messages, &handed, None).await {
+                Ok(w) => w,
                 Err(e) => {
                     for s in handed {
                         s.answer(Started::Failed(e.to_string()));
@@ -433,52 +481,8 @@ impl Engine {
                     return Err(e.into());
                 }
             };
-            let mut outcome = Ok(());
-            let mut unusable = Vec::new();
-            for (i, s) in handed.iter().enumerate() {
-                match pass.start_handed(&s.run).await {
-                    Ok(true) => {}
-                    Ok(false) => unusable.push(i),
-                    Err(e) => {
-                        outcome = Err(e);
-                        break;
-                    }
-                }
-            }
-            for m in messages.iter().cloned() {
-                if outcome.is_err() {
-                    break;
-                }
-                if let Err(e) = pass.handle(m).await {
-                    outcome = Err(e);
-                    break;
-                }
-            }
-            let handled = clock.elapsed();
-            let mut stale = Vec::new();
-            if outcome.is_ok() {
-                outcome = pass.write().await.and_then(|missed| {
-                    stale = missed;
-                    match stale.is_empty() {
-                        true => Ok(()),
-                        false => Err(aiden_graph::Error::StalePlan),
-                    }
-                });
-            }
-            let written = clock.elapsed();
-            let statement_start_us =
-                aiden_jobs::epoch_us() - (written - handled).as_micros() as i64;
-            let touched = pass.touched();
-            let jobs = std::mem::take(&mut pass.jobs);
-            let cancels = std::mem::take(&mut pass.cancels);
-            let events = std::mem::take(&mut pass.written_events);
-            let measured = std::mem::take(&mut pass.rollup);
-            let charges = std::mem::take(&mut pass.charges);
-            let saved = pass.take_saved();
-            let tx = pass.take_tx();
-            drop(pass);
             let mut commit_sent = false;
-            let committed = match (outcome, tx) {
+            let committed = match (w.outcome, w.tx) {
                 (Ok(()), Some(tx)) => {
                     commit_sent = true;
                     tx.commit().await
@@ -490,78 +494,18 @@ impl Engine {
                 }
                 (Err(e), None) => Err(e),
             };
-            if let Err(aiden_graph::Error::Unavailable(_)) = &committed {
-                self.graph_failed_at = Some(std::time::Instant::now());
-                if commit_sent {
-                    self.uncertain.extend(touched.iter().cloned());
-                }
-            }
+            let (touched, stale) = (w.touched, w.stale);
             match committed {
                 Ok(()) => {
-                    let commit = clock.elapsed();
-                    let hops = aiden_jobs::Hops {
-                        statement_start_us,
-                        statement_us: (written - handled).as_micros() as i64,
-                        commit_end_us: aiden_jobs::epoch_us(),
-                        ..Default::default()
-                    };
-                    let mut jobs = jobs;
-                    for job in &mut jobs {
-                        job.hops = Some(hops.clone());
-                    }
-                    let job_count = jobs.len();
-                    metrics::histogram!("aiden_engine_pass_seconds").record(commit.as_secs_f64());
-                    metrics::histogram!("aiden_engine_pass_messages").record(messages.len() as f64);
-                    metrics::counter!("aiden_jobs_dispatched_total").increment(job_count as u64);
-                    for (i, s) in handed.into_iter().enumerate() {
-                        s.answer(match unusable.contains(&i) {
-                            true => Started::Failed("the run could not be prepared".into()),
-                            false => Started::Created,
-                        });
-                    }
-                    self.publish(broker, jobs, cancels).await;
-                    let took = clock.elapsed();
-                    let level_info = took >= SLOW_PASS;
-                    macro_rules! pass_line {
-                        ($level:ident) => {
-                            tracing::$level!(
-                                messages = messages.len(),
-                                jobs = job_count,
-                                handle_us = (handled - began).as_micros() as u64,
-                                write_us = (written - handled).as_micros() as u64,
-                                commit_us = (commit - written).as_micros() as u64,
-                                publish_us = (took - commit).as_micros() as u64,
-                                "engine pass"
-                            )
-                        };
-                    }
-                    // A slow pass holds every run behind it: logged where operators look.
-                    match level_info {
-                        true => pass_line!(info),
-                        false => pass_line!(debug),
-                    }
-                    self.notify(events);
-                    self.rollup.merge(measured);
-                    self.ledger.add(&charges);
-                    // Settled runs leave the cache; a late message reloads one from the graph.
-                    let settled = &mut self.settled;
-                    let rollup = &mut self.rollup;
-                    self.runs.retain(|id, r| {
-                        let keep = !r.status.is_settled();
-                        if !keep && !settled.contains(id) {
-                            metrics::counter!("aiden_runs_settled_total", "outcome" => r.status.as_str())
-                                .increment(1);
-                            rollup.run_settled(&r.plan.process_id, r.status.as_str());
-                        }
-                        if !keep {
-                            settled.insert(id.clone());
-                        }
-                        keep
-                    });
+                    let landing = w.out.into_landing(handed, None, messages.len());
+                    // The caller acks (`ack: None`): landing cannot fail.
+                    let _ = landing.land(broker, &self.notifier).await;
+                    self.committed(w.measured, &w.charges);
                     return Ok(());
                 }
                 Err(e) => {
-                    self.restore(&touched, saved);
+                    self.not_committed(&e, commit_sent, &touched);
+                    self.restore(&touched, w.saved);
                     if !stale.is_empty() {
                         // Handed runs whose Process moved on: they go back to their API, which
                         // reads the plan again; the rest of the pass is redone without them.
@@ -587,6 +531,38 @@ impl Engine {
         }
     }
 
+    /// What the engine keeps once a pass's commit is durable: its measurements and charges;
+    /// settled runs leave the cache (a late message reloads one from the graph).
+    fn committed(&mut self, measured: rollup::Rollup, charges: &spend::Charges) {
+        self.rollup.merge(measured);
+        self.ledger.add(charges);
+        let settled = &mut self.settled;
+        let rollup = &mut self.rollup;
+        self.runs.retain(|id, r| {
+            let keep = !r.status.is_settled();
+            if !keep && !settled.contains(id) {
+                metrics::counter!("aiden_runs_settled_total", "outcome" => r.status.as_str())
+                    .increment(1);
+                rollup.run_settled(&r.plan.process_id, r.status.as_str());
+            }
+            if !keep {
+                settled.insert(id.clone());
+            }
+            keep
+        });
+    }
+
+    /// A pass that did not commit. When the graph went away after its commit was sent, the
+    /// commit may have landed: its runs are recovered from the graph by the next sweep.
+    fn not_committed(&mut self, e: &aiden_graph::Error, commit_sent: bool, touched: &[String]) {
+        if let aiden_graph::Error::Unavailable(_) = e {
+            self.graph_failed_at = Some(std::time::Instant::now());
+            if commit_sent {
+                self.uncertain.extend(touched.iter().cloned());
+            }
+        }
+    }
+
     /// After a pass that did not commit: the cache may hold its uncommitted changes. Runs the
     /// pass saved get their state from before it back (a conflict's retry then reads nothing);
     /// any other run it touched is dropped, and the next message about it reloads it.
@@ -608,26 +584,6 @@ impl Engine {
     fn notify(&self, events: Vec<Committed>) {
         for c in events {
             self.notifier.committed(c);
-        }
-    }
-
-    async fn publish(&self, broker: &Broker, mut jobs: Vec<aiden_jobs::Job>, cancels: Vec<String>) {
-        // Traced: a span per dispatched job in the run's trace, the worker's step
-        // span its child. They end once the batch is published.
-        let _spans: Vec<tracing::Span> = if aiden_jobs::trace::enabled() {
-            jobs.iter_mut().map(dispatch_span).collect()
-        } else {
-            Vec::new()
-        };
-        let sends = jobs.iter().map(|job| broker.publish_job_unconfirmed(job));
-        for (job, result) in jobs.iter().zip(futures::future::join_all(sends).await) {
-            if let Err(e) = result {
-                // Recorded as queued; recovery after reconnect re-publishes it.
-                tracing::warn!(step = %job.step_run_id, error = %e, "job publish failed");
-            }
-        }
-        for run_id in cancels {
-            let _ = broker.broadcast_cancel(&run_id).await;
         }
     }
 
@@ -718,7 +674,7 @@ impl Engine {
                 return Err(e.into());
             }
         }
-        self.publish(broker, jobs, cancels).await;
+        publish(broker, jobs, cancels).await;
         self.notify(events);
         Ok(())
     }

@@ -147,6 +147,11 @@ impl<'a> Pass<'a> {
         std::mem::take(&mut self.saved)
     }
 
+    /// Whether this pass used any of `runs` (read or changed one).
+    pub fn uses_any(&self, runs: &std::collections::HashSet<String>) -> bool {
+        self.saved.keys().any(|id| runs.contains(id))
+    }
+
     /// The run ids this pass changed (to evict on a failed commit, and to notify on success).
     pub fn touched(&self) -> Vec<String> {
         self.run_sets.keys().cloned().collect()

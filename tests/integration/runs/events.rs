@@ -123,3 +123,44 @@ async fn exec_5_resuming_after_the_terminal_event_ends_the_stream_at_once() {
         "resuming after the terminal event {last} should end the stream at once"
     );
 }
+
+/// Engine passes whose commit ran beside the next pass, so far (0 before the first).
+async fn pipelined_passes() -> f64 {
+    let name = "aiden_engine_passes_pipelined_total";
+    let text = aiden_tests::admin().get("/metrics").await.body;
+    text.as_str()
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with(&format!("{name} ")))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// EXEC-5 with passes pipelined across their commit (docs/execution.md): runs started together
+/// are carried by passes whose commits run beside the next pass's write, and each still ends
+/// completed with its whole log in order, gapless and audited clean.
+#[tokio::test]
+async fn exec_5_runs_started_together_keep_gapless_logs_while_passes_are_pipelined() {
+    let u = user().await;
+    let k = kit(&u).await;
+    let before = pipelined_passes().await;
+    let starts = (0..30).map(|_| start_echo_pair(&u, &k.echo));
+    let ids: Vec<String> = futures::future::join_all(starts).await;
+    for id in &ids {
+        assert_eq!(u.settled_run(id).await["status"], "completed", "{id}");
+        let log = sse(&u, id, None).await;
+        let seqs: Vec<i64> = log.iter().map(|(i, _)| *i).collect();
+        assert_eq!(seqs, (1..=log.len() as i64).collect::<Vec<_>>(), "{id}");
+        assert_eq!(kinds(&log).first().map(String::as_str), Some("run.started"));
+        assert_eq!(
+            kinds(&log).last().map(String::as_str),
+            Some("run.completed")
+        );
+        assert_eq!(log.len(), 8, "{id}: {log:?}");
+    }
+    let after = pipelined_passes().await;
+    assert!(after > before, "passes were pipelined: {before} -> {after}");
+    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    assert_eq!(findings(&refs).await, Vec::<String>::new());
+}

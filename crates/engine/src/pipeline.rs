@@ -1,0 +1,302 @@
+//! Passes pipelined across their commit (issue #49): while one pass's commit is in flight, the
+//! next pass is handled and written in a transaction of its own; its commit is sent only once
+//! the first one has landed. A step's outcome is still durable before its job or ack goes out
+//! (`Landing::land` runs after the commit), commits keep the passes' order, and a pass never
+//! writes a run the pass in flight used: it waits for that commit first, so it never misses a
+//! node the other created and has not committed. A commit that fails undoes the pass built on
+//! it too, and both are redone one after the other, in line, as without pipelining.
+
+use std::collections::{HashMap, HashSet};
+
+use aiden_graph::Tx;
+use aiden_jobs::{Broker, EngineMessage};
+use lapin::acker::Acker;
+use lapin::options::{BasicAckOptions, BasicNackOptions};
+
+use crate::door;
+use crate::landing::{Landing, Outbound};
+use crate::{rollup, spend, Engine, RunState};
+
+/// A pass handled and written, not yet committed.
+pub(crate) struct Written {
+    pub outcome: Result<(), aiden_graph::Error>,
+    /// Handed runs the statement could not create (their Process moved on).
+    pub stale: Vec<String>,
+    pub touched: Vec<String>,
+    pub saved: HashMap<String, Option<RunState>>,
+    pub tx: Option<Tx>,
+    pub measured: rollup::Rollup,
+    pub charges: spend::Charges,
+    pub out: Outbound,
+    /// It used a run of the pass in flight, so it was handled but not written.
+    pub waits: bool,
+}
+
+type Landed = Result<Result<(), lapin::Error>, (aiden_graph::Error, Landing)>;
+
+/// A pass whose commit (and landing) runs beside the next pass.
+pub(crate) struct InFlight {
+    task: tokio::task::JoinHandle<Landed>,
+    messages: Vec<EngineMessage>,
+    /// The runs it used: the next pass waits for this commit before writing one of them.
+    used: HashSet<String>,
+    touched: Vec<String>,
+    saved: HashMap<String, Option<RunState>>,
+    measured: rollup::Rollup,
+    charges: spend::Charges,
+}
+
+/// A pass whose commit failed in flight, kept for `redo_failed`.
+pub(crate) struct Failed {
+    messages: Vec<EngineMessage>,
+    touched: Vec<String>,
+    saved: HashMap<String, Option<RunState>>,
+    error: aiden_graph::Error,
+    landing: Landing,
+}
+
+/// Whether passes are pipelined (`AIDEN_ENGINE_PIPELINE`, on unless `0`).
+pub(crate) fn enabled() -> bool {
+    std::env::var("AIDEN_ENGINE_PIPELINE").map_or(true, |v| v != "0")
+}
+
+impl Engine {
+    /// Handles `messages` and the `handed` starts in a new pass and writes it (uncommitted).
+    /// With `busy`, a pass that uses one of those runs is not written (`waits`).
+    pub(crate) async fn write_pass(
+        &mut self,
+        messages: &[EngineMessage],
+        handed: &[door::LocalStart],
+        busy: Option<&HashSet<String>>,
+    ) -> Result<Written, aiden_graph::Error> {
+        let clock = std::time::Instant::now();
+        let mut pass = self.pass().await?;
+        let mut outcome = Ok(());
+        let mut unusable = Vec::new();
+        for (i, s) in handed.iter().enumerate() {
+            match pass.start_handed(&s.run).await {
+                Ok(true) => {}
+                Ok(false) => unusable.push(i),
+                Err(e) => {
+                    outcome = Err(e);
+                    break;
+                }
+            }
+        }
+        for m in messages.iter().cloned() {
+            if outcome.is_err() {
+                break;
+            }
+            if let Err(e) = pass.handle(m).await {
+                outcome = Err(e);
+                break;
+            }
+        }
+        let handled = clock.elapsed();
+        let waits = outcome.is_ok() && busy.is_some_and(|b| pass.uses_any(b));
+        let mut stale = Vec::new();
+        if outcome.is_ok() && !waits {
+            outcome = pass.write().await.and_then(|missed| {
+                stale = missed;
+                match stale.is_empty() {
+                    true => Ok(()),
+                    false => Err(aiden_graph::Error::StalePlan),
+                }
+            });
+        }
+        let write = clock.elapsed() - handled;
+        let out = Outbound {
+            jobs: std::mem::take(&mut pass.jobs),
+            cancels: std::mem::take(&mut pass.cancels),
+            events: std::mem::take(&mut pass.written_events),
+            unusable,
+            clock,
+            handle_us: handled.as_micros() as u64,
+            write,
+            statement_start_us: aiden_jobs::epoch_us() - write.as_micros() as i64,
+        };
+        Ok(Written {
+            outcome,
+            stale,
+            touched: pass.touched(),
+            measured: std::mem::take(&mut pass.rollup),
+            charges: std::mem::take(&mut pass.charges),
+            saved: pass.take_saved(),
+            tx: pass.take_tx(),
+            out,
+            waits,
+        })
+    }
+
+    /// One pass, its commit left in flight while the caller gathers the next one. It acks its
+    /// deliveries up to `ack` once landed; an error means they were not applied (the caller
+    /// nacks them).
+    pub(crate) async fn apply_pipelined(
+        &mut self,
+        broker: &Broker,
+        messages: Vec<EngineMessage>,
+        handed: Vec<door::LocalStart>,
+        ack: Option<Acker>,
+    ) -> anyhow::Result<()> {
+        // The ledger must hold every charge before a pass checks a budget against it (AGT-14).
+        if self
+            .in_flight
+            .as_ref()
+            .is_some_and(|f| !f.charges.is_empty())
+        {
+            self.land_in_flight(broker).await?;
+        }
+        let busy = self.in_flight.as_ref().map(|f| f.used.clone());
+        let w = match self.write_pass(&messages, &handed, busy.as_ref()).await {
+            Ok(w) if w.outcome.is_ok() && !w.waits => w,
+            other => {
+                // Not written (it waits for the pass in flight, or failed): undone, and done in
+                // line once the pass in flight has landed (with the retries of `apply`).
+                if let Ok(w) = other {
+                    let why = if w.waits { "waited" } else { "failed" };
+                    metrics::counter!("aiden_engine_passes_in_line_total", "why" => why)
+                        .increment(1);
+                    if let Some(tx) = w.tx {
+                        let _ = tx.rollback().await;
+                    }
+                    self.restore(&w.touched, w.saved);
+                }
+                self.land_in_flight(broker).await?;
+                return self.apply_in_line(broker, messages, handed, ack).await;
+            }
+        };
+        // The pass in flight must land first: its commit precedes this one's.
+        if !self.land_in_flight_unless_failed().await? {
+            // It failed, and this pass was built on it: undone too; both are redone in line.
+            if let Some(tx) = w.tx {
+                let _ = tx.rollback().await;
+            }
+            self.restore(&w.touched, w.saved);
+            self.redo_failed(broker).await?;
+            return self.apply_in_line(broker, messages, handed, ack).await;
+        }
+        let Some(tx) = w.tx else {
+            // Nothing to commit: lands at once.
+            let landing = w.out.into_landing(handed, ack, messages.len());
+            landing.land(broker, &self.notifier).await?;
+            self.committed(w.measured, &w.charges);
+            return Ok(());
+        };
+        let landing = w.out.into_landing(handed, ack, messages.len());
+        let (broker, notifier) = (broker.clone(), self.notifier.clone());
+        metrics::counter!("aiden_engine_passes_pipelined_total").increment(1);
+        let task = tokio::spawn(async move {
+            match tx.commit().await {
+                Ok(()) => Ok(landing.land(&broker, &notifier).await),
+                Err(e) => Err((e, landing)),
+            }
+        });
+        self.in_flight = Some(InFlight {
+            task,
+            messages,
+            used: w.saved.keys().cloned().collect(),
+            touched: w.touched,
+            saved: w.saved,
+            measured: w.measured,
+            charges: w.charges,
+        });
+        Ok(())
+    }
+
+    /// `apply`, then the ack of its deliveries.
+    async fn apply_in_line(
+        &mut self,
+        broker: &Broker,
+        messages: Vec<EngineMessage>,
+        handed: Vec<door::LocalStart>,
+        ack: Option<Acker>,
+    ) -> anyhow::Result<()> {
+        self.apply(broker, messages, handed).await?;
+        if let Some(ack) = ack {
+            ack.ack(BasicAckOptions { multiple: true }).await?;
+        }
+        Ok(())
+    }
+
+    /// Waits for the pass in flight, if any, to land; one whose commit failed is redone in
+    /// line. An error: its deliveries were nacked, or the broker failed.
+    pub(crate) async fn land_in_flight(&mut self, broker: &Broker) -> anyhow::Result<()> {
+        if !self.land_in_flight_unless_failed().await? {
+            self.redo_failed(broker).await?;
+        }
+        Ok(())
+    }
+
+    /// After a session ended: waits for a commit in flight to end, whatever its outcome (the
+    /// next session rebuilds every run from the graph; unacked messages are redelivered).
+    pub(crate) async fn abandon_in_flight(&mut self) {
+        if let Some(f) = self.in_flight.take() {
+            let _ = f.task.await;
+        }
+        self.failed = None;
+    }
+
+    /// `false`: the pass in flight did not commit; it is kept in `failed` for `redo_failed`.
+    async fn land_in_flight_unless_failed(&mut self) -> anyhow::Result<bool> {
+        let Some(f) = self.in_flight.take() else {
+            return Ok(true);
+        };
+        let InFlight {
+            task,
+            messages,
+            touched,
+            saved,
+            measured,
+            charges,
+            ..
+        } = f;
+        match task.await {
+            Ok(Ok(acked)) => {
+                self.committed(measured, &charges);
+                acked?;
+                Ok(true)
+            }
+            Ok(Err((error, landing))) => {
+                self.failed = Some(Failed {
+                    messages,
+                    touched,
+                    saved,
+                    error,
+                    landing,
+                });
+                Ok(false)
+            }
+            Err(joined) => anyhow::bail!("an engine commit task ended abnormally: {joined}"),
+        }
+    }
+
+    /// Redoes, in line, the pass whose commit failed in flight, after the cache is put back
+    /// as it was before it. When that fails too its deliveries are nacked (redelivered).
+    async fn redo_failed(&mut self, broker: &Broker) -> anyhow::Result<()> {
+        let Some(f) = self.failed.take() else {
+            return Ok(());
+        };
+        self.not_committed(&f.error, true, &f.touched);
+        self.restore(&f.touched, f.saved);
+        tracing::debug!(error = %f.error, "a pipelined commit failed; the pass is redone in line");
+        let Landing { handed, ack, .. } = f.landing;
+        match self.apply(broker, f.messages, handed).await {
+            Ok(()) => {
+                if let Some(ack) = ack {
+                    ack.ack(BasicAckOptions { multiple: true }).await?;
+                }
+                Ok(())
+            }
+            Err(e) => {
+                if let Some(ack) = ack {
+                    ack.nack(BasicNackOptions {
+                        multiple: true,
+                        requeue: true,
+                    })
+                    .await?;
+                }
+                Err(e)
+            }
+        }
+    }
+}

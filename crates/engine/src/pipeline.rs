@@ -153,7 +153,7 @@ impl Engine {
                 // Not written (it waits for the pass in flight, or failed): undone, and done in
                 // line once the pass in flight has landed (with the retries of `apply`).
                 if let Ok(w) = other {
-                    let why = if w.waits { "waited" } else { "failed" };
+                    let why = if w.waits { "waited" } else { "error" };
                     metrics::counter!("aiden_engine_passes_in_line_total", "why" => why)
                         .increment(1);
                     if let Some(tx) = w.tx {

@@ -38,6 +38,10 @@ const MAX_BATCH: usize = 256;
 /// How many runs one pass creates at most: a run's create is the costliest part of a pass, and
 /// a burst of starts must not hold the one writer for long (another type's result waits).
 const MAX_STARTS: usize = 32;
+/// A pass that also carries messages (results that free other runs' steps) creates at most as
+/// many runs as it carries messages, and at least this many: it stays short, so a burst of
+/// starts does not hold another type's next step behind the creation of 32 runs.
+const MIN_STARTS_BESIDE_PROGRESS: usize = 4;
 /// A pass this slow is logged at `info` (with where its time went).
 const SLOW_PASS: Duration = Duration::from_millis(250);
 /// A worker that has not heartbeated for this long is offline and its job is re-dispatched.
@@ -392,8 +396,15 @@ impl Engine {
                 }
             }
             // A pass carries every message that is ready (results are what frees the other
-            // types' steps) but at most MAX_STARTS starts, in turn between Processes.
-            let room = MAX_BATCH.saturating_sub(deliveries.len()).min(MAX_STARTS);
+            // types' steps) but at most MAX_STARTS starts, in turn between Processes, and
+            // beside messages no more starts than messages (MIN_STARTS_BESIDE_PROGRESS).
+            let cap = match deliveries.is_empty() {
+                true => MAX_STARTS,
+                false => deliveries
+                    .len()
+                    .clamp(MIN_STARTS_BESIDE_PROGRESS, MAX_STARTS),
+            };
+            let room = MAX_BATCH.saturating_sub(deliveries.len()).min(cap);
             let handed = waiting.take_fair(room);
             let mut messages = Vec::with_capacity(deliveries.len());
             for d in &deliveries {

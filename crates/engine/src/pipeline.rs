@@ -138,11 +138,12 @@ impl Engine {
         handed: Vec<door::LocalStart>,
         ack: Option<Acker>,
     ) -> anyhow::Result<()> {
-        // The ledger must hold every charge before a pass checks a budget against it (AGT-14).
+        // The ledger must hold every charge before a pass checks a budget against it (AGT-14);
+        // and a pass that has landed already frees its runs for this one.
         if self
             .in_flight
             .as_ref()
-            .is_some_and(|f| !f.charges.is_empty())
+            .is_some_and(|f| !f.charges.is_empty() || f.task.is_finished())
         {
             self.land_in_flight(broker).await?;
         }

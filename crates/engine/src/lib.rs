@@ -359,9 +359,9 @@ impl Engine {
                 _ = std::future::ready(()), if !waiting.is_empty() => {}
                 _ = lost.changed() => {
                     // Another instance may take over: stop consuming at once, so the broker
-                    // hands unacked messages to the next engine (a commit in flight lands
-                    // first: nothing of this engine's is written after it stops).
-                    let _ = self.land_in_flight(&broker).await;
+                    // hands unacked messages to the next engine. A commit in flight ends first;
+                    // nothing is redone (`abandon_in_flight`).
+                    self.abandon_in_flight().await;
                     let _ = broker.connection().close(200, "engine lease lost").await;
                     return Ok(());
                 }
@@ -404,7 +404,10 @@ impl Engine {
                     .len()
                     .clamp(MIN_STARTS_BESIDE_PROGRESS, MAX_STARTS),
             };
-            let room = MAX_BATCH.saturating_sub(deliveries.len()).min(cap);
+            let room = MAX_BATCH
+                .saturating_sub(deliveries.len())
+                .max(MIN_STARTS_BESIDE_PROGRESS)
+                .min(cap);
             let handed = waiting.take_fair(room);
             let mut messages = Vec::with_capacity(deliveries.len());
             for d in &deliveries {
@@ -511,7 +514,7 @@ impl Engine {
                     let landing = w.out.into_landing(handed, None, messages.len());
                     // The caller acks (`ack: None`): landing cannot fail.
                     let _ = landing.land(broker, &self.notifier).await;
-                    self.committed(w.measured, &w.charges);
+                    self.committed(w.measured, &w.charges, &w.used);
                     return Ok(());
                 }
                 Err(e) => {
@@ -543,24 +546,29 @@ impl Engine {
     }
 
     /// What the engine keeps once a pass's commit is durable: its measurements and charges;
-    /// settled runs leave the cache (a late message reloads one from the graph).
-    fn committed(&mut self, measured: rollup::Rollup, charges: &spend::Charges) {
+    /// the settled runs it used leave the cache (a late message reloads one from the graph).
+    /// Only the runs it `used`: a pass written since may have settled others, uncommitted.
+    fn committed(
+        &mut self,
+        measured: rollup::Rollup,
+        charges: &spend::Charges,
+        used: &std::collections::HashSet<String>,
+    ) {
         self.rollup.merge(measured);
         self.ledger.add(charges);
-        let settled = &mut self.settled;
-        let rollup = &mut self.rollup;
-        self.runs.retain(|id, r| {
-            let keep = !r.status.is_settled();
-            if !keep && !settled.contains(id) {
+        for id in used {
+            let Some(r) = self.runs.get(id).filter(|r| r.status.is_settled()) else {
+                continue;
+            };
+            if !self.settled.contains(id) {
                 metrics::counter!("aiden_runs_settled_total", "outcome" => r.status.as_str())
                     .increment(1);
-                rollup.run_settled(&r.plan.process_id, r.status.as_str());
+                self.rollup
+                    .run_settled(&r.plan.process_id, r.status.as_str());
             }
-            if !keep {
-                settled.insert(id.clone());
-            }
-            keep
-        });
+            self.settled.insert(id.clone());
+            self.runs.remove(id);
+        }
     }
 
     /// A pass that did not commit. When the graph went away after its commit was sent, the

@@ -147,9 +147,27 @@ impl<'a> Pass<'a> {
         std::mem::take(&mut self.saved)
     }
 
-    /// Whether this pass used any of `runs` (read or changed one).
-    pub fn uses_any(&self, runs: &std::collections::HashSet<String>) -> bool {
-        self.saved.keys().any(|id| runs.contains(id))
+    /// Every run this pass read or changed: those it kept as they were, those it changed, and
+    /// the runs of the step runs it changed or created.
+    pub fn used_runs(&self) -> std::collections::HashSet<String> {
+        let steps = self
+            .step_sets
+            .keys()
+            .chain(self.workers.keys())
+            .chain(self.audits.keys())
+            .chain(self.lost.keys())
+            .chain(self.retries.keys())
+            .map(|id| id.split_once('/').map_or(id.as_str(), |(run, _)| run));
+        let calls = self.new_calls.iter().filter_map(|c| c["runId"].as_str());
+        self.saved
+            .keys()
+            .chain(self.run_sets.keys())
+            .map(String::as_str)
+            .chain(steps)
+            .chain(calls)
+            .chain(self.new_runs.iter().map(|r| r.id.as_str()))
+            .map(str::to_owned)
+            .collect()
     }
 
     /// The run ids this pass changed (to evict on a failed commit, and to notify on success).

@@ -13,7 +13,7 @@ use aiden_jobs::{Broker, EngineMessage};
 use lapin::acker::Acker;
 use lapin::options::{BasicAckOptions, BasicNackOptions};
 
-use crate::door;
+use crate::door::{self, Started};
 use crate::landing::{Landing, Outbound};
 use crate::{rollup, spend, Engine, RunState};
 
@@ -28,6 +28,8 @@ pub(crate) struct Written {
     pub measured: rollup::Rollup,
     pub charges: spend::Charges,
     pub out: Outbound,
+    /// Every run it read or changed (`Pass::used_runs`).
+    pub used: HashSet<String>,
     /// It used a run of the pass in flight, so it was handled but not written.
     pub waits: bool,
 }
@@ -70,6 +72,20 @@ impl Engine {
         busy: Option<&HashSet<String>>,
     ) -> Result<Written, aiden_graph::Error> {
         let clock = std::time::Instant::now();
+        // A start message of a run this engine saw settle never trusts its snapshot: checked
+        // here, as a pass that landed meanwhile may have settled it.
+        let messages: Vec<EngineMessage> = messages
+            .iter()
+            .cloned()
+            .map(|mut m| {
+                if let EngineMessage::RunStart { created, run_id } = &mut m {
+                    if self.settled.contains(run_id) {
+                        *created = None;
+                    }
+                }
+                m
+            })
+            .collect();
         let mut pass = self.pass().await?;
         let mut outcome = Ok(());
         let mut unusable = Vec::new();
@@ -83,7 +99,7 @@ impl Engine {
                 }
             }
         }
-        for m in messages.iter().cloned() {
+        for m in messages {
             if outcome.is_err() {
                 break;
             }
@@ -93,7 +109,8 @@ impl Engine {
             }
         }
         let handled = clock.elapsed();
-        let waits = outcome.is_ok() && busy.is_some_and(|b| pass.uses_any(b));
+        let used = pass.used_runs();
+        let waits = outcome.is_ok() && busy.is_some_and(|b| !used.is_disjoint(b));
         let mut stale = Vec::new();
         if outcome.is_ok() && !waits {
             outcome = pass.write().await.and_then(|missed| {
@@ -124,6 +141,7 @@ impl Engine {
             saved: pass.take_saved(),
             tx: pass.take_tx(),
             out,
+            used,
             waits,
         })
     }
@@ -167,12 +185,20 @@ impl Engine {
             }
         };
         // The pass in flight must land first: its commit precedes this one's.
-        if !self.land_in_flight_unless_failed().await? {
-            // It failed, and this pass was built on it: undone too; both are redone in line.
+        let landed = self.land_in_flight_unless_failed().await;
+        if !matches!(landed, Ok(true)) {
+            // It failed (or its landing did), and this pass was built on it: undone too.
             if let Some(tx) = w.tx {
                 let _ = tx.rollback().await;
             }
             self.restore(&w.touched, w.saved);
+            if let Err(e) = landed {
+                for s in handed {
+                    s.answer(Started::Failed(e.to_string()));
+                }
+                return Err(e);
+            }
+            // Both are redone in line.
             self.redo_failed(broker).await?;
             return self.apply_in_line(broker, messages, handed, ack).await;
         }
@@ -180,7 +206,7 @@ impl Engine {
             // Nothing to commit: lands at once.
             let landing = w.out.into_landing(handed, ack, messages.len());
             landing.land(broker, &self.notifier).await?;
-            self.committed(w.measured, &w.charges);
+            self.committed(w.measured, &w.charges, &w.used);
             return Ok(());
         };
         let landing = w.out.into_landing(handed, ack, messages.len());
@@ -195,7 +221,7 @@ impl Engine {
         self.in_flight = Some(InFlight {
             task,
             messages,
-            used: w.saved.keys().cloned().collect(),
+            used: w.used,
             touched: w.touched,
             saved: w.saved,
             measured: w.measured,
@@ -228,13 +254,28 @@ impl Engine {
         Ok(())
     }
 
-    /// After a session ended: waits for a commit in flight to end, whatever its outcome (the
-    /// next session rebuilds every run from the graph; unacked messages are redelivered).
+    /// When the engine stops leading (the lease lost, the session ended): waits for a commit
+    /// in flight to end and redoes nothing, as another engine may write already. A pass that
+    /// did not commit is nacked (redelivered to whoever leads) and its starts refused; the
+    /// next session rebuilds every run from the graph.
     pub(crate) async fn abandon_in_flight(&mut self) {
-        if let Some(f) = self.in_flight.take() {
-            let _ = f.task.await;
+        let Some(f) = self.in_flight.take() else {
+            return;
+        };
+        if let Ok(Err((e, landing))) = f.task.await {
+            self.not_committed(&e, true, &f.touched);
+            let Landing { handed, ack, .. } = landing;
+            for s in handed {
+                s.answer(Started::Failed(e.to_string()));
+            }
+            if let Some(ack) = ack {
+                let requeue = BasicNackOptions {
+                    multiple: true,
+                    requeue: true,
+                };
+                let _ = ack.nack(requeue).await;
+            }
         }
-        self.failed = None;
     }
 
     /// `false`: the pass in flight did not commit; it is kept in `failed` for `redo_failed`.
@@ -245,15 +286,15 @@ impl Engine {
         let InFlight {
             task,
             messages,
+            used,
             touched,
             saved,
             measured,
             charges,
-            ..
         } = f;
         match task.await {
             Ok(Ok(acked)) => {
-                self.committed(measured, &charges);
+                self.committed(measured, &charges, &used);
                 acked?;
                 Ok(true)
             }
@@ -267,7 +308,15 @@ impl Engine {
                 });
                 Ok(false)
             }
-            Err(joined) => anyhow::bail!("an engine commit task ended abnormally: {joined}"),
+            Err(joined) => {
+                // Whether it committed is unknown: its runs leave the cache, the sweep recovers
+                // them from the graph, and its deliveries are nacked.
+                self.uncertain.extend(touched.iter().cloned());
+                for id in used.iter().chain(saved.keys()) {
+                    self.runs.remove(id);
+                }
+                anyhow::bail!("an engine commit task ended abnormally: {joined}")
+            }
         }
     }
 

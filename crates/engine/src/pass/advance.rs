@@ -161,6 +161,8 @@ impl Pass<'_> {
                 .get(&child)
                 .is_some_and(|c| !c.status.is_settled())
             {
+                // Kept as it was: a failed commit puts it back, and a pipelined pass sees it used.
+                self.remember(&child);
                 self.stop_run(
                     &child,
                     Terminal::Canceled,

@@ -147,16 +147,21 @@ impl<'a> Pass<'a> {
         std::mem::take(&mut self.saved)
     }
 
-    /// Every run this pass read or changed: those it kept as they were, those it changed, and
-    /// the runs of the step runs it changed or created.
-    pub fn used_runs(&self) -> std::collections::HashSet<String> {
-        let steps = self
-            .step_sets
+    /// The ids of the step runs this pass changes (properties, edges, audits, retries).
+    fn changed_step_runs(&self) -> impl Iterator<Item = &String> {
+        self.step_sets
             .keys()
             .chain(self.workers.keys())
             .chain(self.audits.keys())
             .chain(self.lost.keys())
             .chain(self.retries.keys())
+    }
+
+    /// Every run this pass read or changed: those it kept as they were, those it changed, and
+    /// the runs of the step runs it changed or created.
+    pub fn used_runs(&self) -> std::collections::HashSet<String> {
+        let steps = self
+            .changed_step_runs()
             .map(|id| id.split_once('/').map_or(id.as_str(), |(run, _)| run));
         let calls = self.new_calls.iter().filter_map(|c| c["runId"].as_str());
         self.saved

@@ -44,15 +44,7 @@ impl Pass<'_> {
     /// its record, so its lock, which a reader takes (`runs::get`), covers the whole record.
     fn stamp_versions(&mut self) {
         let mut touched: BTreeSet<String> = self.run_sets.keys().cloned().collect();
-        let step_ids: BTreeSet<String> = self
-            .step_sets
-            .keys()
-            .chain(self.workers.keys())
-            .chain(self.audits.keys())
-            .chain(self.lost.keys())
-            .chain(self.retries.keys())
-            .cloned()
-            .collect();
+        let step_ids: BTreeSet<String> = self.changed_step_runs().cloned().collect();
         touched.extend(step_ids.iter().map(|id| run_of(id).to_owned()));
         touched.extend(
             self.new_calls

@@ -15,6 +15,7 @@ pub mod plan;
 pub mod rollup;
 mod spend;
 mod state;
+mod written;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -413,9 +414,10 @@ impl Engine {
             for d in &deliveries {
                 match serde_json::from_slice::<EngineMessage>(&d.data) {
                     Ok(mut m) => {
-                        // A redelivered start may describe a run that has moved on since.
-                        if let EngineMessage::RunStart { created, run_id } = &mut m {
-                            if d.redelivered || self.settled.contains(run_id) {
+                        // A redelivered start may describe a run that has moved on since (one
+                        // of a run seen to settle is stripped when handled: `write_pass`).
+                        if let EngineMessage::RunStart { created, .. } = &mut m {
+                            if d.redelivered {
                                 *created = None;
                             }
                         }

@@ -29,7 +29,7 @@ if curl -s -o /dev/null "http://$AIDEN_HTTP_ADDR/healthz"; then
 fi
 "$BIN/aiden" serve >.stack/bench-conversations-serve.log 2>&1 &
 pid=$!
-for _ in $(seq 1 60); do
+for _ in $(seq 1 240); do
   curl -fsS "http://$AIDEN_HTTP_ADDR/readyz" >/dev/null 2>&1 && break
   sleep 0.5
 done

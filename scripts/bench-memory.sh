@@ -34,7 +34,7 @@ PIDS+=($!)
 PIDS+=($!)
 "$BIN/aiden-scripted-model" "127.0.0.1:$MODEL_PORT" 0 >.stack/bench-memory-model.log 2>&1 &
 PIDS+=($!)
-for _ in $(seq 1 60); do
+for _ in $(seq 1 240); do
   curl -fsS "http://$AIDEN_HTTP_ADDR/readyz" >/dev/null 2>&1 && break
   sleep 0.5
 done

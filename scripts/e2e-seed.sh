@@ -14,7 +14,7 @@ LOG=$(mktemp)
 "$BIN" serve >"$LOG" 2>&1 &
 PID=$!
 trap 'kill $PID 2>/dev/null || true; rm -f "$LOG"' EXIT
-for _ in $(seq 1 60); do
+for _ in $(seq 1 240); do
   curl -fsS "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break
   sleep 0.5
 done

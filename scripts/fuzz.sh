@@ -29,7 +29,7 @@ LOG=$(mktemp)
 PID=$!
 trap 'kill $PID 2>/dev/null || true; rm -f "$LOG"' EXIT
 URL=http://127.0.0.1:$PORT
-for _ in $(seq 1 60); do
+for _ in $(seq 1 240); do
   curl -fsS "$URL/readyz" >/dev/null 2>&1 && break
   sleep 0.5
 done

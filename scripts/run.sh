@@ -36,7 +36,7 @@ fi
 nohup "$BIN" serve >.stack/serve.log 2>&1 &
 echo $! >.stack/serve.pid
 URL="http://$AIDEN_HTTP_ADDR"
-for _ in $(seq 1 60); do
+for _ in $(seq 1 240); do
   curl -fsS "$URL/readyz" >/dev/null 2>&1 && break
   sleep 0.5
 done

@@ -124,6 +124,8 @@ export AIDEN_AMQP_URI=amqp://guest:guest@127.0.0.1:$AMQP_PORT/aiden-test
 export AIDEN_STACK_GRAPH=test
 export AIDEN_NEO4J_BROWSER_URL=http://127.0.0.1:$HTTP/browser/
 unset AIDEN_AMQP_URIS AIDEN_QUEUE_TYPE
+# Tests start aiden serve hundreds of times: without the engine's warm-up passes (20 s each).
+export AIDEN_ENGINE_WARM_UP_MS=0
 EOF
   )
 }

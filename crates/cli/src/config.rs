@@ -82,6 +82,11 @@ pub struct ServeArgs {
     /// 4/3 of it after the active one dies.
     #[arg(long, env = "AIDEN_ENGINE_LEASE_MS", default_value_t = 10_000)]
     pub engine_lease_ms: u64,
+    /// How long `aiden serve` drives warm-up passes through Neo4j before it opens its port
+    /// (milliseconds; 0: none): a Neo4j just started runs the engine's statement and commits
+    /// at two thirds of its speed until its JIT has compiled them (docs/execution.md).
+    #[arg(long, env = "AIDEN_ENGINE_WARM_UP_MS", default_value_t = 20_000)]
+    pub engine_warm_up_ms: u64,
     /// Neo4j Browser for this graph, shown to admins in the console ("Open in Neo4j Browser").
     /// Default: `http://<the Bolt host>:7474/browser/` (Neo4j's own HTTP port); empty: none.
     #[arg(long, env = "AIDEN_NEO4J_BROWSER_URL")]

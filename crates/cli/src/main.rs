@@ -154,7 +154,8 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
         ),
     }
     // The first run and the first search after a start are as fast as the next.
-    warm::before_serving(&app, &graph, args.recall.warm_up).await;
+    let passes = std::time::Duration::from_millis(args.engine_warm_up_ms);
+    warm::before_serving(&app, &graph, passes, args.recall.warm_up).await;
     let server = aiden_api::Application::build(
         app,
         &args.http_addr,

@@ -1,6 +1,9 @@
 //! What `aiden serve` warms before it opens its port. A Neo4j just started plans each
 //! statement on its first use (about a second each on a small machine): without this the
 //! first run held the engine's one writer for seconds, and the first search took seconds.
+//! Then it runs the engine's pass statement and commits in the interpreter until its JIT has
+//! compiled them: warm-up passes (`aiden_graph::warm::drive_passes`) do that before the first
+//! run instead of during the first thousands.
 //! The warm-ups run one after the other (side by side, on a Neo4j still starting, their
 //! connections timed out), each within a bound, and log how long they took.
 
@@ -9,10 +12,11 @@ use std::time::{Duration, Instant};
 use aiden_graph::Graph;
 use aiden_service::App;
 
-/// The longest `aiden serve` waits for a warm-up before it opens its port.
+/// The longest `aiden serve` waits for a warm-up before it opens its port, beyond the time
+/// the warm-up passes are given.
 const BOUND: Duration = Duration::from_secs(30);
 
-pub async fn before_serving(app: &App, graph: &Graph, recall: bool) {
+pub async fn before_serving(app: &App, graph: &Graph, passes: Duration, recall: bool) {
     let runs = async {
         let started = Instant::now();
         match tokio::time::timeout(BOUND, aiden_engine::warm_up(graph)).await {
@@ -23,6 +27,30 @@ pub async fn before_serving(app: &App, graph: &Graph, recall: bool) {
             Err(_) => tracing::warn!(
                 bound_s = BOUND.as_secs(),
                 "runs warm-up did not finish in time; the first run will be slower"
+            ),
+        }
+    };
+    let engine = async {
+        if passes.is_zero() {
+            return;
+        }
+        let started = Instant::now();
+        let driven = aiden_graph::warm::drive_passes(graph, passes);
+        match tokio::time::timeout(passes + BOUND, driven).await {
+            Ok(Ok(w)) => tracing::info!(
+                ms = started.elapsed().as_millis() as u64,
+                passes = w.passes,
+                first_round_pass_us = w.first_round_pass.as_micros() as u64,
+                last_round_pass_us = w.last_round_pass.as_micros() as u64,
+                "engine passes warmed"
+            ),
+            Ok(Err(e)) => tracing::warn!(
+                error = %e,
+                "engine warm-up passes failed; the first runs will be slower"
+            ),
+            Err(_) => tracing::warn!(
+                bound_s = (passes + BOUND).as_secs(),
+                "engine warm-up passes did not finish in time; the first runs will be slower"
             ),
         }
     };
@@ -39,5 +67,6 @@ pub async fn before_serving(app: &App, graph: &Graph, recall: bool) {
         }
     };
     runs.await;
+    engine.await;
     search.await;
 }

@@ -693,6 +693,15 @@ impl Batch {
 /// Writes the batch; answers the ids of the `new_runs` it created (one whose Process moved on
 /// since its plan was read is not).
 pub async fn apply(tx: &mut Tx, batch: &Batch) -> Result<Vec<String>, Error> {
+    apply_statement(tx, query_file!("run/apply_batch.cypher"), batch).await
+}
+
+/// [`apply`] with the pass statement's text given: the warm-up's twin of it (`warm.rs`).
+pub(crate) async fn apply_statement(
+    tx: &mut Tx,
+    statement: &str,
+    batch: &Batch,
+) -> Result<Vec<String>, Error> {
     // One map parameter, not one list per part: Neo4j keys its plan cache by the parameters'
     // types, and an empty list is typed apart from a list of maps, so each mix of empty and
     // non-empty parts was planned anew (about a second each for this statement).
@@ -701,7 +710,7 @@ pub async fn apply(tx: &mut Tx, batch: &Batch) -> Result<Vec<String>, Error> {
         "runs": batch.runs, "links": batch.links, "invokes": batch.invokes,
         "reused": batch.reused,
     });
-    let q = cypher(query_file!("run/apply_batch.cypher"), None)
+    let q = cypher(statement, None)
         .param("batch", bolt(parts)?)
         .param("queued", RunStatus::Queued.as_str())
         .param("stepPending", StepStatus::Pending.as_str())

@@ -3,6 +3,10 @@
 //! engine's pass statement on a small machine) and holds the one writer meanwhile: every
 //! run, of every type, waited behind the first run's plan.
 
+mod passes;
+
+pub use passes::{drive_passes, Warmed};
+
 use crate::runs::{self, Batch};
 use crate::{limits, users, Error, Graph};
 

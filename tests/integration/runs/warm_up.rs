@@ -30,3 +30,51 @@ async fn the_warm_up_runs_again_and_again_and_ensures_the_builtin_metric_definit
         "the built-in definitions are ensured, once each"
     );
 }
+
+/// Records of the warm-up's twin labels and real runs it could have made, by kind.
+async fn warm_up_records() -> (i64, i64) {
+    let twins: Vec<Count> = graph_rows(query(
+        "MATCH (n:WarmUpRun|WarmUpStepRun|WarmUpProcess|WarmUpProcessVersion|WarmUpProcessStep\
+                 |WarmUpUser|WarmUpWorker) RETURN count(n) AS n",
+    ))
+    .await;
+    let real: Vec<Count> = graph_rows(query(
+        "MATCH (n:Run|StepRun|Process|User|Worker) WHERE n.id STARTS WITH 'warm-up-' \
+         RETURN count(n) AS n",
+    ))
+    .await;
+    (twins[0].n, real[0].n)
+}
+
+#[tokio::test]
+async fn warm_up_passes_run_the_pass_statement_on_twin_labels_and_leave_nothing_behind() {
+    let graph = Graph::connect(&aiden_tests::graph_settings())
+        .await
+        .expect("graph");
+    // What a warm-up killed an hour ago left: its next one deletes it.
+    let long_ago = (chrono::Utc::now() - chrono::TimeDelta::hours(1))
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    aiden_tests::graph_write(
+        query(
+            "CREATE (:WarmUpProcess {id: 'warm-up-killed-process', warmUpAt: $at}) \
+             CREATE (r:WarmUpRun {id: 'warm-up-killed-run', createdAt: $at}) \
+             CREATE (r)-[:HAS_STEP_RUN]->(:WarmUpStepRun {id: 'warm-up-killed-run/a'})",
+        )
+        .param("at", long_ago),
+    )
+    .await;
+    let warmed = aiden_graph::warm::drive_passes(&graph, std::time::Duration::from_millis(500))
+        .await
+        .expect("warm-up passes");
+    // A round is four passes (start, two hops, completion); at least one round ran.
+    assert!(warmed.passes >= 4 && warmed.passes % 4 == 0, "{warmed:?}");
+    assert!(
+        warmed.last_round_pass > std::time::Duration::ZERO,
+        "{warmed:?}"
+    );
+    assert_eq!(
+        warm_up_records().await,
+        (0, 0),
+        "no warm-up record is left, and none was written under a real label"
+    );
+}

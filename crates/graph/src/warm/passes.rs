@@ -2,7 +2,7 @@
 //! started runs its Cypher runtime, its kernel and its commit path in the interpreter and C1
 //! code for the first minute or so, and compiles them meanwhile on the two cores the runs need:
 //! measured, throughput grew by half between 1,000 and 5,000 warm-up runs after a restart
-//! (docs/dev/performance.md, sixth round). Planning the statement once (`run_statements`) does
+//! (docs/dev/performance.md, "warm-up passes before the port opens"). Planning the statement once (`run_statements`) does
 //! not do that: the code has to run, thousands of times, and its commits with it.
 //!
 //! The passes are the engine's own pass statement, with the run record's labels swapped for
@@ -40,6 +40,8 @@ const LABELS: [&str; 11] = [
     "ToolCallAudit",
     "Tool",
 ];
+/// The warm-up logs its progress (at debug) once per window.
+const WINDOW: Duration = Duration::from_secs(5);
 /// A warm-up lasts seconds: records older than this are a killed one's leftovers.
 const LEFTOVER_AGE: chrono::TimeDelta = chrono::TimeDelta::minutes(10);
 
@@ -72,6 +74,7 @@ pub async fn drive_passes(graph: &Graph, budget: Duration) -> Result<Warmed, Err
     let started = Instant::now();
     let mut round = 0;
     let mut outcome = Ok(());
+    let mut window = (Instant::now(), 0u64);
     while started.elapsed() < budget {
         let began = Instant::now();
         match drive_round(graph, &statement, &scaffold, round).await {
@@ -82,6 +85,17 @@ pub async fn drive_passes(graph: &Graph, budget: Duration) -> Result<Warmed, Err
                 }
                 warmed.last_round_pass = mean;
                 warmed.passes += passes;
+                window.1 += passes;
+                if window.0.elapsed() >= WINDOW {
+                    // How the JIT gets on: the mean pass (and its round's delete) per window.
+                    tracing::debug!(
+                        at_ms = started.elapsed().as_millis() as u64,
+                        passes = window.1,
+                        mean_us = (window.0.elapsed() / window.1 as u32).as_micros() as u64,
+                        "warm-up passes"
+                    );
+                    window = (Instant::now(), 0);
+                }
             }
             Err(e) => {
                 outcome = Err(e);

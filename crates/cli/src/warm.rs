@@ -30,16 +30,16 @@ pub async fn before_serving(app: &App, graph: &Graph, passes: Duration, recall: 
             ),
         }
     };
+    // Called with no time too: it deletes what a killed warm-up left.
     let engine = async {
-        if passes.is_zero() {
-            return;
-        }
         let started = Instant::now();
         let driven = aiden_graph::warm::drive_passes(graph, passes);
         match tokio::time::timeout(passes + BOUND, driven).await {
+            Ok(Ok(w)) if w.passes == 0 => {}
             Ok(Ok(w)) => tracing::info!(
                 ms = started.elapsed().as_millis() as u64,
                 passes = w.passes,
+                nodes = w.nodes_created,
                 first_round_pass_us = w.first_round_pass.as_micros() as u64,
                 last_round_pass_us = w.last_round_pass.as_micros() as u64,
                 "engine passes warmed"

@@ -696,7 +696,7 @@ pub async fn apply(tx: &mut Tx, batch: &Batch) -> Result<Vec<String>, Error> {
     apply_statement(tx, query_file!("run/apply_batch.cypher"), batch).await
 }
 
-/// [`apply`] with the pass statement's text given: the warm-up's twin of it (`warm.rs`).
+/// [`apply`] with the pass statement's text given: the warm-up's twin of it (`warm/passes.rs`).
 pub(crate) async fn apply_statement(
     tx: &mut Tx,
     statement: &str,

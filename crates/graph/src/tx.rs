@@ -57,14 +57,19 @@ impl Tx {
         Ok(())
     }
 
-    /// Commits; `aiden_graph_commits_total` counts the commits that succeeded (transactions
-    /// that wrote nothing included: Neo4j logs nothing for those).
+    /// The nodes and edges this transaction's statements created so far (their summaries).
+    pub fn written(&self) -> neo4rs::WriteStats {
+        self.inner.written()
+    }
+
     /// Notes that this transaction updates `n` nodes it did not create (the server's summary
     /// counts properties set, not nodes): the engine's pass says how many it wrote.
     pub fn count_updates(&mut self, n: u64) {
         self.updated += n;
     }
 
+    /// Commits; `aiden_graph_commits_total` counts the commits that succeeded (transactions
+    /// that wrote nothing included: Neo4j logs nothing for those).
     /// `aiden_graph_records_total{what}` counts the records committed transactions wrote: nodes
     /// and edges created, as the server's statement summaries reported them, and the nodes
     /// updated that the writer counted ([`Tx::count_updates`]): the benchmark's records per step.

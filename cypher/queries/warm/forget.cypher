@@ -1,4 +1,4 @@
-// Deletes warm-up records (crates/graph/src/warm.rs): the runs and definitions named in $ids,
+// Deletes warm-up records (crates/graph/src/warm/passes.rs): the runs and definitions named in $ids,
 // and those left before $before by a warm-up that did not finish (its process was killed).
 CALL {
   MATCH (r:WarmUpRun)

@@ -1,4 +1,4 @@
-// The warm-up's definitions (crates/graph/src/warm.rs): a Process at its version with its
+// The warm-up's definitions (crates/graph/src/warm/passes.rs): a Process at its version with its
 // steps, the User its runs are started by and the Worker that runs their steps , all twins of
 // the real labels. `warmUpAt` dates them for warm/forget.cypher.
 CREATE (p:WarmUpProcess {id: $processId, revision: 1, enabled: true, version: 1, warmUpAt: $at})

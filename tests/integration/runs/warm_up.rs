@@ -1,6 +1,8 @@
-//! The warm-up `aiden serve` runs before it opens its port (`aiden_engine::warm_up`): it plans
-//! the run statements in a transaction it rolls back (asking for ids no one has), and ensures
-//! the built-in metric definitions. It must succeed on a graph in use, any number of times.
+//! The warm-ups `aiden serve` runs before it opens its port. `aiden_engine::warm_up` plans the
+//! run statements in a transaction it rolls back (asking for ids no one has), and ensures the
+//! built-in metric definitions: it must succeed on a graph in use, any number of times.
+//! `aiden_graph::warm::drive_passes` commits passes of the engine's statement on twin labels:
+//! every part of the statement must write, nothing may be left, nothing real written.
 
 use aiden_graph::Graph;
 use aiden_tests::{aiden_graph_query as query, graph_rows};
@@ -68,6 +70,16 @@ async fn warm_up_passes_run_the_pass_statement_on_twin_labels_and_leave_nothing_
         .expect("warm-up passes");
     // A round is four passes (start, two hops, completion); at least one round ran.
     assert!(warmed.passes >= 4 && warmed.passes % 4 == 0, "{warmed:?}");
+    // Each round wrote what the engine writes for 8 three-step runs: the Runs and StepRuns,
+    // and HAS_STEP_RUN, RUN_OF, STARTED_BY, OF_STEP and RAN_ON edges (a part whose MATCH found
+    // nothing would write less).
+    let rounds = warmed.passes / 4;
+    assert_eq!(warmed.nodes_created, rounds * (8 + 24), "{warmed:?}");
+    assert_eq!(
+        warmed.edges_created,
+        rounds * (24 + 8 + 8 + 24 + 24),
+        "{warmed:?}"
+    );
     assert!(
         warmed.last_round_pass > std::time::Duration::ZERO,
         "{warmed:?}"

@@ -191,8 +191,7 @@ impl Scaffold {
 /// Deletes the records named by `ids` (runs or definitions) and every warm-up record older
 /// than [`LEFTOVER_AGE`].
 async fn forget(graph: &Graph, ids: &[String]) -> Result<(), Error> {
-    let before =
-        (chrono::Utc::now() - LEFTOVER_AGE).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let before = stamp(chrono::Utc::now() - LEFTOVER_AGE);
     let mut tx = graph.begin().await?;
     tx.run(
         cypher(query_file!("warm/forget.cypher"), None)
@@ -265,11 +264,10 @@ fn hop_batch(scaffold: &Scaffold, runs: &[String], hop: usize) -> Batch {
         let seq = 1 + 3 * hop as i64;
         if hop == 0 {
             batch.new_runs.push(new_run(scaffold, run, &at));
-            for (order, step) in STEPS.iter().enumerate() {
-                batch.step_runs.push(json!({
-                    "id": format!("{run}/{step}"), "runId": run, "stepId": step,
-                    "processStepId": scaffold.step_id(step), "order": order, "runVersion": 1,
-                }));
+            for mut row in step_rows(scaffold, run) {
+                row["runId"] = json!(run);
+                row["runVersion"] = json!(1);
+                batch.step_runs.push(row);
             }
             batch.links.push(run.clone());
         }
@@ -313,14 +311,7 @@ fn hop_batch(scaffold: &Scaffold, runs: &[String], hop: usize) -> Batch {
 /// A started run's row, as `NewRun::batch_row` makes it (with a plan about as long as a
 /// three-step Process's).
 fn new_run(scaffold: &Scaffold, run: &str, at: &str) -> Value {
-    let steps: Vec<Value> = STEPS
-        .iter()
-        .enumerate()
-        .map(|(order, step)| {
-            json!({"id": format!("{run}/{step}"), "stepId": step,
-                   "processStepId": scaffold.step_id(step), "order": order})
-        })
-        .collect();
+    let steps = step_rows(scaffold, run);
     let plan: Vec<Value> = STEPS
         .iter()
         .map(|step| {
@@ -355,8 +346,27 @@ fn settled_step(worker: &str, run: &str, i: usize, version: i64, at: &str) -> Va
     })
 }
 
+/// A run's StepRuns as its `stepRuns` list names them (the batch's rows add the run's id and
+/// version).
+fn step_rows(scaffold: &Scaffold, run: &str) -> Vec<Value> {
+    STEPS
+        .iter()
+        .enumerate()
+        .map(|(order, step)| {
+            json!({"id": format!("{run}/{step}"), "stepId": step,
+                   "processStepId": scaffold.step_id(step), "order": order})
+        })
+        .collect()
+}
+
 fn now() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    stamp(chrono::Utc::now())
+}
+
+/// The one format the warm-up's dates take, so that `warm/forget.cypher` compares them as
+/// strings.
+fn stamp(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 #[cfg(test)]

@@ -115,6 +115,17 @@ pub async fn content(
         .collect())
 }
 
+/// How many items the content vector index holds, all owners' (from the count store).
+pub async fn embedded_total(graph: &Graph) -> Result<i64, Error> {
+    #[derive(Deserialize)]
+    struct Row {
+        total: i64,
+    }
+    let q = cypher(query_file!("search/embedded_total.cypher"), None);
+    let rows: Vec<Row> = graph.read_rows(q).await?;
+    Ok(rows.first().map_or(0, |r| r.total))
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct KnowledgeRow {

@@ -1,7 +1,9 @@
 //! The client of the Graphiti service's embedder: content is embedded with it at binding, and
 //! queries with the same, so their vectors compare.
 
-use std::time::Duration;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
@@ -10,7 +12,24 @@ use serde::Deserialize;
 pub struct Embedder {
     base: String,
     http: reqwest::Client,
+    /// Queries embedded lately: working memory searches for the message it ends with at every
+    /// read, and an agent's turn for the message it answers, which its prefetch embedded.
+    queries: Arc<Mutex<lru::LruCache<String, Remembered>>>,
 }
+
+/// A query's vector, the model that made it, and when.
+#[derive(Clone)]
+struct Remembered {
+    vector: Vec<f32>,
+    model: String,
+    at: Instant,
+}
+
+/// How many query vectors are remembered (1.5 KB each for a 384-dimension model).
+const REMEMBERED_QUERIES: usize = 1_024;
+/// How long one is: the service's model may change when it restarts, and a vector of another
+/// model must not outlive that by long.
+const REMEMBERED_FOR: Duration = Duration::from_secs(300);
 
 /// Vectors and the model that made them.
 pub struct Embedded {
@@ -50,6 +69,54 @@ impl Embedder {
                 .timeout(timeout)
                 .build()
                 .unwrap_or_default(),
+            queries: Arc::new(Mutex::new(lru::LruCache::new(
+                NonZeroUsize::new(REMEMBERED_QUERIES).expect("not zero"),
+            ))),
+        }
+    }
+
+    /// One query's vector and its model, remembered for a while: the same text and model
+    /// give the same vector, so a query asked again (working memory read again, an agent's
+    /// turn after its prefetch) is not sent again.
+    pub async fn embed_query(
+        &self,
+        q: &str,
+    ) -> std::result::Result<(Vec<f32>, String), EmbedError> {
+        if let Some(r) = self.remembered(q) {
+            return Ok((r.vector, r.model));
+        }
+        let (vector, model) = self.embed_one(q).await?;
+        let remembered = Remembered {
+            vector: vector.clone(),
+            model: model.clone(),
+            at: Instant::now(),
+        };
+        self.queries
+            .lock()
+            .expect("not poisoned")
+            .put(q.to_owned(), remembered);
+        Ok((vector, model))
+    }
+
+    /// One text's vector and its model.
+    pub async fn embed_one(&self, q: &str) -> std::result::Result<(Vec<f32>, String), EmbedError> {
+        let mut answer = self.embed(&[q]).await?;
+        let vector = answer
+            .vectors
+            .pop()
+            .ok_or_else(|| EmbedError::Failed("no vector".into()))?;
+        Ok((vector, answer.model))
+    }
+
+    fn remembered(&self, q: &str) -> Option<Remembered> {
+        let mut queries = self.queries.lock().expect("not poisoned");
+        match queries.get(q) {
+            Some(r) if r.at.elapsed() < REMEMBERED_FOR => Some(r.clone()),
+            Some(_) => {
+                queries.pop(q);
+                None
+            }
+            None => None,
         }
     }
 
@@ -96,5 +163,53 @@ impl Embedder {
             model: a.model,
             vectors: a.vectors,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use axum::{routing::post, Json, Router};
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    /// A stand-in for the Graphiti service's `POST /embed` that counts its calls.
+    async fn embedder() -> (Embedder, Arc<AtomicUsize>) {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counted = calls.clone();
+        let app = Router::new().route(
+            "/embed",
+            post(move |Json(body): Json<Value>| {
+                let calls = counted.clone();
+                async move {
+                    let n = calls.fetch_add(1, Ordering::SeqCst) as f32;
+                    let texts = body["texts"].as_array().map_or(0, Vec::len);
+                    Json(json!({"model": "counted", "vectors": vec![vec![n, 1.0]; texts]}))
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (Embedder::for_queries(&format!("http://{addr}")), calls)
+    }
+
+    #[tokio::test]
+    async fn a_query_asked_again_is_not_sent_again_but_content_always_is() {
+        let (e, calls) = embedder().await;
+        let first = e.embed_query("where does my brother live?").await.unwrap();
+        let again = e.embed_query("where does my brother live?").await.unwrap();
+        assert_eq!(first, again);
+        assert_eq!(first.1, "counted");
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "the second was remembered");
+        let other = e.embed_query("and my sister?").await.unwrap();
+        assert_ne!(other.0, first.0);
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        // A search's own query and content at binding are embedded afresh.
+        e.embed_one("where does my brother live?").await.unwrap();
+        e.embed(&["where does my brother live?"]).await.unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 4);
     }
 }

@@ -34,25 +34,15 @@ pub struct SearchAnswer {
 /// How many Entities found for the query lead to the content that mentions them.
 const GRAPH_SEEDS: usize = 5;
 
-/// The search (SRCH-2: over what `caller_id` owns): the API's, working memory's, and the
-/// `recall` operation type's in the worker pools.
+/// The search (SRCH-2: over what `caller_id` owns): the API's, and the `recall` operation
+/// type's in the worker pools.
 pub async fn search(
     graph: &aiden_graph::Graph,
     embedder: Option<&Embedder>,
     caller_id: &str,
     s: &Search,
 ) -> Result<SearchAnswer> {
-    let (vector, model) = match embedder {
-        None => (None, None),
-        Some(e) => match e.embed(&[s.q.as_str()]).await {
-            Ok(mut x) => (x.vectors.pop(), Some(x.model)),
-            Err(err) => {
-                // The detail (an address, an upstream's words) is for the log, not the caller.
-                tracing::warn!(error = %err, "search without meaning: the query was not embedded");
-                (None, None)
-            }
-        },
-    };
+    let (vector, model) = embedded(embedder, &s.q, false).await.unzip();
     match ranked(graph, caller_id, s, vector.as_deref()).await {
         Ok(mut answer) => {
             if vector.is_some() {
@@ -71,6 +61,54 @@ pub async fn search(
             Ok(answer)
         }
         Err(e) => Err(e),
+    }
+}
+
+/// The search behind working memory's retrieved context (SRCH-3), which keeps only hits
+/// similar enough by meaning: a query that could not be embedded has none, so it is not made
+/// (`None`), nor when the stored vectors do not fit the query's.
+pub async fn search_by_meaning(
+    graph: &aiden_graph::Graph,
+    embedder: Option<&Embedder>,
+    caller_id: &str,
+    s: &Search,
+) -> Result<Option<SearchAnswer>> {
+    let Some((vector, model)) = embedded(embedder, &s.q, true).await else {
+        return Ok(None);
+    };
+    match ranked(graph, caller_id, s, Some(&vector)).await {
+        Ok(mut answer) => {
+            answer.embedder = Some(model);
+            Ok(Some(answer))
+        }
+        Err(aiden_graph::Error::Query(e)) => {
+            tracing::warn!(error = %e, "no search by meaning: the vector query failed");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The query's vector and the model that made it; `None` without an embedder or when it
+/// failed (logged: the detail, an address or an upstream's words, is not the caller's).
+/// `remembered`: a vector the embedder made for the same text lately will do (working
+/// memory's search repeats its message at every read; a user's search is embedded afresh).
+async fn embedded(
+    embedder: Option<&Embedder>,
+    q: &str,
+    remembered: bool,
+) -> Option<(Vec<f32>, String)> {
+    let embedder = embedder?;
+    let answer = match remembered {
+        true => embedder.embed_query(q).await,
+        false => embedder.embed_one(q).await,
+    };
+    match answer {
+        Ok(x) => Some(x),
+        Err(err) => {
+            tracing::warn!(error = %err, "search without meaning: the query was not embedded");
+            None
+        }
     }
 }
 
@@ -127,11 +165,21 @@ async fn ranked(
         } else {
             &[]
         };
-        let mut content =
-            graph_recall::content(graph, &ask, &content_kinds, graph_seeds, None).await?;
-        // The index's nearest may be mostly other users' content: then scan the caller's own.
+        let (content, indexed) = tokio::join!(
+            graph_recall::content(graph, &ask, &content_kinds, graph_seeds, None),
+            async {
+                match vector {
+                    Some(_) => graph_recall::embedded_total(graph).await.ok(),
+                    None => None,
+                }
+            }
+        );
+        let mut content = content?;
+        // The index's nearest may be mostly other users' content: then scan the caller's own,
+        // unless the index holds no more than it was asked for (its answer held them all).
         let by_meaning = content.iter().filter(|r| r.signal == "vector").count();
-        if vector.is_some() && by_meaning < s.limit {
+        let index_held_all = indexed.is_some_and(|n| n <= ask.k);
+        if vector.is_some() && by_meaning < s.limit && !index_held_all {
             exact = true;
             let scan = Some(graph_recall::EXACT_SCAN_CAP);
             content = graph_recall::content(graph, &ask, &content_kinds, graph_seeds, scan).await?;

@@ -293,14 +293,54 @@ impl App {
     /// the total.
     pub(crate) async fn with_entities(&self, wm: WorkingMemory) -> Result<WorkingMemory> {
         let positions = wm.extracted_positions();
-        let (chosen, mentioned, notes) = tokio::join!(
-            kg::active_entities(&self.graph, &wm.conversation_id),
-            kg::mentioned_entities(&self.graph, &positions),
-            aiden_graph::upkeep::carousel_of_conversation(&self.graph, &wm.conversation_id)
+        let (notes, mentioned) = tokio::join!(
+            self.conversation_notes(&wm.conversation_id),
+            kg::mentioned_entities(&self.graph, &positions)
         );
-        let depth = wm.depth();
-        let refs = entity::active_entities(chosen?, mentioned?, depth);
-        let notes = notes?
+        Ok(notes?.apply(wm, mentioned?))
+    }
+
+    /// What working memory takes from its conversation alone (its chosen entities and its
+    /// introspection carousel): read beside the path, which it does not depend on.
+    pub(crate) async fn conversation_notes(
+        &self,
+        conversation_id: &str,
+    ) -> Result<ConversationNotes> {
+        let (chosen, notes) = tokio::join!(
+            kg::active_entities(&self.graph, conversation_id),
+            aiden_graph::upkeep::carousel_of_conversation(&self.graph, conversation_id)
+        );
+        Ok(ConversationNotes {
+            chosen: chosen?,
+            notes: notes?,
+        })
+    }
+
+    /// [`App::with_entities`] with the conversation's part already read: only the entities
+    /// the path's extracted Episodes mention are left to read.
+    pub(crate) async fn with_notes(
+        &self,
+        wm: WorkingMemory,
+        notes: ConversationNotes,
+    ) -> Result<WorkingMemory> {
+        let mentioned = kg::mentioned_entities(&self.graph, &wm.extracted_positions()).await?;
+        Ok(notes.apply(wm, mentioned))
+    }
+}
+
+/// A conversation's chosen entities and introspection carousel, for its working memory.
+pub(crate) struct ConversationNotes {
+    chosen: Vec<entity::ChosenEntity>,
+    notes: Vec<aiden_graph::upkeep::IntrospectionRecord>,
+}
+
+impl ConversationNotes {
+    /// WM-2: the active entities (chosen, then `mentioned` along the path) and the carousel
+    /// join the view, their tokens the total.
+    fn apply(self, wm: WorkingMemory, mentioned: Vec<entity::MentionedEntity>) -> WorkingMemory {
+        let refs = entity::active_entities(self.chosen, mentioned, wm.depth());
+        let notes = self
+            .notes
             .into_iter()
             .map(|n| IntrospectionRef {
                 tokens: estimate_text_tokens(&n.content),
@@ -310,6 +350,6 @@ impl App {
                 episode_id: n.episode_id,
             })
             .collect();
-        Ok(wm.with_entities(refs).with_introspections(notes))
+        wm.with_entities(refs).with_introspections(notes)
     }
 }

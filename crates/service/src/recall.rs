@@ -2,7 +2,7 @@
 //! words and the graph, fused) — and working memory's `retrievedContext`, the same search
 //! seeded with the message being answered. The query is embedded by the Graphiti service's
 //! embedder (the one content is embedded with at binding); without it, words and the graph still
-//! answer, and the answer says so.
+//! answer a search, and the answer says so, while retrieved context (by meaning only) is empty.
 
 use std::collections::HashSet;
 
@@ -154,7 +154,9 @@ impl App {
         wm.with_retrieved(items)
     }
 
-    /// The search behind `retrievedContext` for `message` (`None` when it failed).
+    /// The search behind `retrievedContext` for `message` (`None` when it failed). Only a
+    /// query embedded is searched: retrieved context keeps only hits similar enough by meaning
+    /// (SRCH-3), so without the query's vector there is nothing to keep.
     async fn context_hits(
         &self,
         owner_id: &str,
@@ -173,8 +175,9 @@ impl App {
             ],
             limit: 20,
         };
-        match self.recall(owner_id, &s).await {
-            Ok(answer) => Some(answer.hits),
+        let embedder = self.recall.embedder.as_ref();
+        match aiden_recall::search_by_meaning(&self.graph, embedder, owner_id, &s).await {
+            Ok(answer) => Some(answer.map(|a| a.hits).unwrap_or_default()),
             Err(e) => {
                 tracing::warn!(error = %e, conversation = %conversation_id, "no retrieved context");
                 None

@@ -608,10 +608,13 @@ impl App {
         alternative_id: Option<&str>,
         retrieve: bool,
     ) -> Result<WorkingMemory> {
-        let c = conv::get_autocommit(&self.graph, id)
-            .await?
-            .ok_or(Rule::NotFound)?;
-        ensure_own(caller, &c.owner_id)?;
+        let own_conversation = || async {
+            let c = conv::get_autocommit(&self.graph, id)
+                .await?
+                .ok_or(Rule::NotFound)?;
+            ensure_own(caller, &c.owner_id)?;
+            Ok::<_, crate::Error>(c)
+        };
         let foreign = |what: &str, v: &str| -> crate::Error {
             Rule::invariant(
                 "WM-3",
@@ -620,37 +623,54 @@ impl App {
             )
             .into()
         };
-        let start = match (alternative_id, turn_id) {
-            (Some(a), _) => Some(a.to_owned()),
+        // The Alternative the path ends with: the one named (the conversation is then read
+        // beside the path), else the named Turn's active one, else the conversation's current.
+        let (known, start) = match (alternative_id, turn_id) {
+            (Some(a), _) => (None, a.to_owned()),
             (None, Some(t)) => {
-                let active = conv::active_alternative(&self.graph, t)
-                    .await?
+                let (c, active) =
+                    tokio::join!(own_conversation(), conv::active_alternative(&self.graph, t));
+                let c = c?;
+                let active = active?
                     .filter(|a| a.conversation_id == id)
                     .ok_or_else(|| foreign("turnId", t))?;
-                Some(active.id)
+                (Some(c), active.id)
             }
-            (None, None) => c.current_alternative_id.clone(),
+            (None, None) => {
+                let c = own_conversation().await?;
+                let Some(current) = c.current_alternative_id.clone() else {
+                    let wm = memory::assemble(id, Vec::new(), Vec::new(), c.updated_at)?;
+                    return self.with_entities(wm).await;
+                };
+                (Some(c), current)
+            }
         };
-        let Some(start) = start else {
-            let wm = memory::assemble(id, Vec::new(), Vec::new(), c.updated_at)?;
-            return self.with_entities(wm).await;
+        let conversation = async {
+            match known {
+                Some(c) => Ok(c),
+                None => own_conversation().await,
+            }
         };
         // The search needs only the message the path ends with (`start`'s): it runs beside
-        // the path and entity reads instead of after them.
+        // the path. It is the caller's: nothing is shown unless the caller owns the
+        // conversation, and then the caller is its owner.
         let search = async {
             if !retrieve {
                 return None;
             }
             let message = conv::message(&self.graph, &start).await.ok().flatten();
             let text = message.filter(|m| m.conversation_id == id)?.content;
-            self.search_for_context(&c.owner_id, id, text.as_deref())
+            self.search_for_context(caller.id.as_str(), id, text.as_deref())
                 .await
         };
-        let (path, summaries, searched) = tokio::join!(
+        let (c, path, summaries, notes, searched) = tokio::join!(
+            conversation,
             conv::path(&self.graph, &start),
             conv::summaries(&self.graph, id),
+            self.conversation_notes(id),
             search
         );
+        let c = c?;
         let path = path?;
         let at_turn = path
             .iter()
@@ -668,7 +688,7 @@ impl App {
             summaries?.iter().map(Into::into).collect(),
             c.updated_at,
         )?;
-        let wm = self.with_entities(wm).await?;
+        let wm = self.with_notes(wm, notes?).await?;
         if !retrieve {
             return Ok(wm);
         }

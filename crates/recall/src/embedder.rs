@@ -2,7 +2,7 @@
 //! queries with the same, so their vectors compare.
 
 use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
@@ -12,23 +12,29 @@ use serde::Deserialize;
 pub struct Embedder {
     base: String,
     http: reqwest::Client,
-    /// Queries embedded lately: working memory searches for the message it ends with at every
-    /// read, and an agent's turn for the message it answers, which its prefetch embedded.
-    queries: Arc<Mutex<lru::LruCache<String, Remembered>>>,
+    /// Queries embedded lately (see [`Embedder::embed_query`]).
+    queries: Arc<Mutex<Remembered>>,
+}
+
+/// Query vectors made lately, per asker and text, and the model the service last answered with.
+#[derive(Default)]
+struct Remembered {
+    vectors: Option<lru::LruCache<(String, String), Vector>>,
+    model: Option<String>,
 }
 
 /// A query's vector, the model that made it, and when.
 #[derive(Clone)]
-struct Remembered {
-    vector: Vec<f32>,
+struct Vector {
+    values: Vec<f32>,
     model: String,
     at: Instant,
 }
 
-/// How many query vectors are remembered (1.5 KB each for a 384-dimension model).
+/// How many query vectors are remembered: with their keys (a query is at most 1,000
+/// characters) 3 KB each for a 384-dimension model, 16 MB at most for 3,072 dimensions.
 const REMEMBERED_QUERIES: usize = 1_024;
-/// How long one is: the service's model may change when it restarts, and a vector of another
-/// model must not outlive that by long.
+/// How long one is (and all are forgotten once the service answers with another model).
 const REMEMBERED_FOR: Duration = Duration::from_secs(300);
 
 /// Vectors and the model that made them.
@@ -69,33 +75,55 @@ impl Embedder {
                 .timeout(timeout)
                 .build()
                 .unwrap_or_default(),
-            queries: Arc::new(Mutex::new(lru::LruCache::new(
-                NonZeroUsize::new(REMEMBERED_QUERIES).expect("not zero"),
-            ))),
+            queries: Arc::default(),
         }
     }
 
-    /// One query's vector and its model, remembered for a while: the same text and model
-    /// give the same vector, so a query asked again (working memory read again, an agent's
-    /// turn after its prefetch) is not sent again.
+    /// One query's vector and its model, remembered for a while per asker (`scope`, so one
+    /// user's timing cannot tell what another asked): the same text and model give the same
+    /// vector, so working memory read again for the same message does not embed it again.
     pub async fn embed_query(
         &self,
+        scope: &str,
         q: &str,
     ) -> std::result::Result<(Vec<f32>, String), EmbedError> {
-        if let Some(r) = self.remembered(q) {
-            return Ok((r.vector, r.model));
+        let key = (scope.to_owned(), q.to_owned());
+        if let Some(v) = self.remembered(&key) {
+            return Ok((v.values, v.model));
         }
-        let (vector, model) = self.embed_one(q).await?;
-        let remembered = Remembered {
-            vector: vector.clone(),
+        let (values, model) = self.embed_one(q).await?;
+        let mut queries = self.queries.lock().unwrap_or_else(PoisonError::into_inner);
+        if queries.model.as_deref() != Some(model.as_str()) {
+            // The service's model changed (or this is its first answer): no vector of another
+            // model is compared with content embedded by this one.
+            queries.model = Some(model.clone());
+            queries.vectors = None;
+        }
+        let vector = Vector {
+            values: values.clone(),
             model: model.clone(),
             at: Instant::now(),
         };
-        self.queries
-            .lock()
-            .expect("not poisoned")
-            .put(q.to_owned(), remembered);
-        Ok((vector, model))
+        queries
+            .vectors
+            .get_or_insert_with(|| {
+                lru::LruCache::new(NonZeroUsize::new(REMEMBERED_QUERIES).expect("not zero"))
+            })
+            .put(key, vector);
+        Ok((values, model))
+    }
+
+    fn remembered(&self, key: &(String, String)) -> Option<Vector> {
+        let mut queries = self.queries.lock().unwrap_or_else(PoisonError::into_inner);
+        let vectors = queries.vectors.as_mut()?;
+        match vectors.get(key) {
+            Some(v) if v.at.elapsed() < REMEMBERED_FOR => Some(v.clone()),
+            Some(_) => {
+                vectors.pop(key);
+                None
+            }
+            None => None,
+        }
     }
 
     /// One text's vector and its model.
@@ -106,18 +134,6 @@ impl Embedder {
             .pop()
             .ok_or_else(|| EmbedError::Failed("no vector".into()))?;
         Ok((vector, answer.model))
-    }
-
-    fn remembered(&self, q: &str) -> Option<Remembered> {
-        let mut queries = self.queries.lock().expect("not poisoned");
-        match queries.get(q) {
-            Some(r) if r.at.elapsed() < REMEMBERED_FOR => Some(r.clone()),
-            Some(_) => {
-                queries.pop(q);
-                None
-            }
-            None => None,
-        }
     }
 
     pub async fn embed(&self, texts: &[&str]) -> std::result::Result<Embedded, EmbedError> {
@@ -175,41 +191,75 @@ mod tests {
 
     use super::*;
 
-    /// A stand-in for the Graphiti service's `POST /embed` that counts its calls.
-    async fn embedder() -> (Embedder, Arc<AtomicUsize>) {
+    /// A stand-in for the Graphiti service's `POST /embed` that counts its calls and answers
+    /// with the model `model` names.
+    async fn embedder() -> (Embedder, Arc<AtomicUsize>, Arc<Mutex<String>>) {
         let calls = Arc::new(AtomicUsize::new(0));
-        let counted = calls.clone();
+        let model = Arc::new(Mutex::new("first".to_owned()));
+        let (counted, named) = (calls.clone(), model.clone());
         let app = Router::new().route(
             "/embed",
             post(move |Json(body): Json<Value>| {
-                let calls = counted.clone();
+                let (calls, model) = (counted.clone(), named.lock().unwrap().clone());
                 async move {
                     let n = calls.fetch_add(1, Ordering::SeqCst) as f32;
                     let texts = body["texts"].as_array().map_or(0, Vec::len);
-                    Json(json!({"model": "counted", "vectors": vec![vec![n, 1.0]; texts]}))
+                    Json(json!({"model": model, "vectors": vec![vec![n, 1.0]; texts]}))
                 }
             }),
         );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await });
-        (Embedder::for_queries(&format!("http://{addr}")), calls)
+        (
+            Embedder::for_queries(&format!("http://{addr}")),
+            calls,
+            model,
+        )
     }
 
     #[tokio::test]
     async fn a_query_asked_again_is_not_sent_again_but_content_always_is() {
-        let (e, calls) = embedder().await;
-        let first = e.embed_query("where does my brother live?").await.unwrap();
-        let again = e.embed_query("where does my brother live?").await.unwrap();
+        let (e, calls, _) = embedder().await;
+        let first = e
+            .embed_query("ann", "where does my brother live?")
+            .await
+            .unwrap();
+        let again = e
+            .embed_query("ann", "where does my brother live?")
+            .await
+            .unwrap();
         assert_eq!(first, again);
-        assert_eq!(first.1, "counted");
+        assert_eq!(first.1, "first");
         assert_eq!(calls.load(Ordering::SeqCst), 1, "the second was remembered");
-        let other = e.embed_query("and my sister?").await.unwrap();
+        let other = e.embed_query("ann", "and my sister?").await.unwrap();
         assert_ne!(other.0, first.0);
         assert_eq!(calls.load(Ordering::SeqCst), 2);
+        // Another asker's same text is embedded for them: nobody learns what another asked.
+        e.embed_query("bob", "where does my brother live?")
+            .await
+            .unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
         // A search's own query and content at binding are embedded afresh.
         e.embed_one("where does my brother live?").await.unwrap();
         e.embed(&["where does my brother live?"]).await.unwrap();
-        assert_eq!(calls.load(Ordering::SeqCst), 4);
+        assert_eq!(calls.load(Ordering::SeqCst), 5);
+    }
+
+    #[tokio::test]
+    async fn another_model_answering_forgets_every_query_vector() {
+        let (e, calls, model) = embedder().await;
+        e.embed_query("ann", "where does my brother live?")
+            .await
+            .unwrap();
+        *model.lock().unwrap() = "second".into();
+        let (_, answered) = e.embed_query("ann", "and my sister?").await.unwrap();
+        assert_eq!(answered, "second");
+        let (_, again) = e
+            .embed_query("ann", "where does my brother live?")
+            .await
+            .unwrap();
+        assert_eq!(again, "second", "the first model's vector was forgotten");
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
     }
 }

@@ -42,7 +42,7 @@ pub async fn search(
     caller_id: &str,
     s: &Search,
 ) -> Result<SearchAnswer> {
-    let (vector, model) = embedded(embedder, &s.q, false).await.unzip();
+    let (vector, model) = embedded(embedder, &s.q, None).await.unzip();
     match ranked(graph, caller_id, s, vector.as_deref()).await {
         Ok(mut answer) => {
             if vector.is_some() {
@@ -73,7 +73,7 @@ pub async fn search_by_meaning(
     caller_id: &str,
     s: &Search,
 ) -> Result<Option<SearchAnswer>> {
-    let Some((vector, model)) = embedded(embedder, &s.q, true).await else {
+    let Some((vector, model)) = embedded(embedder, &s.q, Some(caller_id)).await else {
         return Ok(None);
     };
     match ranked(graph, caller_id, s, Some(&vector)).await {
@@ -91,17 +91,18 @@ pub async fn search_by_meaning(
 
 /// The query's vector and the model that made it; `None` without an embedder or when it
 /// failed (logged: the detail, an address or an upstream's words, is not the caller's).
-/// `remembered`: a vector the embedder made for the same text lately will do (working
-/// memory's search repeats its message at every read; a user's search is embedded afresh).
+/// `remembered_for`: a vector the embedder made for the same asker and text lately will do
+/// (working memory's search repeats its message at every read; a user's search is embedded
+/// afresh).
 async fn embedded(
     embedder: Option<&Embedder>,
     q: &str,
-    remembered: bool,
+    remembered_for: Option<&str>,
 ) -> Option<(Vec<f32>, String)> {
     let embedder = embedder?;
-    let answer = match remembered {
-        true => embedder.embed_query(q).await,
-        false => embedder.embed_one(q).await,
+    let answer = match remembered_for {
+        Some(asker) => embedder.embed_query(asker, q).await,
+        None => embedder.embed_one(q).await,
     };
     match answer {
         Ok(x) => Some(x),
@@ -110,6 +111,13 @@ async fn embedded(
             None
         }
     }
+}
+
+/// Whether a scan of the caller's own content could find what the vector index's answer
+/// missed: fewer than `limit` of its nearest were the caller's, and the index holds more than
+/// it was asked for (`indexed`, its count; `None` when that was not read: then scan).
+fn scan_needed(by_meaning: usize, limit: usize, indexed: Option<i64>, asked: i64) -> bool {
+    by_meaning < limit && indexed.is_none_or(|n| n > asked)
 }
 
 /// What a search without its vector signal says.
@@ -178,8 +186,7 @@ async fn ranked(
         // The index's nearest may be mostly other users' content: then scan the caller's own,
         // unless the index holds no more than it was asked for (its answer held them all).
         let by_meaning = content.iter().filter(|r| r.signal == "vector").count();
-        let index_held_all = indexed.is_some_and(|n| n <= ask.k);
-        if vector.is_some() && by_meaning < s.limit && !index_held_all {
+        if vector.is_some() && scan_needed(by_meaning, s.limit, indexed, ask.k) {
             exact = true;
             let scan = Some(graph_recall::EXACT_SCAN_CAP);
             content = graph_recall::content(graph, &ask, &content_kinds, graph_seeds, scan).await?;
@@ -219,4 +226,27 @@ async fn ranked(
         embedder: None,
         warning: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scan_needed;
+
+    #[test]
+    fn the_callers_own_are_scanned_only_when_the_index_may_have_left_some_out() {
+        assert!(
+            !scan_needed(10, 10, Some(5_000), 100),
+            "enough found by meaning"
+        );
+        assert!(
+            !scan_needed(3, 10, Some(100), 100),
+            "the index answered with all it holds"
+        );
+        assert!(!scan_needed(0, 10, Some(0), 100), "nothing embedded yet");
+        assert!(
+            scan_needed(3, 10, Some(101), 100),
+            "more held than asked for"
+        );
+        assert!(scan_needed(3, 10, None, 100), "the count was not read");
+    }
 }

@@ -101,7 +101,7 @@ impl App {
         started.elapsed()
     }
 
-    /// The search itself, for `caller_id` (the API's caller, or a conversation's owner).
+    /// The search itself, for `caller_id` (the API's caller; the warm-up's nobody).
     async fn recall(&self, caller_id: &str, s: &Search) -> Result<SearchAnswer> {
         Ok(search(&self.graph, self.recall.embedder.as_ref(), caller_id, s).await?)
     }

@@ -590,14 +590,15 @@ impl App {
         turn_id: Option<&str>,
         alternative_id: Option<&str>,
     ) -> Result<WorkingMemory> {
-        self.memory_view(caller, id, turn_id, alternative_id, true)
-            .await
+        // Boxed: its reads run side by side, and a debug build's future for all of them is
+        // larger than a worker thread's stack.
+        Box::pin(self.memory_view(caller, id, turn_id, alternative_id, true)).await
     }
 
     /// Working memory without retrieved context: what memory upkeep compresses (retrieved
     /// context is chosen anew for every message, so a Summary could never shrink it).
     pub(crate) async fn path_memory(&self, caller: &Caller, id: &str) -> Result<WorkingMemory> {
-        self.memory_view(caller, id, None, None, false).await
+        Box::pin(self.memory_view(caller, id, None, None, false)).await
     }
 
     async fn memory_view(
@@ -645,32 +646,41 @@ impl App {
                 (Some(c), current)
             }
         };
+        // The conversation's owner must be the caller: the other reads start beside its read,
+        // but a stranger's request ends as soon as it fails (404, as before), and the message
+        // goes to the embedder only once the caller is known to own it.
+        let (owner_known, is_owner) = tokio::sync::oneshot::channel::<bool>();
         let conversation = async {
-            match known {
+            let c = match known {
                 Some(c) => Ok(c),
                 None => own_conversation().await,
-            }
+            };
+            let _ = owner_known.send(c.is_ok());
+            c
         };
         // The search needs only the message the path ends with (`start`'s): it runs beside
-        // the path. It is the caller's: nothing is shown unless the caller owns the
-        // conversation, and then the caller is its owner.
-        let search = async {
+        // the path, as the caller (who is then the owner).
+        let search = Box::pin(async {
             if !retrieve {
                 return None;
             }
             let message = conv::message(&self.graph, &start).await.ok().flatten();
             let text = message.filter(|m| m.conversation_id == id)?.content;
+            if !is_owner.await.unwrap_or(false) {
+                return None;
+            }
             self.search_for_context(caller.id.as_str(), id, text.as_deref())
                 .await
+        });
+        let reads = async {
+            Ok(tokio::join!(
+                conv::path(&self.graph, &start),
+                conv::summaries(&self.graph, id),
+                self.conversation_notes(id),
+                search
+            ))
         };
-        let (c, path, summaries, notes, searched) = tokio::join!(
-            conversation,
-            conv::path(&self.graph, &start),
-            conv::summaries(&self.graph, id),
-            self.conversation_notes(id),
-            search
-        );
-        let c = c?;
+        let (c, (path, summaries, notes, searched)) = tokio::try_join!(conversation, reads)?;
         let path = path?;
         let at_turn = path
             .iter()

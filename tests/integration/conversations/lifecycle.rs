@@ -315,20 +315,32 @@ async fn own_2_another_users_conversation_is_404_everywhere_even_for_admins() {
     let t = say(u, &c, "private", None).await;
     let r = answer(u, &c, &k.p1, &id(&t), None).await;
     let (turn, alt, agent_turn) = (id(&t), first(&t), text(&r["turnId"]));
+    // The stranger's own message: named in this conversation's working memory, still a 404.
+    let theirs = first(
+        &say(
+            &stranger.u,
+            &conversation(&stranger.u).await,
+            "theirs",
+            None,
+        )
+        .await,
+    );
     let before = snapshot(&c, &u.id).await;
     for (who, p) in [
         (admin(), k.p1.clone()),
         (stranger.u.clone(), stranger.p1.clone()),
     ] {
+        let memory = |query: String| format!("/v1/conversations/{c}/working-memory?{query}");
         let replies = [
             who.get(&format!("/v1/conversations/{c}")).await,
             who.get(&format!("/v1/conversations/{c}/tree")).await,
             who.get(&format!("/v1/conversations/{c}/working-memory"))
                 .await,
-            who.get(&format!(
-                "/v1/conversations/{c}/working-memory?alternativeId={alt}"
-            ))
-            .await,
+            who.get(&memory(format!("alternativeId={alt}"))).await,
+            who.get(&memory(format!("turnId={turn}"))).await,
+            who.get(&memory(format!("alternativeId={}", unique("x"))))
+                .await,
+            who.get(&memory(format!("alternativeId={theirs}"))).await,
             who.get(&format!("/v1/conversations/{c}/summaries")).await,
             who.get(&format!("/v1/turns/{turn}")).await,
             who.get(&format!("/v1/turns/{agent_turn}")).await,

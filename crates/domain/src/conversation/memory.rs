@@ -116,8 +116,9 @@ pub fn assemble(
         return Err(Error::invariant(
             "WM-3",
             "/alternativeId",
+            // Worded as for an id that does not exist (OWN-2: no hint that it does).
             format!(
-                "alternative `{}` belongs to another conversation",
+                "`{}` is not part of this conversation",
                 foreign.alternative_id
             ),
         ));

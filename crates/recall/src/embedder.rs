@@ -16,19 +16,11 @@ pub struct Embedder {
     queries: Arc<Mutex<Remembered>>,
 }
 
-/// Query vectors made lately, per asker and text, and the model the service last answered with.
-#[derive(Default)]
+/// Query vectors made lately, per asker and text, all by `model`: the one the service last
+/// answered with.
 struct Remembered {
-    vectors: Option<lru::LruCache<(String, String), Vector>>,
-    model: Option<String>,
-}
-
-/// A query's vector, the model that made it, and when.
-#[derive(Clone)]
-struct Vector {
-    values: Vec<f32>,
+    vectors: lru::LruCache<(String, String), (Vec<f32>, Instant)>,
     model: String,
-    at: Instant,
 }
 
 /// How many query vectors are remembered: with their keys (a query is at most 1,000
@@ -75,7 +67,12 @@ impl Embedder {
                 .timeout(timeout)
                 .build()
                 .unwrap_or_default(),
-            queries: Arc::default(),
+            queries: Arc::new(Mutex::new(Remembered {
+                vectors: lru::LruCache::new(
+                    NonZeroUsize::new(REMEMBERED_QUERIES).expect("not zero"),
+                ),
+                model: String::new(),
+            })),
         }
     }
 
@@ -88,42 +85,30 @@ impl Embedder {
         q: &str,
     ) -> std::result::Result<(Vec<f32>, String), EmbedError> {
         let key = (scope.to_owned(), q.to_owned());
-        if let Some(v) = self.remembered(&key) {
-            return Ok((v.values, v.model));
+        if let Some(remembered) = self.remembered(&key) {
+            return Ok(remembered);
         }
         let (values, model) = self.embed_one(q).await?;
         let mut queries = self.queries.lock().unwrap_or_else(PoisonError::into_inner);
-        if queries.model.as_deref() != Some(model.as_str()) {
+        if queries.model != model {
             // The service's model changed (or this is its first answer): no vector of another
             // model is compared with content embedded by this one.
-            queries.model = Some(model.clone());
-            queries.vectors = None;
+            queries.model.clone_from(&model);
+            queries.vectors.clear();
         }
-        let vector = Vector {
-            values: values.clone(),
-            model: model.clone(),
-            at: Instant::now(),
-        };
-        queries
-            .vectors
-            .get_or_insert_with(|| {
-                lru::LruCache::new(NonZeroUsize::new(REMEMBERED_QUERIES).expect("not zero"))
-            })
-            .put(key, vector);
+        queries.vectors.put(key, (values.clone(), Instant::now()));
         Ok((values, model))
     }
 
-    fn remembered(&self, key: &(String, String)) -> Option<Vector> {
+    fn remembered(&self, key: &(String, String)) -> Option<(Vec<f32>, String)> {
         let mut queries = self.queries.lock().unwrap_or_else(PoisonError::into_inner);
-        let vectors = queries.vectors.as_mut()?;
-        match vectors.get(key) {
-            Some(v) if v.at.elapsed() < REMEMBERED_FOR => Some(v.clone()),
-            Some(_) => {
-                vectors.pop(key);
-                None
-            }
-            None => None,
+        let (values, at) = queries.vectors.get(key)?;
+        if at.elapsed() < REMEMBERED_FOR {
+            let values = values.clone();
+            return Some((values, queries.model.clone()));
         }
+        queries.vectors.pop(key);
+        None
     }
 
     /// One text's vector and its model.

@@ -43,7 +43,7 @@ pub async fn search(
     s: &Search,
 ) -> Result<SearchAnswer> {
     let (vector, model) = embedded(embedder, &s.q, None).await.unzip();
-    match ranked(graph, caller_id, s, vector.as_deref()).await {
+    match ranked(graph, caller_id, s, vector.as_deref(), Signals::All).await {
         Ok(mut answer) => {
             if vector.is_some() {
                 answer.embedder = model;
@@ -56,7 +56,7 @@ pub async fn search(
         // the graph still answer.
         Err(aiden_graph::Error::Query(e)) if vector.is_some() => {
             tracing::warn!(error = %e, "search without meaning: the vector query failed");
-            let mut answer = ranked(graph, caller_id, s, None).await?;
+            let mut answer = ranked(graph, caller_id, s, None, Signals::All).await?;
             answer.warning = Some(NO_MEANING.into());
             Ok(answer)
         }
@@ -65,8 +65,10 @@ pub async fn search(
 }
 
 /// The search behind working memory's retrieved context (SRCH-3), which keeps only hits
-/// similar enough by meaning: a query that could not be embedded has none, so it is not made
-/// (`None`), nor when the stored vectors do not fit the query's.
+/// similar enough by meaning, most similar first: a query that could not be embedded has none,
+/// so it is not made (`None`), nor when the stored vectors do not fit the query's. Only the
+/// meaning signal is asked for: a hit found by words or through an Entity alone has no
+/// similarity, and would only push similar ones out of the `limit` best.
 pub async fn search_by_meaning(
     graph: &aiden_graph::Graph,
     embedder: Option<&Embedder>,
@@ -76,7 +78,7 @@ pub async fn search_by_meaning(
     let Some((vector, model)) = embedded(embedder, &s.q, Some(caller_id)).await else {
         return Ok(None);
     };
-    match ranked(graph, caller_id, s, Some(&vector)).await {
+    match ranked(graph, caller_id, s, Some(&vector), Signals::MeaningOnly).await {
         Ok(mut answer) => {
             answer.embedder = Some(model);
             Ok(Some(answer))
@@ -123,15 +125,29 @@ fn scan_needed(by_meaning: usize, limit: usize, indexed: Option<i64>, asked: i64
 /// What a search without its vector signal says.
 const NO_MEANING: &str = "searched by words and the graph only: the query could not be embedded";
 
+/// Which signals a search asks the graph for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Signals {
+    /// Meaning, words and the graph (`GET /v1/search`).
+    All,
+    /// Meaning alone (working memory's retrieved context).
+    MeaningOnly,
+}
+
 /// The signals, fused.
 async fn ranked(
     graph: &aiden_graph::Graph,
     caller_id: &str,
     s: &Search,
     vector: Option<&[f32]>,
+    signals_asked: Signals,
 ) -> Result<SearchAnswer> {
     let started = std::time::Instant::now();
-    let text = recall::text_query(&s.q);
+    // The statements skip their full-text part for an empty text.
+    let text = match signals_asked {
+        Signals::All => recall::text_query(&s.q),
+        Signals::MeaningOnly => String::new(),
+    };
     let ask = Ask {
         caller_id,
         conversation_id: s.conversation_id.as_deref(),
@@ -145,7 +161,7 @@ async fn ranked(
     let mut seeds: Vec<String> = Vec::new();
     // Entities and facts are independent reads: one round between them.
     let entities = async {
-        match wants(HitKind::Entity) || wants(HitKind::Episode) {
+        match wants(HitKind::Entity) || (wants(HitKind::Episode) && signals_asked == Signals::All) {
             true => graph_recall::entities(graph, &ask).await.map(Some),
             false => Ok(None),
         }
@@ -156,43 +172,41 @@ async fn ranked(
             false => Ok(Vec::new()),
         }
     };
-    let (entities, facts) = tokio::join!(entities, facts);
+    // Content found through the Entities waits for them; by meaning alone it goes beside them.
+    let (entities, facts, content) = match signals_asked {
+        Signals::All => {
+            let (entities, facts) = tokio::join!(entities, facts);
+            (entities, facts, None)
+        }
+        Signals::MeaningOnly => {
+            let content = content_rows(graph, &ask, &content_kinds, &[], s.limit);
+            let (entities, facts, content) = tokio::join!(entities, facts, content);
+            (entities, facts, Some(content))
+        }
+    };
     if let Some(entities) = entities? {
-        let ranked = recall::fuse(entities.clone(), &HashMap::new(), GRAPH_SEEDS, false);
-        seeds = ranked.into_iter().map(|h| h.id).collect();
+        if signals_asked == Signals::All {
+            let ranked = recall::fuse(entities.clone(), &HashMap::new(), GRAPH_SEEDS, false);
+            seeds = ranked.into_iter().map(|h| h.id).collect();
+        }
         if wants(HitKind::Entity) {
             rows.extend(entities);
         }
     }
     rows.extend(facts?);
     let knowledge_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let mut exact = false;
-    if !content_kinds.is_empty() {
-        let graph_seeds = if wants(HitKind::Episode) {
-            &seeds[..]
-        } else {
-            &[]
-        };
-        let (content, indexed) = tokio::join!(
-            graph_recall::content(graph, &ask, &content_kinds, graph_seeds, None),
-            async {
-                match vector {
-                    Some(_) => graph_recall::embedded_total(graph).await.ok(),
-                    None => None,
-                }
-            }
-        );
-        let mut content = content?;
-        // The index's nearest may be mostly other users' content: then scan the caller's own,
-        // unless the index holds no more than it was asked for (its answer held them all).
-        let by_meaning = content.iter().filter(|r| r.signal == "vector").count();
-        if vector.is_some() && scan_needed(by_meaning, s.limit, indexed, ask.k) {
-            exact = true;
-            let scan = Some(graph_recall::EXACT_SCAN_CAP);
-            content = graph_recall::content(graph, &ask, &content_kinds, graph_seeds, scan).await?;
+    let (content, exact) = match content {
+        Some(content) => content?,
+        None => {
+            let graph_seeds = if wants(HitKind::Episode) {
+                &seeds[..]
+            } else {
+                &[]
+            };
+            content_rows(graph, &ask, &content_kinds, graph_seeds, s.limit).await?
         }
-        rows.extend(content);
-    }
+    };
+    rows.extend(content);
     tracing::debug!(
         knowledge_ms,
         total_ms = started.elapsed().as_secs_f64() * 1000.0,
@@ -226,6 +240,39 @@ async fn ranked(
         embedder: None,
         warning: None,
     })
+}
+
+/// Content's rows (none when no content kind is asked for), and whether the caller's own were
+/// scanned because the vector index's nearest were mostly other users'.
+async fn content_rows(
+    graph: &aiden_graph::Graph,
+    ask: &Ask<'_>,
+    kinds: &[HitKind],
+    graph_seeds: &[String],
+    limit: usize,
+) -> Result<(Vec<SignalRow>, bool)> {
+    if kinds.is_empty() {
+        return Ok((Vec::new(), false));
+    }
+    let (content, indexed) = tokio::join!(
+        graph_recall::content(graph, ask, kinds, graph_seeds, None),
+        async {
+            match ask.vector {
+                Some(_) => graph_recall::embedded_total(graph).await.ok(),
+                None => None,
+            }
+        }
+    );
+    let content = content?;
+    // The index's nearest may be mostly other users' content: then scan the caller's own,
+    // unless the index holds no more than it was asked for (its answer held them all).
+    let by_meaning = content.iter().filter(|r| r.signal == "vector").count();
+    if ask.vector.is_some() && scan_needed(by_meaning, limit, indexed, ask.k) {
+        let scan = Some(graph_recall::EXACT_SCAN_CAP);
+        let scanned = graph_recall::content(graph, ask, kinds, graph_seeds, scan).await?;
+        return Ok((scanned, true));
+    }
+    Ok((content, false))
 }
 
 #[cfg(test)]

@@ -136,6 +136,15 @@ pub struct RecallArgs {
     /// the search statements), so the first query after a start is as fast as the others.
     #[arg(long = "recall-warm-up", env = "AIDEN_RECALL_WARM_UP", default_value_t = true, action = clap::ArgAction::Set)]
     pub warm_up: bool,
+    /// How long the search warm-up goes on searching (milliseconds) once its shapes of
+    /// search are planned: a Neo4j just started runs the search's code in its interpreter
+    /// until its JIT has compiled it (docs/knowledge.md).
+    #[arg(
+        long = "recall-warm-up-ms",
+        env = "AIDEN_RECALL_WARM_UP_MS",
+        default_value_t = 5_000
+    )]
+    pub warm_up_ms: u64,
 }
 
 impl RecallArgs {

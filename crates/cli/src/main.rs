@@ -155,7 +155,11 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
     }
     // The first run and the first search after a start are as fast as the next.
     let passes = std::time::Duration::from_millis(args.engine_warm_up_ms);
-    warm::before_serving(&app, &graph, passes, args.recall.warm_up).await;
+    let recall = args
+        .recall
+        .warm_up
+        .then(|| std::time::Duration::from_millis(args.recall.warm_up_ms));
+    warm::before_serving(&app, &graph, passes, recall).await;
     let server = aiden_api::Application::build(
         app,
         &args.http_addr,

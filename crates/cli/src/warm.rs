@@ -16,7 +16,9 @@ use aiden_service::App;
 /// the warm-up passes are given.
 const BOUND: Duration = Duration::from_secs(30);
 
-pub async fn before_serving(app: &App, graph: &Graph, passes: Duration, recall: bool) {
+/// `recall`: how long the search warm-up goes on after its first two searches (`None`: no
+/// search warm-up).
+pub async fn before_serving(app: &App, graph: &Graph, passes: Duration, recall: Option<Duration>) {
     let runs = async {
         let started = Instant::now();
         match tokio::time::timeout(BOUND, aiden_engine::warm_up(graph)).await {
@@ -55,13 +57,19 @@ pub async fn before_serving(app: &App, graph: &Graph, passes: Duration, recall: 
         }
     };
     let search = async {
-        if !recall {
+        let Some(recall) = recall else {
             return;
-        }
-        match tokio::time::timeout(BOUND, app.warm_recall()).await {
-            Ok(took) => tracing::info!(ms = took.as_millis() as u64, "recall warmed"),
+        };
+        match tokio::time::timeout(recall + BOUND, app.warm_recall(recall)).await {
+            Ok(w) => tracing::info!(
+                ms = w.took.as_millis() as u64,
+                searches = w.searches,
+                first_ms = w.first.as_millis() as u64,
+                last_ms = w.last.as_millis() as u64,
+                "recall warmed"
+            ),
             Err(_) => tracing::warn!(
-                bound_s = BOUND.as_secs(),
+                bound_s = (recall + BOUND).as_secs(),
                 "recall warm-up did not finish in time; the first searches will be slower"
             ),
         }

@@ -165,6 +165,21 @@ async fn knowledge(graph: &Graph, q: neo4rs::Query) -> Result<Vec<SignalRow>, Er
         .collect())
 }
 
+/// A message to search for as its owner, and its conversation (the search warm-up's).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WarmUpQuestion {
+    pub owner_id: String,
+    pub conversation_id: String,
+    pub text: String,
+}
+
+/// Up to `n` embedded messages with their owners, for the search warm-up.
+pub async fn warm_up_questions(graph: &Graph, n: i64) -> Result<Vec<WarmUpQuestion>, Error> {
+    let q = cypher(query_file!("search/warm_up_questions.cypher"), None).param("n", n);
+    graph.read_rows(q).await
+}
+
 /// Entities the caller may see (ENT-2), by the meaning of their name and their words.
 pub async fn entities(graph: &Graph, ask: &Ask<'_>) -> Result<Vec<SignalRow>, Error> {
     knowledge(graph, query(query_file!("search/entities.cypher"), ask)).await

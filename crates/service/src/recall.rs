@@ -27,6 +27,17 @@ pub(crate) struct Prefetched {
 
 /// What `aiden serve` configures: where queries are embedded, and how retrieved context is
 /// chosen.
+/// What the search warm-up did (logged by `aiden serve`).
+#[derive(Debug, Default)]
+pub struct RecallWarmUp {
+    pub took: std::time::Duration,
+    pub searches: usize,
+    /// The slower of the first two searches (as an owner of nothing: their plans), and the
+    /// last three searches for one message (as its owner).
+    pub first: std::time::Duration,
+    pub last: std::time::Duration,
+}
+
 #[derive(Clone, Default)]
 pub struct RecallSettings {
     pub embedder: Option<Embedder>,
@@ -78,27 +89,80 @@ impl App {
     }
 
     /// Warms what the first search after a start would otherwise pay for: the embedder's
-    /// first call (its connection, its model's first pass) and Neo4j's plans of the search
+    /// first call (its connection, its model's first pass), Neo4j's plans of the search
     /// statements, which a cold server compiles on their first use (about a second each on a
-    /// small machine). A plan is cached per statement and parameter types, so both shapes are
-    /// asked: across the owner's content and within one conversation (working memory's
-    /// retrieved context has the first). It searches as an owner of nothing, so every answer is
-    /// empty and nothing is read but the indexes. How long it took.
-    pub async fn warm_recall(&self) -> std::time::Duration {
+    /// small machine), and then, for `more`, the code that runs them, which a Neo4j just
+    /// started runs in its interpreter until its JIT has compiled it.
+    ///
+    /// The plans: a plan is cached per statement and parameter types (and sizes: an owner's
+    /// id of another length is planned apart), so both shapes are asked, across the owner's
+    /// content and within one conversation, first as an owner of nothing (every answer empty)
+    /// so that an empty graph is planned too. Then it searches as the owners of a few embedded
+    /// messages for those messages, in both shapes and as working memory's retrieved context
+    /// does, for `more` after the first of them (its plans): only rows that pass the owner's
+    /// filter run the code after it (none when `more` is zero). The answers are discarded;
+    /// nothing is written. Stops at the first failure.
+    pub async fn warm_recall(&self, more: std::time::Duration) -> RecallWarmUp {
         const NOBODY: &str = "aiden-recall-warm-up";
+        /// How many messages (and owners) the warm-up searches for, in turn.
+        const QUESTIONS: i64 = 8;
         let started = std::time::Instant::now();
-        for conversation_id in [None, Some(NOBODY.to_owned())] {
+        let mut w = RecallWarmUp::default();
+        let search = |owner: &str, q: &str, conversation_id: Option<&str>| {
             let s = Search {
-                q: "warming up the search".into(),
-                conversation_id,
+                q: q.chars().take(recall::MAX_QUERY_CHARS).collect(),
+                conversation_id: conversation_id.map(str::to_owned),
                 kinds: HitKind::ALL.to_vec(),
                 limit: 10,
             };
-            if let Err(e) = self.recall(NOBODY, &s).await {
+            let owner = owner.to_owned();
+            async move { self.recall(&owner, &s).await }
+        };
+        for conversation_id in [None, Some(NOBODY)] {
+            let one = std::time::Instant::now();
+            if let Err(e) = search(NOBODY, "warming up the search", conversation_id).await {
                 tracing::warn!(error = %e, "recall warm-up: a search failed");
+                w.took = started.elapsed();
+                return w;
+            }
+            w.first = w.first.max(one.elapsed());
+            w.searches += 1;
+        }
+        let asked = if more.is_zero() { 0 } else { QUESTIONS };
+        let questions = match graph_recall::warm_up_questions(&self.graph, asked).await {
+            Ok(q) => q,
+            Err(e) => {
+                tracing::warn!(error = %e, "recall warm-up: no questions");
+                Vec::new()
+            }
+        };
+        // The time given runs from the end of the first owner's searches: their shapes'
+        // plans (parameters of other sizes are planned apart) are most of those.
+        let mut planned: Option<std::time::Instant> = None;
+        'rounds: while !questions.is_empty() && planned.is_none_or(|p| p.elapsed() < more) {
+            for q in &questions {
+                let one = std::time::Instant::now();
+                let across = search(&q.owner_id, &q.text, None).await;
+                let within = search(&q.owner_id, &q.text, Some(&q.conversation_id)).await;
+                if let Err(e) = across.and(within) {
+                    tracing::warn!(error = %e, "recall warm-up: a search failed");
+                    break 'rounds;
+                }
+                self.context_hits(&q.owner_id, &q.text, &q.conversation_id)
+                    .await;
+                w.last = one.elapsed();
+                w.searches += 3;
+                if planned
+                    .get_or_insert_with(std::time::Instant::now)
+                    .elapsed()
+                    >= more
+                {
+                    break 'rounds;
+                }
             }
         }
-        started.elapsed()
+        w.took = started.elapsed();
+        w
     }
 
     /// The search itself, for `caller_id` (the API's caller; the warm-up's nobody).

@@ -123,10 +123,27 @@ def main() -> None:
                     'or read from there (--after-start)')
     ap.add_argument('--after-start', metavar='LABEL',
                     help='only time the first searches of the --state user after a start')
+    ap.add_argument('--ingest-only', action='store_true',
+                    help='write the corpus and wait until it is embedded; time no search')
+    ap.add_argument('--reuse', metavar='FILE',
+                    help='a state file an earlier run kept: search as its user, whose messages are '
+                    'already written and embedded, instead of writing a new corpus')
     a = ap.parse_args()
     rng = random.Random(37)
     if a.after_start:
         after_start(a, rng)
+        return
+    if a.reuse:
+        with open(a.reuse, encoding='utf-8') as f:
+            kept = json.load(f)
+        if a.state:
+            with open(a.state, 'w', encoding='utf-8') as f:
+                json.dump(kept, f)
+        results = {'episodes': count_embedded(a.neo4j_http, a.neo4j_password, kept['user']),
+                   'reused': kept['user']}
+        print(f'bench: reusing {kept["user"]}: {results["episodes"]} embedded', file=sys.stderr)
+        timed_searches(a, Api(a.server, kept['token']), rng, results)
+        print(json.dumps(results))
         return
     admin = Api(a.server, a.token)
     uid = f'bench-recall-{int(time.time())}'
@@ -181,6 +198,13 @@ def main() -> None:
     results.update({'episodes': total, 'conversations': a.conversations,
                     'write_s': round(written, 1), 'embedded_after_s': round(ingested, 1)})
     time.sleep(5)  # the last bindings' commits and the vector index settle
+    if not a.ingest_only:
+        timed_searches(a, user, rng, results)
+    print(json.dumps(results))
+
+
+def timed_searches(a: argparse.Namespace, user: Api, rng: random.Random, results: dict) -> None:
+    """p50/p99 of `a.queries` searches per kind mix, after 30 warm-up ones, into `results`."""
     for label, kinds in [('episode', 'episode'), ('all', 'episode,entity,fact,summary,introspection')]:
         for q in [question(rng) for _ in range(30)]:  # warm-up (query plans, caches)
             user.call('GET', f'/v1/search?q={urllib.parse.quote(q)}&kinds={kinds}')
@@ -195,8 +219,6 @@ def main() -> None:
         results[f'search_{label}_p99_ms'] = round(percentile(times, 99), 2)
         print(f'bench: search ({label}) p50 {results[f"search_{label}_p50_ms"]} ms, '
               f'p99 {results[f"search_{label}_p99_ms"]} ms over {a.queries} queries', file=sys.stderr)
-
-    print(json.dumps(results))
 
 
 if __name__ == '__main__':

@@ -88,8 +88,8 @@ fi
 searched=$(driver --reuse "$KEEP" "$@" | tail -n 1)
 
 # The first searches after a start: Neo4j restarted (a cold JVM and no cached plan) and
-# `aiden serve` started on it, once without the recall warm-up and once with it. The Graphiti
-# service (its embedder) and the episode pool stay up. The serve's start, from its launch to
+# `aiden serve` started on it, once without the search's warm-up or the engine's passes and once
+# as it starts by default. The Graphiti service (its embedder) stays up; the pool is stopped. The serve's start, from its launch to
 # /readyz, is printed beside them: the warm-up is part of it.
 after_start() { # label warm-ups(none|default)
   kill "$SERVE_PID" 2>/dev/null || true

@@ -4,8 +4,9 @@
 Writes N user messages (Episodes once bound) over C conversations of one new user through the
 API, waits until the episode pool has bound and embedded them all, then times GET /v1/search
 (p50/p99 per kind mix) and the embedder itself (texts per second, one at a time and in batches).
-With --after-start, only the first searches after a start, of the user an earlier run wrote to
---state. Standard library only. Prints one JSON line last.
+With --ingest-only, no search is timed; with --reuse FILE, only the searches, as the user an
+earlier run kept in FILE. With --after-start, only the first searches after a start, of the user
+an earlier run wrote to --state. Standard library only. Prints one JSON line last.
 """
 
 from __future__ import annotations
@@ -140,7 +141,9 @@ def main() -> None:
             with open(a.state, 'w', encoding='utf-8') as f:
                 json.dump(kept, f)
         results = {'episodes': count_embedded(a.neo4j_http, a.neo4j_password, kept['user']),
-                   'reused': kept['user']}
+                   'searched_as': kept['user']}
+        if results['episodes'] == 0:
+            sys.exit(f'bench: {kept["user"]} has nothing embedded (a graph reset?): remove {a.reuse}')
         print(f'bench: reusing {kept["user"]}: {results["episodes"]} embedded', file=sys.stderr)
         timed_searches(a, Api(a.server, kept['token']), rng, results)
         print(json.dumps(results))

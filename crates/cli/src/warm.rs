@@ -13,10 +13,10 @@ use aiden_graph::Graph;
 use aiden_service::App;
 
 /// The longest `aiden serve` waits for a warm-up before it opens its port, beyond the time
-/// the warm-up passes are given.
+/// that warm-up is given (the engine's passes, the search's).
 const BOUND: Duration = Duration::from_secs(30);
 
-/// `recall`: how long the search warm-up goes on after its first two searches (`None`: no
+/// `recall`: how long the search warm-up goes on after its first owner's searches (`None`: no
 /// search warm-up).
 pub async fn before_serving(app: &App, graph: &Graph, passes: Duration, recall: Option<Duration>) {
     let runs = async {

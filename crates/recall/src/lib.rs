@@ -9,4 +9,4 @@ pub mod merges;
 mod search;
 
 pub use embedder::{EmbedError, Embedded, Embedder};
-pub use search::{search, search_by_meaning, SearchAnswer};
+pub use search::{search, search_by_meaning, search_remembered, SearchAnswer};

@@ -42,7 +42,29 @@ pub async fn search(
     caller_id: &str,
     s: &Search,
 ) -> Result<SearchAnswer> {
-    let (vector, model) = embedded(embedder, &s.q, None).await.unzip();
+    searched(graph, embedder, caller_id, s, false).await
+}
+
+/// [`search`], with the query's vector remembered for the caller as working memory's is:
+/// `aiden serve`'s warm-up repeats its questions, and spends its time in Neo4j, not the embedder.
+pub async fn search_remembered(
+    graph: &aiden_graph::Graph,
+    embedder: Option<&Embedder>,
+    caller_id: &str,
+    s: &Search,
+) -> Result<SearchAnswer> {
+    searched(graph, embedder, caller_id, s, true).await
+}
+
+async fn searched(
+    graph: &aiden_graph::Graph,
+    embedder: Option<&Embedder>,
+    caller_id: &str,
+    s: &Search,
+    remember: bool,
+) -> Result<SearchAnswer> {
+    let asker = remember.then_some(caller_id);
+    let (vector, model) = embedded(embedder, &s.q, asker).await.unzip();
     match ranked(graph, caller_id, s, vector.as_deref(), Signals::All).await {
         Ok(mut answer) => {
             if vector.is_some() {
@@ -194,6 +216,7 @@ async fn ranked(
         }
     }
     rows.extend(facts?);
+    // By meaning alone the content statement ran beside these: then this is all three.
     let knowledge_ms = started.elapsed().as_secs_f64() * 1000.0;
     let (content, exact) = match content {
         Some(content) => content?,

@@ -1,6 +1,6 @@
 //! Recall: `GET /v1/search` — hybrid search over what the caller owns (meaning,
-//! words and the graph, fused) — and working memory's `retrievedContext`, the same search
-//! seeded with the message being answered. The query is embedded by the Graphiti service's
+//! words and the graph, fused) — and working memory's `retrievedContext`, the same statements
+//! by meaning alone for the message being answered. The query is embedded by the Graphiti service's
 //! embedder (the one content is embedded with at binding); without it, words and the graph still
 //! answer a search, and the answer says so, while retrieved context (by meaning only) is empty.
 
@@ -25,19 +25,19 @@ pub(crate) struct Prefetched {
     hits: Option<Vec<recall::Hit>>,
 }
 
-/// What `aiden serve` configures: where queries are embedded, and how retrieved context is
-/// chosen.
 /// What the search warm-up did (logged by `aiden serve`).
 #[derive(Debug, Default)]
 pub struct RecallWarmUp {
     pub took: std::time::Duration,
     pub searches: usize,
-    /// The slower of the first two searches (as an owner of nothing: their plans), and the
-    /// last three searches for one message (as its owner).
+    /// The slower of the first two searches (as an owner of nothing: their plans).
     pub first: std::time::Duration,
+    /// The last message's searches (as its owner, three of them).
     pub last: std::time::Duration,
 }
 
+/// What `aiden serve` configures: where queries are embedded, and how retrieved context is
+/// chosen.
 #[derive(Clone, Default)]
 pub struct RecallSettings {
     pub embedder: Option<Embedder>,
@@ -99,9 +99,10 @@ impl App {
     /// content and within one conversation, first as an owner of nothing (every answer empty)
     /// so that an empty graph is planned too. Then it searches as the owners of a few embedded
     /// messages for those messages, in both shapes and as working memory's retrieved context
-    /// does, for `more` after the first of them (its plans): only rows that pass the owner's
-    /// filter run the code after it (none when `more` is zero). The answers are discarded;
-    /// nothing is written. Stops at the first failure.
+    /// does, for `more` after the first message's searches (their plans): only rows that pass
+    /// the owner's filter run the code after it (none when `more` is zero). The answers are
+    /// discarded; nothing is written to the graph (the embedder client remembers the
+    /// questions' vectors, as for working memory). Stops at the first failed search.
     pub async fn warm_recall(&self, more: std::time::Duration) -> RecallWarmUp {
         const NOBODY: &str = "aiden-recall-warm-up";
         /// How many messages (and owners) the warm-up searches for, in turn.
@@ -116,7 +117,10 @@ impl App {
                 limit: 10,
             };
             let owner = owner.to_owned();
-            async move { self.recall(&owner, &s).await }
+            async move {
+                let embedder = self.recall.embedder.as_ref();
+                aiden_recall::search_remembered(&self.graph, embedder, &owner, &s).await
+            }
         };
         for conversation_id in [None, Some(NOBODY)] {
             let one = std::time::Instant::now();
@@ -128,15 +132,17 @@ impl App {
             w.first = w.first.max(one.elapsed());
             w.searches += 1;
         }
-        let asked = if more.is_zero() { 0 } else { QUESTIONS };
-        let questions = match graph_recall::warm_up_questions(&self.graph, asked).await {
-            Ok(q) => q,
-            Err(e) => {
-                tracing::warn!(error = %e, "recall warm-up: no questions");
-                Vec::new()
-            }
+        let questions = match more.is_zero() {
+            true => Vec::new(),
+            false => match graph_recall::warm_up_questions(&self.graph, QUESTIONS).await {
+                Ok(q) => q,
+                Err(e) => {
+                    tracing::warn!(error = %e, "recall warm-up: no questions");
+                    Vec::new()
+                }
+            },
         };
-        // The time given runs from the end of the first owner's searches: their shapes'
+        // The time given runs from the end of the first message's searches: their shapes'
         // plans (parameters of other sizes are planned apart) are most of those.
         let mut planned: Option<std::time::Instant> = None;
         'rounds: while !questions.is_empty() && planned.is_none_or(|p| p.elapsed() < more) {

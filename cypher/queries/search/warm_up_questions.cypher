@@ -3,8 +3,9 @@
 // message, so that rows pass the owner's filter and the code after it runs while Neo4j's JIT
 // compiles it; the answers are discarded.
 MATCH (x:Alternative:Embedded)
-WITH x
-LIMIT $n
+WHERE x.content IS NOT NULL
 MATCH (c:Conversation {id: x.conversationId})
-WHERE c.ownerId IS NOT NULL AND x.content IS NOT NULL
+WHERE c.ownerId IS NOT NULL
+WITH x, c
+LIMIT $n
 RETURN c.ownerId AS ownerId, c.id AS conversationId, left(x.content, 300) AS text

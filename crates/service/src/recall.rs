@@ -109,7 +109,7 @@ impl App {
         const QUESTIONS: i64 = 8;
         let started = std::time::Instant::now();
         let mut w = RecallWarmUp::default();
-        let search = |owner: &str, q: &str, conversation_id: Option<&str>| {
+        let warm_search = |owner: &str, q: &str, conversation_id: Option<&str>| {
             let s = Search {
                 q: q.chars().take(recall::MAX_QUERY_CHARS).collect(),
                 conversation_id: conversation_id.map(str::to_owned),
@@ -124,7 +124,7 @@ impl App {
         };
         for conversation_id in [None, Some(NOBODY)] {
             let one = std::time::Instant::now();
-            if let Err(e) = search(NOBODY, "warming up the search", conversation_id).await {
+            if let Err(e) = warm_search(NOBODY, "warming up the search", conversation_id).await {
                 tracing::warn!(error = %e, "recall warm-up: a search failed");
                 w.took = started.elapsed();
                 return w;
@@ -148,8 +148,8 @@ impl App {
         'rounds: while !questions.is_empty() && planned.is_none_or(|p| p.elapsed() < more) {
             for q in &questions {
                 let one = std::time::Instant::now();
-                let across = search(&q.owner_id, &q.text, None).await;
-                let within = search(&q.owner_id, &q.text, Some(&q.conversation_id)).await;
+                let across = warm_search(&q.owner_id, &q.text, None).await;
+                let within = warm_search(&q.owner_id, &q.text, Some(&q.conversation_id)).await;
                 if let Err(e) = across.and(within) {
                     tracing::warn!(error = %e, "recall warm-up: a search failed");
                     break 'rounds;
@@ -171,7 +171,7 @@ impl App {
         w
     }
 
-    /// The search itself, for `caller_id` (the API's caller; the warm-up's nobody).
+    /// The search itself, for `caller_id` (the API's caller).
     async fn recall(&self, caller_id: &str, s: &Search) -> Result<SearchAnswer> {
         Ok(search(&self.graph, self.recall.embedder.as_ref(), caller_id, s).await?)
     }

@@ -70,6 +70,15 @@ BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release"
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  # Gone before the next run starts: a pool still saying goodbye holds its metrics port, and
+  # the next run's pool, refused that port, would leave its steps to wait for ever.
+  for _ in $(seq 1 100); do
+    alive=0
+    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && break
+    sleep 0.1
+  done
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   case " $* " in *chain3_history*) scripts/stack.sh graph-down bench >/dev/null 2>&1 || true ;; esac
 }
 trap cleanup EXIT

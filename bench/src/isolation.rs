@@ -71,10 +71,12 @@ pub async fn cleanup(api: &Api, ids: &Backlog) {
     .await
 }
 
-/// Starts `BACKLOG_RUNS` runs of the backlog Process; their ids, in start order, and how long
-/// starting them took.
-async fn burst(api: Arc<Api>, process: String) -> anyhow::Result<(Vec<String>, f64)> {
+/// Starts `BACKLOG_RUNS` runs of the backlog Process; their ids, in start order, how long
+/// starting them took, and the CPU each part of the stack used meanwhile (what the burst's
+/// creation costs, beside the one-at-a-time runs measured then).
+async fn burst(api: Arc<Api>, process: String) -> anyhow::Result<(Vec<String>, f64, Value)> {
     let t0 = Instant::now();
+    let cpu_before = crate::cpu::Sample::now();
     let started = futures::stream::iter(0..BACKLOG_RUNS)
         .map(|_| {
             let (api, path) = (api.clone(), format!("/v1/processes/{process}/runs"));
@@ -88,9 +90,11 @@ async fn burst(api: Arc<Api>, process: String) -> anyhow::Result<(Vec<String>, f
         .buffered(BURST_IN_FLIGHT)
         .collect::<Vec<_>>()
         .await;
+    let cpu = crate::cpu::Sample::now().since(&cpu_before);
     Ok((
         started.into_iter().collect::<anyhow::Result<_>>()?,
         t0.elapsed().as_secs_f64(),
+        cpu,
     ))
 }
 
@@ -159,7 +163,7 @@ pub async fn scenario(
     let burst = tokio::spawn(burst(api.clone(), backlog.process.clone()));
     let measured = one_at_a_time(&api, chain3, runs, t0).await?;
     let measured_s = t0.elapsed().as_secs_f64();
-    let (ids, started_s) = burst.await??;
+    let (ids, started_s, burst_cpu) = burst.await??;
     let beside = sorted(measured.iter().map(|(_, d)| *d));
     let while_starting = sorted(
         measured
@@ -191,6 +195,7 @@ pub async fn scenario(
         "backlog": {"runs": ids.len(), "type": "llm_call", "model_delay_ms": MODEL_DELAY.as_millis(),
                     "all_started_s": (started_s * 10.0).round() / 10.0,
                     "measured_s": (measured_s * 10.0).round() / 10.0,
+                    "cpu_s_until_all_started": burst_cpu,
                     "drained": drained, "drained_s": (drained_s * 10.0).round() / 10.0},
     }))
 }

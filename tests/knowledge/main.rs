@@ -22,6 +22,7 @@ mod episodes;
 mod memory;
 mod merge;
 mod recall;
+mod warm_up;
 
 /// The tests of this binary share the database's outbox: each parks what is pending before it
 /// starts its own relay, so they run one at a time.

@@ -102,7 +102,8 @@ impl App {
     /// does, for `more` after the first message's searches (their plans): only rows that pass
     /// the owner's filter run the code after it (none when `more` is zero). The answers are
     /// discarded; nothing is written to the graph (the embedder client remembers the
-    /// questions' vectors, as for working memory). Stops at the first failed search.
+    /// questions' vectors, as for working memory). Stops at the first failed search; makes no
+    /// search as an owner when the embedder did not answer the first ones.
     pub async fn warm_recall(&self, more: std::time::Duration) -> RecallWarmUp {
         const NOBODY: &str = "aiden-recall-warm-up";
         /// How many messages (and owners) the warm-up searches for, in turn.
@@ -122,17 +123,26 @@ impl App {
                 aiden_recall::search_remembered(&self.graph, embedder, &owner, &s).await
             }
         };
+        let mut by_meaning = false;
         for conversation_id in [None, Some(NOBODY)] {
             let one = std::time::Instant::now();
-            if let Err(e) = warm_search(NOBODY, "warming up the search", conversation_id).await {
-                tracing::warn!(error = %e, "recall warm-up: a search failed");
-                w.took = started.elapsed();
-                return w;
+            match warm_search(NOBODY, "warming up the search", conversation_id).await {
+                Ok(answer) => by_meaning |= answer.embedder.is_some(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "recall warm-up: a search failed");
+                    w.took = started.elapsed();
+                    return w;
+                }
             }
             w.first = w.first.max(one.elapsed());
             w.searches += 1;
         }
-        let questions = match more.is_zero() {
+        // The owners' searches warm the paths by meaning; without an embedder each would only
+        // warn that it could not embed (hundreds of lines at every start).
+        if !by_meaning && !more.is_zero() {
+            tracing::info!("recall warm-up: the embedder did not answer; no searches as owners");
+        }
+        let questions = match more.is_zero() || !by_meaning {
             true => Vec::new(),
             false => match graph_recall::warm_up_questions(&self.graph, QUESTIONS).await {
                 Ok(q) => q,

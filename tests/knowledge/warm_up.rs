@@ -1,0 +1,103 @@
+//! The search's warm-up (`App::warm_recall`, docs/knowledge.md "Warm from the first query")
+//! against real processes: an `aiden serve` given time for it searches as the owners of
+//! embedded messages before its port opens; one whose embedder does not answer makes no owner
+//! search and says so once, instead of warning at every search it would have made.
+
+use std::time::Duration;
+
+use aiden_tests::procs::{free_port, log_level_with, spawn_logged, Proc};
+
+use super::recall::{conversation, new_user, say, wait_embedded};
+
+/// A second `aiden serve` (an instance of its own, so the test's serve keeps the engine) with
+/// `warm_up_ms` for the search's warm-up, once it has logged its warm-up's end: its log.
+async fn warmed_serve(extra: &[(&'static str, String)], warm_up_ms: u64) -> (Proc, String) {
+    let mut env = extra.to_vec();
+    env.extend([
+        ("AIDEN_RECALL_WARM_UP_MS", warm_up_ms.to_string()),
+        ("AIDEN_INSTANCE_ID", aiden_tests::unique("warm-up")),
+        log_level_with("aiden=info,aiden_service=info"),
+    ]);
+    let serve = spawn_logged(&["serve"], free_port(), &env);
+    serve
+        .wait_log("recall warmed", 1, Duration::from_secs(120))
+        .await;
+    let log = strip_ansi(&serve.log());
+    (serve, log)
+}
+
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // CSI: ESC [ parameters final-byte
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The `searches=` count of the `recall warmed` line.
+fn searches(log: &str) -> u64 {
+    let line = log
+        .lines()
+        .find(|l| l.contains("recall warmed"))
+        .expect("a recall warmed line");
+    let count = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("searches="))
+        .unwrap_or_else(|| panic!("no searches= in {line:?}"));
+    count.parse().expect("a count")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_search_warm_up_searches_as_owners_and_not_without_an_embedder() {
+    let _serial = super::SERIAL.lock().await;
+    super::episodes::retire();
+    let procs = super::recall_procs().await;
+    let (_, api) = new_user(&procs.admin).await;
+    let c = conversation(&api, "warm-up").await;
+    let (_, alt) = say(
+        &api,
+        &c,
+        "My sister plays the cello in an orchestra in Vienna.",
+        None,
+    )
+    .await;
+    wait_embedded(&procs.graph, &[alt], Duration::from_secs(120)).await;
+
+    // Two searches as an owner of nothing (the plans), then three per embedded message as its
+    // owner for the time given.
+    let (serve, log) = warmed_serve(&procs.extra, 800).await;
+    drop(serve);
+    let made = searches(&log);
+    assert!(
+        made > 2,
+        "with an embedder and an embedded message it searches as owners: {made} searches"
+    );
+    assert!(!log.contains("no searches as owners"), "{log}");
+
+    // The embedder's address answers nothing: the two searches as nobody find no meaning, and
+    // no owner search follows.
+    let mut dead = procs.extra.clone();
+    dead.push((
+        "AIDEN_GRAPHITI_URL",
+        format!("http://127.0.0.1:{}", free_port()),
+    ));
+    let (serve, log) = warmed_serve(&dead, 800).await;
+    drop(serve);
+    assert_eq!(searches(&log), 2, "{log}");
+    assert_eq!(log.matches("no searches as owners").count(), 1, "{log}");
+    let unembedded = log.matches("the query was not embedded").count();
+    assert!(
+        unembedded <= 2,
+        "one warning per search made, not per owner search skipped: {unembedded}"
+    );
+}

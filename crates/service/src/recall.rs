@@ -102,7 +102,8 @@ impl App {
     /// does, for `more` after the first message's searches (their plans): only rows that pass
     /// the owner's filter run the code after it (none when `more` is zero). The answers are
     /// discarded; nothing is written to the graph (the embedder client remembers the
-    /// questions' vectors, as for working memory). Stops at the first failed search. When
+    /// questions' vectors, as for working memory). Stops at a failed search as nobody, or at the
+    /// third as an owner (the first ones after a start can outlast the statement timeout). When
     /// the first searches found no meaning (no embedder, or it did not answer), the owners'
     /// searches are made by words and the graph only: each would otherwise try the embedder
     /// again and warn that it could not (hundreds of lines at a start).
@@ -110,6 +111,8 @@ impl App {
         const NOBODY: &str = "aiden-recall-warm-up";
         /// How many messages (and owners) the warm-up searches for, in turn.
         const QUESTIONS: i64 = 8;
+        /// Failed searches as owners that end the warm-up (a graph that does not answer).
+        const MAX_FAILED: u32 = 3;
         let started = std::time::Instant::now();
         let mut w = RecallWarmUp::default();
         let embedder = self.recall.embedder.as_ref();
@@ -158,19 +161,29 @@ impl App {
             },
         };
         // The time given runs from the end of the first message's searches: their shapes'
-        // plans (parameters of other sizes are planned apart) are most of those.
+        // plans (parameters of other sizes are planned apart) are most of those. A search that
+        // fails is not the end: on a graph just started the first ones can outlast the
+        // statement timeout, and they warmed what the next ones need. A few failures are.
         let mut planned: Option<std::time::Instant> = None;
+        let mut failed = 0;
         'rounds: while !questions.is_empty() && planned.is_none_or(|p| p.elapsed() < more) {
             for q in &questions {
                 let one = std::time::Instant::now();
                 let (owner, within) = (&q.owner_id, Some(q.conversation_id.as_str()));
                 let across = warm_search(by_meaning, owner, &q.text, None).await;
                 let within = warm_search(by_meaning, owner, &q.text, within).await;
-                if let Err(e) = across.and(within) {
-                    tracing::warn!(error = %e, "recall warm-up: a search failed");
+                for answer in [across, within] {
+                    match answer {
+                        Ok(_) => w.searches += 1,
+                        Err(e) => {
+                            failed += 1;
+                            tracing::warn!(error = %e, failed, "recall warm-up: a search failed");
+                        }
+                    }
+                }
+                if failed >= MAX_FAILED {
                     break 'rounds;
                 }
-                w.searches += 2;
                 // Retrieved context searches by meaning alone.
                 if by_meaning {
                     self.context_hits(owner, &q.text, &q.conversation_id).await;

@@ -53,7 +53,7 @@ fn searches(log: &str) -> u64 {
     let line = log
         .lines()
         .find(|l| l.contains("recall warmed"))
-        .expect("a recall warmed line");
+        .unwrap_or_else(|| panic!("no recall warmed line in\n{log}"));
     let count = line
         .split_whitespace()
         .find_map(|w| w.strip_prefix("searches="))
@@ -81,6 +81,7 @@ async fn the_search_warm_up_searches_as_owners_and_not_without_an_embedder() {
     // owner for the time given.
     let (serve, log) = warmed_serve(&procs.extra, 800).await;
     drop(serve);
+    assert!(!log.contains(CUT), "the warm-up outlasted its bound\n{log}");
     let made = searches(&log);
     assert!(
         made > 2,

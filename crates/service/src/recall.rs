@@ -102,11 +102,12 @@ impl App {
     /// does, for `more` after the first message's searches (their plans): only rows that pass
     /// the owner's filter run the code after it (none when `more` is zero). The answers are
     /// discarded; nothing is written to the graph (the embedder client remembers the
-    /// questions' vectors, as for working memory). Stops at a failed search as nobody, or at the
-    /// third as an owner (the first ones after a start can outlast the statement timeout). When
-    /// the first searches found no meaning (no embedder, or it did not answer), the owners'
-    /// searches are made by words and the graph only: each would otherwise try the embedder
-    /// again and warn that it could not (hundreds of lines at a start).
+    /// questions' vectors, as for working memory). Stops at a failed search as nobody, or at
+    /// the third as an owner (the first ones after a start can outlast the driver's response
+    /// timeout). When the first searches found no meaning (no embedder, or it did not answer),
+    /// the owners' searches are made by words and the graph only: each would otherwise try the
+    /// embedder again and warn that it could not (hundreds of lines at a start). `searches`
+    /// counts the searches that answered.
     pub async fn warm_recall(&self, more: std::time::Duration) -> RecallWarmUp {
         const NOBODY: &str = "aiden-recall-warm-up";
         /// How many messages (and owners) the warm-up searches for, in turn.
@@ -163,7 +164,8 @@ impl App {
         // The time given runs from the end of the first message's searches: their shapes'
         // plans (parameters of other sizes are planned apart) are most of those. A search that
         // fails is not the end: on a graph just started the first ones can outlast the
-        // statement timeout, and they warmed what the next ones need. A few failures are.
+        // driver's response timeout, and they warmed what the next ones need. Three failures
+        // are.
         let mut planned: Option<std::time::Instant> = None;
         let mut failed = 0;
         'rounds: while !questions.is_empty() && planned.is_none_or(|p| p.elapsed() < more) {
@@ -172,6 +174,7 @@ impl App {
                 let (owner, within) = (&q.owner_id, Some(q.conversation_id.as_str()));
                 let across = warm_search(by_meaning, owner, &q.text, None).await;
                 let within = warm_search(by_meaning, owner, &q.text, within).await;
+                let before = failed;
                 for answer in [across, within] {
                     match answer {
                         Ok(_) => w.searches += 1,
@@ -184,12 +187,16 @@ impl App {
                 if failed >= MAX_FAILED {
                     break 'rounds;
                 }
-                // Retrieved context searches by meaning alone.
+                // Retrieved context searches by meaning alone (its failure is logged inside).
                 if by_meaning {
-                    self.context_hits(owner, &q.text, &q.conversation_id).await;
-                    w.searches += 1;
+                    match self.context_hits(owner, &q.text, &q.conversation_id).await {
+                        Some(_) => w.searches += 1,
+                        None => failed += 1,
+                    }
                 }
-                w.last = one.elapsed();
+                if failed == before {
+                    w.last = one.elapsed();
+                }
                 if planned
                     .get_or_insert_with(std::time::Instant::now)
                     .elapsed()

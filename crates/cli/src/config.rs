@@ -26,6 +26,9 @@ pub struct GraphArgs {
     pub neo4j_timeout_ms: u64,
 }
 
+/// How long a process waits at its start for a graph that does not answer yet.
+const CONNECT_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 impl GraphArgs {
     pub async fn connect(&self) -> anyhow::Result<aiden_graph::Graph> {
         self.connect_pool(self.neo4j_max_connections).await
@@ -42,9 +45,27 @@ impl GraphArgs {
             max_connections,
             timeout: std::time::Duration::from_millis(self.neo4j_timeout_ms.max(1)),
         };
-        aiden_graph::Graph::connect(&settings)
-            .await
-            .with_context(|| format!("connecting to the graph at {}", self.neo4j_uri))
+        // A graph still starting (a Neo4j whose JVM is cold, or not listening yet) is waited
+        // for, as a supervisor would retry us; a refusal (credentials, database) is not.
+        let deadline = std::time::Instant::now() + CONNECT_WAIT;
+        let mut pause = std::time::Duration::from_millis(250);
+        loop {
+            match aiden_graph::Graph::connect(&settings).await {
+                Ok(graph) => return Ok(graph),
+                Err(e @ aiden_graph::Error::Unavailable(_))
+                    if !e.is_refused_credentials()
+                        && std::time::Instant::now() + pause < deadline =>
+                {
+                    tracing::warn!(error = %e, uri = %self.neo4j_uri, "the graph does not answer yet; retrying");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(std::time::Duration::from_secs(2));
+                }
+                Err(e) => {
+                    return Err(anyhow::Error::from(e))
+                        .with_context(|| format!("connecting to the graph at {}", self.neo4j_uri))
+                }
+            }
+        }
     }
 }
 

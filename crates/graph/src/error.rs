@@ -27,9 +27,21 @@ pub enum Error {
     Query(String),
 }
 
+/// How an `Unavailable` from refused credentials begins ([`Error::is_refused_credentials`]).
+const REFUSED_CREDENTIALS: &str = "credentials refused";
+
 impl Error {
     pub fn is_transient(&self) -> bool {
         matches!(self, Error::Transient(_) | Error::StalePlan)
+    }
+
+    /// An `Unavailable` that is the server refusing our credentials (or a server shutting
+    /// down, which drops them): waiting for the server to start would not change it, and
+    /// retrying wrong credentials gets them rate-limited. The driver's kind is kept only in
+    /// the text.
+    pub fn is_refused_credentials(&self) -> bool {
+        matches!(self, Error::Unavailable(m)
+            if m.starts_with(REFUSED_CREDENTIALS) || m.contains("Security.Unauthorized"))
     }
 
     pub(crate) fn from_driver(e: neo4rs::Error) -> Self {
@@ -58,15 +70,30 @@ impl Error {
                     Error::Query(format!("{code}: {}", n.message()))
                 }
             }
+            neo4rs::Error::AuthenticationError(m) => {
+                Error::Unavailable(format!("{REFUSED_CREDENTIALS}: {m}"))
+            }
             neo4rs::Error::IOError { .. }
             | neo4rs::Error::ConnectionError
             | neo4rs::Error::ConnectionTimedOut
-            | neo4rs::Error::AuthenticationError(_)
             | neo4rs::Error::ServerUnavailableError(_) => Error::Unavailable(e.to_string()),
             neo4rs::Error::DeserializationError(_) | neo4rs::Error::ConversionError => {
                 Error::Decode(e.to_string())
             }
             _ => Error::Query(e.to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refused_credentials_are_told_apart_from_a_server_that_does_not_answer() {
+        let refused = Error::from_driver(neo4rs::Error::AuthenticationError("bad".into()));
+        assert!(refused.is_refused_credentials(), "{refused}");
+        let down = Error::from_driver(neo4rs::Error::ConnectionTimedOut);
+        assert!(matches!(down, Error::Unavailable(_)) && !down.is_refused_credentials());
     }
 }

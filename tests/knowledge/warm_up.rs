@@ -17,36 +17,20 @@ async fn warmed_serve(extra: &[(&'static str, String)], warm_up_ms: u64) -> (Pro
         ("AIDEN_RECALL_WARM_UP_MS", warm_up_ms.to_string()),
         ("AIDEN_INSTANCE_ID", aiden_tests::unique("warm-up")),
         log_level_with("aiden=info"),
+        // Plain text: the test reads its fields (`searches=4`).
+        ("NO_COLOR", "1".to_owned()),
     ]);
     let serve = spawn_logged(&["serve"], free_port(), &env);
     // Its end is logged either way: done, or cut at its bound (a graph just started can take
     // seconds a statement while it plans and compiles).
     let ended = || serve.log_count("recall warmed") + serve.log_count(CUT) > 0;
     wait_until("the search warm-up's end", Duration::from_secs(120), ended).await;
-    let log = strip_ansi(&serve.log());
+    let log = serve.log();
     (serve, log)
 }
 
 /// `aiden serve`'s line when the warm-up outlasted its bound.
 const CUT: &str = "recall warm-up did not finish in time";
-
-fn strip_ansi(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            // CSI: ESC [ parameters final-byte
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
 
 /// The `searches=` count of the `recall warmed` line.
 fn searches(log: &str) -> u64 {

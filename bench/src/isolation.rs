@@ -71,32 +71,48 @@ pub async fn cleanup(api: &Api, ids: &Backlog) {
     .await
 }
 
-/// Starts `BACKLOG_RUNS` runs of the backlog Process; their ids, in start order, how long
-/// starting them took, and the CPU each part of the stack used meanwhile (what the burst's
-/// creation costs, beside the one-at-a-time runs measured then).
-async fn burst(api: Arc<Api>, process: String) -> anyhow::Result<(Vec<String>, f64, Value)> {
+/// What starting the burst took: its runs' ids in start order, each start's answer time
+/// (sorted), how long starting them all took, and the CPU each part of the stack used
+/// meanwhile (what the burst's creation costs, beside the one-at-a-time runs measured then).
+struct Burst {
+    ids: Vec<String>,
+    answered: Vec<Duration>,
+    took_s: f64,
+    cpu: Value,
+}
+
+/// Starts `BACKLOG_RUNS` runs of the backlog Process, `BURST_IN_FLIGHT` at a time.
+async fn burst(api: Arc<Api>, process: String) -> anyhow::Result<Burst> {
     let cpu_before = crate::cpu::Sample::now();
     let t0 = Instant::now();
     let started = futures::stream::iter(0..BACKLOG_RUNS)
         .map(|_| {
             let (api, path) = (api.clone(), format!("/v1/processes/{process}/runs"));
             async move {
+                let sent = Instant::now();
                 let r = api
                     .send(reqwest::Method::POST, &path, Some(json!({"inputs": {}})))
                     .await?;
-                anyhow::Ok(r["runId"].as_str().context("no runId")?.to_owned())
+                let id = r["runId"].as_str().context("no runId")?.to_owned();
+                anyhow::Ok((id, sent.elapsed()))
             }
         })
         .buffered(BURST_IN_FLIGHT)
         .collect::<Vec<_>>()
         .await;
-    let took = t0.elapsed().as_secs_f64();
+    let took_s = t0.elapsed().as_secs_f64();
     let cpu = crate::cpu::Sample::now().since(&cpu_before);
-    Ok((
-        started.into_iter().collect::<anyhow::Result<_>>()?,
-        took,
+    let (ids, answered): (Vec<String>, Vec<Duration>) = started
+        .into_iter()
+        .collect::<anyhow::Result<Vec<_>>>()?
+        .into_iter()
+        .unzip();
+    Ok(Burst {
+        ids,
+        answered: sorted(answered.into_iter()),
+        took_s,
         cpu,
-    ))
+    })
 }
 
 /// Waits (at most `limit`) until the run is settled; whether it did.
@@ -164,7 +180,12 @@ pub async fn scenario(
     let burst = tokio::spawn(burst(api.clone(), backlog.process.clone()));
     let measured = one_at_a_time(&api, chain3, runs, t0).await?;
     let measured_s = t0.elapsed().as_secs_f64();
-    let (ids, started_s, burst_cpu) = burst.await??;
+    let Burst {
+        ids,
+        answered,
+        took_s: started_s,
+        cpu: burst_cpu,
+    } = burst.await??;
     let beside = sorted(measured.iter().map(|(_, d)| *d));
     let while_starting = sorted(
         measured
@@ -195,6 +216,7 @@ pub async fn scenario(
         "once_all_queued_p99_ratio": ratio(&once_queued),
         "backlog": {"runs": ids.len(), "type": "llm_call", "model_delay_ms": MODEL_DELAY.as_millis(),
                     "all_started_s": (started_s * 10.0).round() / 10.0,
+                    "start_answered": latency(&answered),
                     "measured_s": (measured_s * 10.0).round() / 10.0,
                     "cpu_s_until_all_started": burst_cpu,
                     "drained": drained, "drained_s": (drained_s * 10.0).round() / 10.0},

@@ -103,6 +103,12 @@ pub struct ServeArgs {
     /// 4/3 of it after the active one dies.
     #[arg(long, env = "AIDEN_ENGINE_LEASE_MS", default_value_t = 10_000)]
     pub engine_lease_ms: u64,
+    /// While another Process has runs in flight, the engine takes a Process's starts at most 1.5
+    /// times as fast as its runs settle, and at least this many a second (0: never paced): a
+    /// burst of one Process's starts leaves the CPU to the other's steps (docs/execution.md,
+    /// "A burst of starts beside other work").
+    #[arg(long, env = "AIDEN_ENGINE_SHARED_START_FLOOR", default_value_t = aiden_engine::DEFAULT_SHARED_START_FLOOR)]
+    pub engine_shared_start_floor: u32,
     /// How long `aiden serve` drives warm-up passes through Neo4j before it opens its port
     /// (milliseconds; 0: none): a Neo4j just started runs the engine's statement and commits
     /// at two thirds of its speed until its JIT has compiled them (docs/execution.md).

@@ -176,7 +176,10 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
         args.instance_id(server.port()),
         std::time::Duration::from_millis(args.engine_lease_ms),
     );
-    let engine = tokio::spawn(engine.with_lease(lease.clone()).run());
+    let engine = engine
+        .with_lease(lease.clone())
+        .with_shared_start_floor(args.engine_shared_start_floor);
+    let engine = tokio::spawn(engine.run());
     server.run().await?;
     engine.abort();
     lease.release().await;

@@ -116,13 +116,27 @@ impl Waiting {
         self.len += 1;
     }
 
-    /// At most `n` starts, one Process's at a time in turn.
-    pub fn take_fair(&mut self, n: usize) -> Vec<LocalStart> {
+    /// The Processes with starts waiting.
+    pub fn processes(&self) -> impl Iterator<Item = &str> {
+        self.turn.iter().map(String::as_str)
+    }
+
+    /// At most `n` starts, one Process's at a time in turn, each only if `admit` lets its
+    /// Process take one now (`pacing`); a Process refused keeps its place in turn.
+    pub fn take_fair(&mut self, n: usize, mut admit: impl FnMut(&str) -> bool) -> Vec<LocalStart> {
         let mut taken = Vec::with_capacity(n.min(self.len));
-        while taken.len() < n {
+        // Processes refused since the last start taken: once every one was, none can be.
+        let mut refused = 0;
+        while taken.len() < n && refused < self.turn.len() {
             let Some(key) = self.turn.pop_front() else {
                 break;
             };
+            if !admit(&key) {
+                self.turn.push_back(key);
+                refused += 1;
+                continue;
+            }
+            refused = 0;
             let queue = self
                 .queues
                 .get_mut(&key)
@@ -220,6 +234,7 @@ mod tests {
             ("burst", "b2"),
             ("burst", "b3"),
             ("other", "o1"),
+            ("other", "o2"),
         ] {
             let (reply, answer) = oneshot::channel();
             waiting.push(LocalStart {
@@ -230,23 +245,29 @@ mod tests {
         }
         let ids = |v: Vec<LocalStart>| v.into_iter().map(|s| s.run.id).collect::<Vec<_>>();
         assert_eq!(
-            ids(waiting.take_fair(2)),
+            ids(waiting.take_fair(2, |_| true)),
             ["b1", "o1"],
             "the other Process's start is not behind the burst"
         );
-        assert_eq!(waiting.len(), 2);
-        assert_eq!(ids(waiting.take_fair(1)), ["b2"]);
+        assert_eq!(waiting.len(), 3);
+        assert_eq!(
+            ids(waiting.take_fair(2, |p| p != "other")),
+            ["b2", "b3"],
+            "a Process refused keeps its starts; the others go on"
+        );
+        assert_eq!(waiting.len(), 1);
+        assert!(waiting.take_fair(2, |_| false).is_empty());
         drop(waiting);
+        let o2 = answers.pop().unwrap().await;
+        assert_eq!(
+            o2.ok(),
+            Some(Started::NotTaken),
+            "a start left waiting is given back"
+        );
         assert_eq!(
             answers.pop().unwrap().await.ok(),
             None,
             "o1 was taken: its sender went with it"
-        );
-        let b3 = answers.pop().unwrap().await;
-        assert_eq!(
-            b3.ok(),
-            Some(Started::NotTaken),
-            "a start left waiting is given back"
         );
     }
 }

@@ -9,6 +9,7 @@ pub mod door;
 mod landing;
 pub mod lease;
 mod notify;
+mod pacing;
 mod pass;
 mod pipeline;
 pub mod plan;
@@ -48,6 +49,10 @@ const SLOW_PASS: Duration = Duration::from_millis(250);
 /// A worker that has not heartbeated for this long is offline and its job is re-dispatched.
 pub const WORKER_STALE_AFTER: Duration = Duration::from_secs(15);
 const SWEEP_EVERY: Duration = Duration::from_secs(3);
+/// Starts a second a Process is always given while another Process has runs in flight (beyond
+/// it, 1.5 times its runs settled a second), unless configured
+/// (`AIDEN_ENGINE_SHARED_START_FLOOR`, `pacing`).
+pub const DEFAULT_SHARED_START_FLOOR: u32 = 50;
 /// The engine lease's time to live unless configured (`AIDEN_ENGINE_LEASE_MS`).
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
 
@@ -80,6 +85,8 @@ pub struct Engine {
     /// Run starts this process's API hands over, and its end of that door.
     door: Door,
     starts: Option<tokio::sync::mpsc::Receiver<door::LocalStart>>,
+    /// Starts taken at a bounded rate while Processes share the engine (`None`: never paced).
+    pacing: Option<pacing::Pacing>,
     /// Pipelining (`pipeline`): the pass whose commit is in flight, and one whose commit failed.
     pipelined: bool,
     in_flight: Option<pipeline::InFlight>,
@@ -152,6 +159,14 @@ async fn record(
             Err(e)
         }
     }
+}
+
+/// The Processes of the top-level runs in flight (a sub-run is its parent's work, not another
+/// Process sharing the engine: `pacing`).
+fn top_level_processes(runs: &HashMap<String, RunState>) -> impl Iterator<Item = &str> {
+    runs.values()
+        .filter(|r| r.parent_run_id.is_none())
+        .map(|r| r.plan.process_id.as_str())
 }
 
 /// Publishes a committed pass's jobs and its runs' cancels.
@@ -248,10 +263,18 @@ impl Engine {
             graph_failed_at: None,
             uncertain: Default::default(),
             ledger: spend::Ledger::new(prices()),
+            pacing: pacing::Pacing::new(DEFAULT_SHARED_START_FLOOR),
             pipelined: pipeline::enabled(),
             in_flight: None,
             failed: None,
         }
+    }
+
+    /// Starts a second each Process is always given while another Process has runs in flight
+    /// (`pacing`; 0: never paced).
+    pub fn with_shared_start_floor(mut self, floor: u32) -> Self {
+        self.pacing = pacing::Pacing::new(floor);
+        self
     }
 
     /// Competes for the engine lease with this one (an instance id and its time to live).
@@ -347,6 +370,9 @@ impl Engine {
         let mut waiting = door::Waiting::default();
         loop {
             let mut deliveries = Vec::new();
+            let start_at = self
+                .next_start_at(&waiting)
+                .map(tokio::time::Instant::from_std);
             tokio::select! {
                 d = consumer.next() => match d {
                     Some(d) => deliveries.push(d?),
@@ -356,8 +382,10 @@ impl Engine {
                     }
                 },
                 Some(s) = starts.recv() => waiting.push(s),
-                // Starts are waiting: the next pass takes them without waiting for more.
-                _ = std::future::ready(()), if !waiting.is_empty() => {}
+                // Starts are waiting: the next pass takes them without waiting for more (or once
+                // their pacing lets one be taken).
+                _ = tokio::time::sleep_until(start_at.unwrap_or_else(tokio::time::Instant::now)),
+                    if start_at.is_some() => {}
                 _ = lost.changed() => {
                     // Another instance may take over: stop consuming at once, so the broker
                     // hands unacked messages to the next engine. A commit in flight ends first;
@@ -409,7 +437,11 @@ impl Engine {
                 .saturating_sub(deliveries.len())
                 .max(MIN_STARTS_BESIDE_PROGRESS)
                 .min(cap);
-            let handed = waiting.take_fair(room);
+            let handed = self.take_starts(&mut waiting, room);
+            if deliveries.is_empty() && handed.is_empty() {
+                // Every start waiting is paced: the next one is taken when its time comes.
+                continue;
+            }
             let mut messages = Vec::with_capacity(deliveries.len());
             for d in &deliveries {
                 match serde_json::from_slice::<EngineMessage>(&d.data) {
@@ -463,6 +495,32 @@ impl Engine {
                 }
             }
         }
+    }
+
+    /// When a waiting start may next be taken: `None` when none waits.
+    fn next_start_at(&mut self, waiting: &door::Waiting) -> Option<std::time::Instant> {
+        if waiting.is_empty() {
+            return None;
+        }
+        let now = std::time::Instant::now();
+        let Some(pacing) = self.pacing.as_mut() else {
+            return Some(now);
+        };
+        let live = pacing.live(now, || top_level_processes(&self.runs));
+        waiting
+            .processes()
+            .map(|p| pacing.ready_at(p, live.shared_with(p), now))
+            .min()
+    }
+
+    /// At most `room` of the waiting starts, in turn between Processes, as their pacing lets.
+    fn take_starts(&mut self, waiting: &mut door::Waiting, room: usize) -> Vec<door::LocalStart> {
+        let Some(pacing) = self.pacing.as_mut() else {
+            return waiting.take_fair(room, |_| true);
+        };
+        let now = std::time::Instant::now();
+        let live = pacing.live(now, || top_level_processes(&self.runs));
+        waiting.take_fair(room, |p| pacing.admit(p, live.shared_with(p), now))
     }
 
     /// A new pass over the cached runs, with today's spend windows in memory (AGT-14).
@@ -563,6 +621,9 @@ impl Engine {
                 continue;
             };
             if !self.settled.contains(id) {
+                if let (Some(pacing), None) = (self.pacing.as_mut(), &r.parent_run_id) {
+                    pacing.settled(&r.plan.process_id, std::time::Instant::now());
+                }
                 metrics::counter!("aiden_runs_settled_total", "outcome" => r.status.as_str())
                     .increment(1);
                 self.rollup

@@ -161,12 +161,25 @@ async fn record(
     }
 }
 
-/// The Processes of the top-level runs in flight (a sub-run is its parent's work, not another
-/// Process sharing the engine: `pacing`).
+/// The Processes of the top-level runs with a step in flight (queued or running): a sub-run is
+/// its parent's work, and a run parked on an approval or a timer uses no CPU (`pacing`).
 fn top_level_processes(runs: &HashMap<String, RunState>) -> impl Iterator<Item = &str> {
+    use aiden_domain::execution::schedule::StepStatus;
     runs.values()
         .filter(|r| r.parent_run_id.is_none())
+        .filter(|r| {
+            r.steps
+                .iter()
+                .any(|s| matches!(s.status, StepStatus::Queued | StepStatus::Running))
+        })
         .map(|r| r.plan.process_id.as_str())
+}
+
+/// Ready at `at`: at once when it has passed (a timer would round up to the next millisecond).
+async fn until(at: Option<std::time::Instant>) {
+    if let Some(at) = at.filter(|at| *at > std::time::Instant::now()) {
+        tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
+    }
 }
 
 /// Publishes a committed pass's jobs and its runs' cancels.
@@ -370,9 +383,7 @@ impl Engine {
         let mut waiting = door::Waiting::default();
         loop {
             let mut deliveries = Vec::new();
-            let start_at = self
-                .next_start_at(&waiting)
-                .map(tokio::time::Instant::from_std);
+            let start_at = self.next_start_at(&waiting);
             tokio::select! {
                 d = consumer.next() => match d {
                     Some(d) => deliveries.push(d?),
@@ -381,11 +392,11 @@ impl Engine {
                         return Ok(());
                     }
                 },
-                Some(s) = starts.recv() => waiting.push(s),
+                // Beyond the door's capacity a start waits in its channel (backpressure).
+                Some(s) = starts.recv(), if waiting.len() < door::CAPACITY => waiting.push(s),
                 // Starts are waiting: the next pass takes them without waiting for more (or once
                 // their pacing lets one be taken).
-                _ = tokio::time::sleep_until(start_at.unwrap_or_else(tokio::time::Instant::now)),
-                    if start_at.is_some() => {}
+                _ = until(start_at), if start_at.is_some() => {}
                 _ = lost.changed() => {
                     // Another instance may take over: stop consuming at once, so the broker
                     // hands unacked messages to the next engine. A commit in flight ends first;
@@ -515,7 +526,7 @@ impl Engine {
 
     /// At most `room` of the waiting starts, in turn between Processes, as their pacing lets.
     fn take_starts(&mut self, waiting: &mut door::Waiting, room: usize) -> Vec<door::LocalStart> {
-        let Some(pacing) = self.pacing.as_mut() else {
+        let Some(pacing) = self.pacing.as_mut().filter(|_| !waiting.is_empty()) else {
             return waiting.take_fair(room, |_| true);
         };
         let now = std::time::Instant::now();

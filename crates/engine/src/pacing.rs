@@ -6,7 +6,8 @@
 //! each Process's starts are taken at most `THROUGH` times as fast as its runs settle, and at
 //! least `floor` a second (a token bucket per Process, a few at once). A Process alone on the
 //! engine is never paced, and one whose starts keep pace with its settles is not either: only
-//! a burst beyond what the Process drains waits, and its runs end no later for it. A Process counts as having runs in
+//! a burst beyond what the Process drains waits, and its runs end no later for it. "Runs in
+//! flight" are top-level runs with a step queued or running (not one parked on an approval). A Process counts as having runs in
 //! flight for `LINGER` after its last one: one that starts runs one at a time has none between
 //! them, and an unpaced pass of 32 starts would then hold its next start.
 
@@ -118,6 +119,13 @@ impl Pacing {
     /// A run of `process` settled.
     pub fn settled(&mut self, process: &str, now: Instant) {
         let rate = self.settle_rate(process, now) + 1.0 / SETTLE_WINDOW;
+        if self.settles.len() >= KEEP && !self.settles.contains_key(process) {
+            // Decayed to nothing (below a settle a minute): the same as none.
+            self.settles.retain(|_, (rate, at)| {
+                *rate * (-now.saturating_duration_since(*at).as_secs_f64() / SETTLE_WINDOW).exp()
+                    > 1.0 / 60.0
+            });
+        }
         match self.settles.get_mut(process) {
             Some(s) => *s = (rate, now),
             None => {
@@ -163,12 +171,10 @@ impl Pacing {
         }
         b.tokens -= 1.0;
         if self.buckets.len() >= KEEP && !self.buckets.contains_key(process) {
-            // Full at the floor's rate: the same as no bucket (their settle rates go too).
+            // Full at the floor's rate: the same as no bucket.
             let full = Duration::from_secs_f64(BURST / self.floor);
             self.buckets
                 .retain(|_, b| now.saturating_duration_since(b.at) < full);
-            let buckets = &self.buckets;
-            self.settles.retain(|p, _| buckets.contains_key(p));
         }
         self.buckets.insert(process.to_owned(), b);
         true

@@ -6,10 +6,12 @@
 //! each Process's starts are taken at most `THROUGH` times as fast as its runs settle, and at
 //! least `floor` a second (a token bucket per Process, a few at once). A Process alone on the
 //! engine is never paced, and one whose starts keep pace with its settles is not either: only
-//! a burst beyond what the Process drains waits, and its runs end no later for it. "Runs in
-//! flight" are top-level runs with a step queued or running (not one parked on an approval). A Process counts as having runs in
-//! flight for `LINGER` after its last one: one that starts runs one at a time has none between
-//! them, and an unpaced pass of 32 starts would then hold its next start.
+//! a burst beyond what the Process drains waits, and its runs end no later for it.
+//!
+//! "Runs in flight" are top-level runs with a step queued or running (not one parked on an
+//! approval). A Process counts as having them for `LINGER` after its last one: one that starts
+//! runs one at a time has none between them, and an unpaced pass of 32 starts would then hold
+//! its next start.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

@@ -62,6 +62,11 @@ impl Live {
     }
 }
 
+/// A settle rate last updated `at`, decayed to `now`.
+fn decayed(rate: f64, at: Instant, now: Instant) -> f64 {
+    rate * (-now.saturating_duration_since(at).as_secs_f64() / SETTLE_WINDOW).exp()
+}
+
 pub(crate) struct Pacing {
     /// Starts a second a shared Process always gets.
     floor: f64,
@@ -123,10 +128,8 @@ impl Pacing {
         let rate = self.settle_rate(process, now) + 1.0 / SETTLE_WINDOW;
         if self.settles.len() >= KEEP && !self.settles.contains_key(process) {
             // Decayed to nothing (below a settle a minute): the same as none.
-            self.settles.retain(|_, (rate, at)| {
-                *rate * (-now.saturating_duration_since(*at).as_secs_f64() / SETTLE_WINDOW).exp()
-                    > 1.0 / 60.0
-            });
+            self.settles
+                .retain(|_, (rate, at)| decayed(*rate, *at, now) > 1.0 / 60.0);
         }
         match self.settles.get_mut(process) {
             Some(s) => *s = (rate, now),
@@ -137,9 +140,9 @@ impl Pacing {
     }
 
     fn settle_rate(&self, process: &str, now: Instant) -> f64 {
-        self.settles.get(process).map_or(0.0, |(rate, at)| {
-            rate * (-now.saturating_duration_since(*at).as_secs_f64() / SETTLE_WINDOW).exp()
-        })
+        self.settles
+            .get(process)
+            .map_or(0.0, |(rate, at)| decayed(*rate, *at, now))
     }
 
     /// The starts a second `process` is given while shared.

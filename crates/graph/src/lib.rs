@@ -35,6 +35,9 @@ pub use tx::{IdRow, Tx};
 /// Rows the server sends per PULL request.
 const FETCH_SIZE: usize = 2_000;
 
+/// How often a locked read is tried when Neo4j ends it to break a deadlock.
+const LOCKED_READ_ATTEMPTS: u64 = 6;
+
 /// Where the graph is (the `AIDEN_NEO4J_*` settings).
 #[derive(Clone)]
 pub struct Settings {
@@ -114,8 +117,27 @@ impl Graph {
 
     /// One statement that reads under locks it takes with a no-op `SET` (so it needs a write
     /// transaction, which it ends having changed nothing), as its own transaction: a read that
-    /// must show one commit (`run/get_run.cypher` says how).
+    /// must show one commit (`run/get_run.cypher` says how). Its locks can close a cycle with a
+    /// writer's (the engine's pass locks the Alternatives it settles in its own order), and
+    /// Neo4j then ends one of the two: the read, having changed nothing, is simply redone.
     pub async fn locked_read_rows<T: serde::de::DeserializeOwned>(
+        &self,
+        q: neo4rs::Query,
+    ) -> Result<Vec<T>, Error> {
+        let mut attempt = 1;
+        loop {
+            match self.locked_read_once(q.clone()).await {
+                Err(e) if e.is_transient() && attempt < LOCKED_READ_ATTEMPTS => {
+                    metrics::counter!("aiden_graph_locked_read_retries_total").increment(1);
+                    tokio::time::sleep(Duration::from_millis(2 * attempt)).await;
+                    attempt += 1;
+                }
+                outcome => return outcome,
+            }
+        }
+    }
+
+    async fn locked_read_once<T: serde::de::DeserializeOwned>(
         &self,
         q: neo4rs::Query,
     ) -> Result<Vec<T>, Error> {

@@ -3,7 +3,10 @@
 // and its parent, in that order (as a new Turn's checks take them): every writer of a Turn's
 // active flags writes the Turn first (turn/switch.cypher, turn/add_alternative.cypher), so a
 // no-op SET that takes its lock waits for such a commit to be applied whole, and the view shows
-// exactly one active Alternative (TURN-2). The reader's transaction changes nothing.
+// exactly one active Alternative (TURN-2). Then the locks of the Alternatives a run generates,
+// in id order: the engine's pass settles one by writing it alone (`run/apply_batch.cypher`), so
+// without them a read could show a settled Alternative without its content, or two commits'
+// Alternatives. The reader's transaction changes nothing.
 MATCH (t:ConversationTurn {id: $turnId})
 SET t.conversationId = t.conversationId
 WITH t
@@ -11,6 +14,12 @@ OPTIONAL MATCH (pt:ConversationTurn {id: coalesce(t.parentTurnId, '')})
 FOREACH (_ IN CASE WHEN pt IS NULL THEN [] ELSE [1] END |
   SET pt.conversationId = pt.conversationId)
 WITH DISTINCT t
+CALL (t) {
+  MATCH (t)-[:HAS_ALTERNATIVE]->(g:Alternative)
+  WHERE g.runId IS NOT NULL
+  WITH g ORDER BY g.id
+  SET g.turnId = g.turnId
+}
 MATCH (t)-[h:HAS_ALTERNATIVE]->(a:Alternative)
 OPTIONAL MATCH (a)-[e:EXECUTED_BY]->(p:Process)
 OPTIONAL MATCH (k:Alternative)-[:RESPONDS_TO]->(a)

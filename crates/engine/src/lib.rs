@@ -526,12 +526,25 @@ impl Engine {
 
     /// At most `room` of the waiting starts, in turn between Processes, as their pacing lets.
     fn take_starts(&mut self, waiting: &mut door::Waiting, room: usize) -> Vec<door::LocalStart> {
-        let Some(pacing) = self.pacing.as_mut().filter(|_| !waiting.is_empty()) else {
-            return waiting.take_fair(room, |_| true);
+        let taken = match self.pacing.as_mut().filter(|_| !waiting.is_empty()) {
+            None => waiting.take_fair(room, |_| true),
+            Some(pacing) => {
+                let now = std::time::Instant::now();
+                let live = pacing.live(now, || top_level_processes(&self.runs));
+                let mut refused = 0;
+                let taken = waiting.take_fair(room, |p| {
+                    let admitted = pacing.admit(p, live.shared_with(p), now);
+                    refused += u64::from(!admitted);
+                    admitted
+                });
+                if refused > 0 {
+                    metrics::counter!("aiden_engine_starts_paced_total").increment(refused);
+                }
+                taken
+            }
         };
-        let now = std::time::Instant::now();
-        let live = pacing.live(now, || top_level_processes(&self.runs));
-        waiting.take_fair(room, |p| pacing.admit(p, live.shared_with(p), now))
+        metrics::gauge!("aiden_engine_starts_waiting").set(waiting.len() as f64);
+        taken
     }
 
     /// A new pass over the cached runs, with today's spend windows in memory (AGT-14).

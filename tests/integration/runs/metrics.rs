@@ -5,15 +5,6 @@ use serde_json::json;
 
 use super::*;
 
-/// The value of the first Prometheus sample named `name` whose labels include all of `labels`.
-fn sample(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
-    text.lines()
-        .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
-        .find(|l| labels.iter().all(|x| l.contains(x)))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-}
-
 /// Operations: `/metrics` is the Prometheus exporter's rendering of what the API,
 /// the engine and the worker pools recorded through the `metrics` facade: requests by route
 /// template (never by id), runs started and settled by outcome, step latency by operation type,

@@ -14,6 +14,7 @@ mod jobs;
 mod list;
 mod metrics;
 mod outputs;
+mod pacing;
 mod retries;
 mod steps;
 mod warm_up;
@@ -85,6 +86,17 @@ impl Upstream {
             .into_iter()
             .filter(|c| c.query.get(key).map(String::as_str) == Some(value))
             .collect()
+    }
+    /// Waits (10 s at most) until the `/hold` request tagged `tag` has arrived.
+    async fn arrived(&self, tag: &str) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.hold(tag).is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "the held call {tag} never arrived"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
     fn hold(&self, tag: &str) -> Option<Hold> {
         self.holds
@@ -327,6 +339,15 @@ async fn kit(client: &Client) -> Kit {
 }
 
 /// Step `id` calling `tool`; its output variable is the step id.
+/// The value of the first Prometheus sample named `name` whose labels include all of `labels`.
+fn sample(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
+        .find(|l| labels.iter().all(|x| l.contains(x)))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
 fn step(tool: &str, id: &str, inputs: Value) -> Value {
     json!({"id": id, "tool": tool, "inputs": inputs, "output": {"variable": id}})
 }

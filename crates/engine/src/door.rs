@@ -122,8 +122,10 @@ impl Waiting {
     }
 
     /// At most `n` starts, one Process's at a time in turn, each only if `admit` lets its
-    /// Process take one now (`pacing`); a Process refused keeps its place in turn.
+    /// Process take one now (`pacing`); a Process refused keeps its place in turn. Starts
+    /// whose requester has gone (the request dropped while it waited) are let go first.
     pub fn take_fair(&mut self, n: usize, mut admit: impl FnMut(&str) -> bool) -> Vec<LocalStart> {
+        self.let_go_abandoned();
         let mut taken = Vec::with_capacity(n.min(self.len));
         // Processes refused since the last start taken: once every one was, none can be.
         let mut refused = 0;
@@ -153,6 +155,27 @@ impl Waiting {
             }
         }
         taken
+    }
+}
+
+impl Waiting {
+    /// Drops the starts nobody waits for any more: their request was dropped (its client went
+    /// away) before a pass took them, so nothing was answered and nothing is written. A start
+    /// is only durable once answered; writing one no client can learn of would leave a run
+    /// its client may start again.
+    fn let_go_abandoned(&mut self) {
+        let before = self.len;
+        self.queues.retain(|_, queue| {
+            queue.retain(|s| !s.reply.is_closed());
+            !queue.is_empty()
+        });
+        self.len = self.queues.values().map(|q| q.len()).sum();
+        let queues = &self.queues;
+        self.turn.retain(|p| queues.contains_key(p));
+        if self.len < before {
+            metrics::counter!("aiden_engine_starts_abandoned_total")
+                .increment((before - self.len) as u64);
+        }
     }
 }
 
@@ -223,6 +246,31 @@ mod tests {
             Started::NotTaken,
             "no engine behind it"
         );
+    }
+
+    #[test]
+    fn a_start_whose_request_went_away_is_let_go_before_it_is_taken() {
+        let mut waiting = Waiting::default();
+        let mut answers = Vec::new();
+        for (process, id) in [("a", "a1"), ("b", "b1"), ("a", "a2")] {
+            let (reply, answer) = oneshot::channel();
+            waiting.push(LocalStart {
+                run: of(process, id),
+                reply,
+            });
+            answers.push(answer);
+        }
+        // The requests of a1 and of b's only start were dropped while they waited.
+        drop(answers.remove(1));
+        drop(answers.remove(0));
+        let taken: Vec<String> = waiting
+            .take_fair(10, |_| true)
+            .into_iter()
+            .map(|s| s.run.id.clone())
+            .collect();
+        assert_eq!(taken, ["a2"]);
+        assert!(waiting.is_empty());
+        assert_eq!(waiting.processes().count(), 0, "b left the turn");
     }
 
     #[tokio::test]

@@ -18,7 +18,8 @@
 #   scripts/bench.sh --scenarios isolation
 #       chain3 one run at a time, idle and then beside a burst of 1,000 llm_call runs that wait
 #       for a pool of 8 behind a slow scripted model: the p99s and their ratio (goal ≤ 1.2), and
-#       apart, the runs started while the burst was created and those once all were queued
+#       apart, the runs started while the burst was created and those once all were queued;
+#       then idle again once it drained (idle_p99_spread: how far the machine's idle moved)
 #   scripts/bench.sh --scenarios fork20,replay100 --warmup 0
 #       a finished 20-step chain forked from its last step, one fork at a time (p50 against a
 #       one-step run's + 20 ms, and the Tools one fork called); 100 recorded 10-step runs

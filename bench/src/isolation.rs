@@ -164,7 +164,8 @@ fn sorted(runs: impl Iterator<Item = Duration>) -> Vec<Duration> {
     v
 }
 
-/// The scenario: `runs` `chain3` runs idle, then as many beside the burst. Beside the whole,
+/// The scenario: `runs` `chain3` runs idle, then as many beside the burst, then as many idle
+/// again once it drained (`idle_p99_spread`: the larger idle p99 over the smaller). Beside the whole,
 /// it prints the runs started while the burst's starts were still being created (the one
 /// writer creates 1,000 runs then) apart from those started once all of them were queued
 /// (the backlog proper: 1,000 runs waiting for their pool).
@@ -203,6 +204,12 @@ pub async fn scenario(
     let last = ids.last().context("no backlog run")?;
     let drained = settled(&api, last, Duration::from_secs(120)).await;
     let drained_s = t0.elapsed().as_secs_f64();
+    // Idle again once the backlog drained: how far the machine's own idle p99 moved during the
+    // scenario says how much of the ratio is the backlog's and how much the machine's.
+    let (mut idle_after, _) = drive(&api, chain3, runs, 1).await?;
+    idle_after.sort();
+    let idle_p99s = [percentile(&idle, 0.99), percentile(&idle_after, 0.99)];
+    let idle_spread = idle_p99s[0].max(idle_p99s[1]) / idle_p99s[0].min(idle_p99s[1]).max(0.001);
     let ratio = |v: &[Duration]| {
         let r = percentile(v, 0.99) / percentile(&idle, 0.99).max(0.001);
         (r * 100.0).round() / 100.0
@@ -214,6 +221,8 @@ pub async fn scenario(
         "while_burst_starts": latency(&while_starting),
         "once_all_queued": latency(&once_queued),
         "once_all_queued_p99_ratio": ratio(&once_queued),
+        "idle_after_drained": latency(&idle_after),
+        "idle_p99_spread": (idle_spread * 100.0).round() / 100.0,
         "backlog": {"runs": ids.len(), "type": "llm_call", "model_delay_ms": MODEL_DELAY.as_millis(),
                     "all_started_s": (started_s * 10.0).round() / 10.0,
                     "start_answered": latency(&answered),

@@ -206,10 +206,17 @@ pub async fn scenario(
     let drained_s = t0.elapsed().as_secs_f64();
     // Idle again once the backlog drained: how far the machine's own idle p99 moved during the
     // scenario says how much of the ratio is the backlog's and how much the machine's.
-    let (mut idle_after, _) = drive(&api, chain3, runs, 1).await?;
-    idle_after.sort();
-    let idle_p99s = [percentile(&idle, 0.99), percentile(&idle_after, 0.99)];
-    let idle_spread = idle_p99s[0].max(idle_p99s[1]) / idle_p99s[0].min(idle_p99s[1]).max(0.001);
+    // Not measured when the backlog is still there (not idle).
+    let mut idle_after = Vec::new();
+    if drained {
+        idle_after = drive(&api, chain3, runs, 1).await?.0;
+        idle_after.sort();
+    }
+    let idle_spread = (!idle_after.is_empty()).then(|| {
+        let p99s = [percentile(&idle, 0.99), percentile(&idle_after, 0.99)];
+        let spread = p99s[0].max(p99s[1]) / p99s[0].min(p99s[1]).max(0.001);
+        (spread * 100.0).round() / 100.0
+    });
     let ratio = |v: &[Duration]| {
         let r = percentile(v, 0.99) / percentile(&idle, 0.99).max(0.001);
         (r * 100.0).round() / 100.0
@@ -222,7 +229,7 @@ pub async fn scenario(
         "once_all_queued": latency(&once_queued),
         "once_all_queued_p99_ratio": ratio(&once_queued),
         "idle_after_drained": latency(&idle_after),
-        "idle_p99_spread": (idle_spread * 100.0).round() / 100.0,
+        "idle_p99_spread": idle_spread,
         "backlog": {"runs": ids.len(), "type": "llm_call", "model_delay_ms": MODEL_DELAY.as_millis(),
                     "all_started_s": (started_s * 10.0).round() / 10.0,
                     "start_answered": latency(&answered),

@@ -121,6 +121,25 @@ impl Waiting {
         self.turn.iter().map(String::as_str)
     }
 
+    /// Drops the starts nobody waits for any more: their request was dropped (its client went
+    /// away) before a pass took them, so nothing was answered and nothing is written. A start
+    /// is only durable once answered; writing one no client can learn of would leave a run
+    /// its client may start again.
+    fn let_go_abandoned(&mut self) {
+        let before = self.len;
+        self.queues.retain(|_, queue| {
+            queue.retain(|s| !s.reply.is_closed());
+            !queue.is_empty()
+        });
+        self.len = self.queues.values().map(|q| q.len()).sum();
+        let queues = &self.queues;
+        self.turn.retain(|p| queues.contains_key(p));
+        if self.len < before {
+            metrics::counter!("aiden_engine_starts_abandoned_total")
+                .increment((before - self.len) as u64);
+        }
+    }
+
     /// At most `n` starts, one Process's at a time in turn, each only if `admit` lets its
     /// Process take one now (`pacing`); a Process refused keeps its place in turn. Starts
     /// whose requester has gone (the request dropped while it waited) are let go first.
@@ -158,29 +177,9 @@ impl Waiting {
     }
 }
 
-impl Waiting {
-    /// Drops the starts nobody waits for any more: their request was dropped (its client went
-    /// away) before a pass took them, so nothing was answered and nothing is written. A start
-    /// is only durable once answered; writing one no client can learn of would leave a run
-    /// its client may start again.
-    fn let_go_abandoned(&mut self) {
-        let before = self.len;
-        self.queues.retain(|_, queue| {
-            queue.retain(|s| !s.reply.is_closed());
-            !queue.is_empty()
-        });
-        self.len = self.queues.values().map(|q| q.len()).sum();
-        let queues = &self.queues;
-        self.turn.retain(|p| queues.contains_key(p));
-        if self.len < before {
-            metrics::counter!("aiden_engine_starts_abandoned_total")
-                .increment((before - self.len) as u64);
-        }
-    }
-}
-
 impl Drop for Waiting {
     fn drop(&mut self) {
+        metrics::gauge!("aiden_engine_starts_waiting").set(0.0);
         for (_, queue) in self.queues.drain() {
             for start in queue {
                 start.answer(Started::NotTaken);

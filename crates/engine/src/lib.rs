@@ -531,14 +531,20 @@ impl Engine {
             Some(pacing) => {
                 let now = std::time::Instant::now();
                 let live = pacing.live(now, || top_level_processes(&self.runs));
-                let mut refused = 0;
+                let (mut refused, mut paced) = (0, Vec::<String>::new());
                 let taken = waiting.take_fair(room, |p| {
                     let admitted = pacing.admit(p, live.shared_with(p), now);
-                    refused += u64::from(!admitted);
+                    if !admitted {
+                        refused += 1;
+                        if !paced.iter().any(|q| q == p) {
+                            paced.push(p.to_owned());
+                        }
+                    }
                     admitted
                 });
                 if refused > 0 {
                     metrics::counter!("aiden_engine_starts_paced_total").increment(refused);
+                    tracing::debug!(processes = ?paced, "starts held for their pacing");
                 }
                 taken
             }

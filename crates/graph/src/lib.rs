@@ -118,8 +118,10 @@ impl Graph {
     /// One statement that reads under locks it takes with a no-op `SET` (so it needs a write
     /// transaction, which it ends having changed nothing), as its own transaction: a read that
     /// must show one commit (`run/get_run.cypher` says how). Its locks can close a cycle with a
-    /// writer's (the engine's pass locks the Alternatives it settles in its own order), and
-    /// Neo4j then ends one of the two: the read, having changed nothing, is simply redone.
+    /// writer's (the engine's pass locks the Alternatives it settles in its runs' id order, an
+    /// API write its Turn before its Conversation), and Neo4j then ends one of the two. The
+    /// driver redoes a statement refused at its start; one ended while its rows are pulled is
+    /// redone here: having changed nothing, the read is simply run again.
     pub async fn locked_read_rows<T: serde::de::DeserializeOwned>(
         &self,
         q: neo4rs::Query,

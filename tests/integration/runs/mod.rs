@@ -338,7 +338,6 @@ async fn kit(client: &Client) -> Kit {
     }
 }
 
-/// Step `id` calling `tool`; its output variable is the step id.
 /// The value of the first Prometheus sample named `name` whose labels include all of `labels`.
 fn sample(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
     text.lines()
@@ -348,6 +347,7 @@ fn sample(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
         .and_then(|v| v.parse().ok())
 }
 
+/// Step `id` calling `tool`; its output variable is the step id.
 fn step(tool: &str, id: &str, inputs: Value) -> Value {
     json!({"id": id, "tool": tool, "inputs": inputs, "output": {"variable": id}})
 }

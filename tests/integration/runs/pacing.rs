@@ -46,8 +46,9 @@ async fn beside(c: &Client, hold_ms: u64) -> Beside {
 }
 
 /// A burst of one Process's starts while another Process has a run in flight is paced: the
-/// engine's passes refuse some of the burst a start (`aiden_engine_starts_paced_total` rises:
-/// 8 may be taken at once, the rest at a rate) and take them later, and every start is still
+/// engine's passes refuse some of the burst a start (8 may be taken at once, the rest at a
+/// rate; `aiden_engine_starts_paced_total` rises and the engine names the Process) and take
+/// them later, and every start is still
 /// answered, once, and its run completes, as does the run beside it.
 #[tokio::test]
 async fn a_burst_beside_another_process_is_paced_and_every_run_completes() {
@@ -60,9 +61,16 @@ async fn a_burst_beside_another_process_is_paced_and_every_run_completes() {
     )
     .await;
     let after = paced(&c).await;
+    assert!(after > before, "no start was paced ({before} → {after})");
+    // This burst's own: the engine names the Processes it held starts of (the counter is the
+    // whole server's, whose other tests run meanwhile).
+    let held = server()
+        .logs()
+        .lines()
+        .any(|l| l.contains("starts held for their pacing") && l.contains(&burst));
     assert!(
-        after > before,
-        "no start of a burst of {BURST} was paced ({before} → {after})"
+        held,
+        "no start of the burst of {BURST} was held for its pacing"
     );
     let distinct: std::collections::HashSet<&String> = ids.iter().collect();
     assert_eq!(distinct.len(), BURST, "one run per start");

@@ -491,6 +491,18 @@ pub async fn tree_window(
     graph.locked_read_rows(q).await
 }
 
+/// FORK-1: the run that generated Alternative `alternative_id` of Turn `turn_id`, if one did.
+pub async fn alternative_run(
+    tx: &mut Tx,
+    turn_id: &str,
+    alternative_id: &str,
+) -> Result<Option<String>, Error> {
+    let q = cypher(query_file!("turn/alternative_run.cypher"), None)
+        .param("turnId", turn_id)
+        .param("alternativeId", alternative_id);
+    Ok(tx.one::<IdRow>(q).await?.map(|r| r.id))
+}
+
 pub async fn turn_view(tx: &mut Tx, turn_id: &str) -> Result<Vec<AltWithTurn>, Error> {
     let q = cypher(query_file!("turn/view.cypher"), None).param("turnId", turn_id);
     tx.rows(q).await

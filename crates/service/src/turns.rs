@@ -253,11 +253,8 @@ impl App {
         answer: Answering<'_>,
         rg: &Regenerate,
     ) -> Result<AgentRun> {
-        let source = conv::turn_view(tx, answer.turn_id)
+        let source = conv::alternative_run(tx, answer.turn_id, &rg.alternative_id)
             .await?
-            .into_iter()
-            .find(|r| r.alt.id == rg.alternative_id)
-            .and_then(|r| r.alt.run_id)
             .ok_or_else(|| {
                 Rule::invariant(
                     "FORK-3",

@@ -165,8 +165,8 @@ fn sorted(runs: impl Iterator<Item = Duration>) -> Vec<Duration> {
 }
 
 /// The scenario: `runs` `chain3` runs idle, then as many beside the burst, then as many idle
-/// again once it drained (`idle_p99_spread`: the larger idle p99 over the smaller). Beside the whole,
-/// it prints the runs started while the burst's starts were still being created (the one
+/// again once it drained (`idle_p99_spread`: the larger idle p99 over the smaller). Beside the
+/// whole, it prints the runs started while the burst's starts were still being created (the one
 /// writer creates 1,000 runs then) apart from those started once all of them were queued
 /// (the backlog proper: 1,000 runs waiting for their pool).
 pub async fn scenario(
@@ -207,11 +207,10 @@ pub async fn scenario(
     // Idle again once the backlog drained: how far the machine's own idle p99 moved during the
     // scenario says how much of the ratio is the backlog's and how much the machine's.
     // Not measured when the backlog is still there (not idle).
-    let mut idle_after = Vec::new();
-    if drained {
-        idle_after = drive(&api, chain3, runs, 1).await?.0;
-        idle_after.sort();
-    }
+    let idle_after = match drained {
+        true => sorted(drive(&api, chain3, runs, 1).await?.0.into_iter()),
+        false => Vec::new(),
+    };
     let idle_spread = (!idle_after.is_empty()).then(|| {
         let p99s = [percentile(&idle, 0.99), percentile(&idle_after, 0.99)];
         let spread = p99s[0].max(p99s[1]) / p99s[0].min(p99s[1]).max(0.001);

@@ -48,8 +48,8 @@ async fn beside(c: &Client, hold_ms: u64) -> Beside {
 /// A burst of one Process's starts while another Process has a run in flight is paced: the
 /// engine's passes refuse some of the burst a start (8 may be taken at once, the rest at a
 /// rate; `aiden_engine_starts_paced_total` rises and the engine names the Process) and take
-/// them later, and every start is still
-/// answered, once, and its run completes, as does the run beside it.
+/// them later, and every start is still answered, once, and its run completes, as does the run
+/// beside it.
 #[tokio::test]
 async fn a_burst_beside_another_process_is_paced_and_every_run_completes() {
     const BURST: usize = 40;

@@ -130,15 +130,17 @@ async fn the_exact_scan_compares_only_the_newest_content() {
         .await
         .expect("graph");
     let vector = [1.0_f32, 0.0, 0.0];
-    let ask = Ask {
+    let ask = |keep_by_meaning| Ask {
         caller_id: &owner,
         conversation_id: None,
         vector: Some(&vector),
         text: "",
         k: 50,
+        keep_by_meaning,
     };
     let mut found = Vec::new();
-    for scan in [2, 3] {
+    for (scan, keep) in [(2, 50), (3, 50), (3, 2)] {
+        let ask = ask(keep);
         let rows = graph_recall::content(&graph, &ask, &[HitKind::Memory], &[], Some(scan))
             .await
             .expect("search");
@@ -152,6 +154,11 @@ async fn the_exact_scan_compares_only_the_newest_content() {
     .await;
     assert_eq!(found[0], [ids[1].clone(), ids[2].clone()], "the two newest");
     assert_eq!(found[1], [ids[0].clone(), ids[1].clone(), ids[2].clone()]);
+    assert_eq!(
+        found[2],
+        [ids[0].clone(), ids[1].clone()],
+        "the nearest two kept"
+    );
 }
 
 /// SRCH-6: a message that shares one word of six with the query is under the words floor and

@@ -16,6 +16,9 @@ pub struct Ask<'a> {
     pub text: &'a str,
     /// How many rows each index is asked for, before the caller's own are kept.
     pub k: i64,
+    /// How many of the caller's own content rows found by meaning are kept, nearest first
+    /// (`k` keeps them all).
+    pub keep_by_meaning: i64,
 }
 
 fn query(text: &str, ask: &Ask<'_>) -> neo4rs::Query {
@@ -107,7 +110,8 @@ pub async fn content(
         )
         .param("entityUuids", entity_uuids.to_vec())
         .param("exact", scan.is_some())
-        .param("scanCap", scan.unwrap_or(0));
+        .param("scanCap", scan.unwrap_or(0))
+        .param("keepByMeaning", ask.keep_by_meaning);
     let rows: Vec<ContentRow> = graph.read_rows(q).await?;
     Ok(rows
         .into_iter()

@@ -33,6 +33,10 @@ pub struct SearchAnswer {
 
 /// How many Entities found for the query lead to the content that mentions them.
 const GRAPH_SEEDS: usize = 5;
+/// By meaning alone the hits are ranked by similarity, then the current version of a fact is
+/// preferred (SRCH-7), which can demote a few: the caller's nearest `limit` times this much
+/// are enough to fill `limit` after that.
+const MEANING_ONLY_MARGIN: usize = 2;
 
 /// The search (SRCH-2: over what `caller_id` owns): the API's, and the `recall` operation
 /// type's in the worker pools.
@@ -170,12 +174,17 @@ async fn ranked(
         Signals::All => recall::text_query(&s.q),
         Signals::MeaningOnly => String::new(),
     };
+    let k = (s.limit as i64 * 10).clamp(50, (MAX_LIMIT * 10) as i64);
     let ask = Ask {
         caller_id,
         conversation_id: s.conversation_id.as_deref(),
         vector,
         text: &text,
-        k: (s.limit as i64 * 10).clamp(50, (MAX_LIMIT * 10) as i64),
+        k,
+        keep_by_meaning: match signals_asked {
+            Signals::All => k,
+            Signals::MeaningOnly => (s.limit * MEANING_ONLY_MARGIN) as i64,
+        },
     };
     let wants = |k: HitKind| s.kinds.contains(&k);
     let content_kinds: Vec<HitKind> = s.kinds.iter().copied().filter(|k| k.is_content()).collect();
@@ -277,20 +286,16 @@ async fn content_rows(
     if kinds.is_empty() {
         return Ok((Vec::new(), false));
     }
-    let (content, indexed) = tokio::join!(
-        graph_recall::content(graph, ask, kinds, graph_seeds, None),
-        async {
-            match ask.vector {
-                Some(_) => graph_recall::embedded_total(graph).await.ok(),
-                None => None,
-            }
-        }
-    );
-    let content = content?;
+    let content = graph_recall::content(graph, ask, kinds, graph_seeds, None).await?;
     // The index's nearest may be mostly other users' content: then scan the caller's own,
-    // unless the index holds no more than it was asked for (its answer held them all).
+    // unless the index holds no more than it was asked for (its answer held them all). Its
+    // size is read only then: most searches find enough of the caller's own without it.
     let by_meaning = content.iter().filter(|r| r.signal == "vector").count();
-    if ask.vector.is_some() && scan_needed(by_meaning, limit, indexed, ask.k) {
+    if ask.vector.is_none() || by_meaning >= limit {
+        return Ok((content, false));
+    }
+    let indexed = graph_recall::embedded_total(graph).await.ok();
+    if scan_needed(by_meaning, limit, indexed, ask.k) {
         let scan = Some(graph_recall::EXACT_SCAN_CAP);
         let scanned = graph_recall::content(graph, ask, kinds, graph_seeds, scan).await?;
         return Ok((scanned, true));

@@ -13,6 +13,12 @@ use clap::{Parser, Subcommand};
 
 use crate::config::{GraphArgs, ServeArgs, WorkerArgs};
 
+/// mimalloc rather than the system's allocator: decoding graph rows and encoding views and jobs
+/// allocate many small values, and glibc's malloc and free took a fifth of the serve's CPU on a
+/// working-memory read (docs/dev/performance.md, tenth round).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "aiden",

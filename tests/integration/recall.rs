@@ -102,15 +102,32 @@ async fn srch_2_the_recall_tool_searches_with_the_run_owners_rights() {
     assert!(refused.to_string().contains("limit"), "{refused}");
 }
 
+/// A search by meaning alone as `owner`, the index asked for 50, its nearest `keep` kept.
+fn ask_by_meaning<'a>(
+    owner: &'a str,
+    vector: &'a [f32],
+    keep: i64,
+) -> aiden_graph::recall::Ask<'a> {
+    aiden_graph::recall::Ask {
+        caller_id: owner,
+        conversation_id: None,
+        vector: Some(vector),
+        text: "",
+        k: 50,
+        keep_by_meaning: keep,
+    }
+}
+
 /// When the vector index's nearest hold too few of the caller's own, search compares
 /// the caller's content itself, but only the newest N of it (`graph_recall::EXACT_SCAN_CAP` in
 /// production): what it costs stays bounded however much a user owns. Three planted Memories,
 /// the oldest the nearest to the query: a scan of 2 finds the two newest, a scan of 3 all three,
-/// the oldest first.
+/// the oldest first. Then with only the nearest 2 kept (as working memory's search by meaning
+/// keeps a few): the two nearest, whatever their age (none supersedes another).
 #[tokio::test]
 async fn the_exact_scan_compares_only_the_newest_content() {
     use aiden_domain::knowledge::recall::HitKind;
-    use aiden_graph::recall::{self as graph_recall, Ask};
+    use aiden_graph::recall as graph_recall;
     use aiden_tests::{aiden_graph_query as query, graph_write};
 
     let owner = unique("scan-owner");
@@ -130,17 +147,9 @@ async fn the_exact_scan_compares_only_the_newest_content() {
         .await
         .expect("graph");
     let vector = [1.0_f32, 0.0, 0.0];
-    let ask = |keep_by_meaning| Ask {
-        caller_id: &owner,
-        conversation_id: None,
-        vector: Some(&vector),
-        text: "",
-        k: 50,
-        keep_by_meaning,
-    };
     let mut found = Vec::new();
     for (scan, keep) in [(2, 50), (3, 50), (3, 2)] {
-        let ask = ask(keep);
+        let ask = ask_by_meaning(&owner, &vector, keep);
         let rows = graph_recall::content(&graph, &ask, &[HitKind::Memory], &[], Some(scan))
             .await
             .expect("search");
@@ -159,6 +168,56 @@ async fn the_exact_scan_compares_only_the_newest_content() {
         [ids[0].clone(), ids[1].clone()],
         "the nearest two kept"
     );
+}
+
+/// SRCH-7 with the cut working memory's search makes: a message that supersedes another is
+/// kept past the caller's nearest, so the older version it supersedes is not demoted as
+/// superseded by a message not found. Three planted messages of one conversation: the oldest
+/// the nearest to the query, the newest (the farthest) superseding it. Keeping only the nearest
+/// one still brings the newest, not the one in between.
+#[tokio::test]
+async fn srch_7_a_superseding_message_is_kept_past_the_nearest() {
+    use aiden_domain::knowledge::recall::HitKind;
+    use aiden_graph::recall as graph_recall;
+    use aiden_tests::{aiden_graph_query as query, graph_write};
+
+    let owner = unique("keep-owner");
+    let conversation = unique("keep-conv");
+    let ids: Vec<String> = (0..3).map(|_| unique("keep-alt")).collect();
+    let plant = query(
+        "CREATE (:Conversation {id: $conversation, ownerId: $owner, status: 'active'})
+         WITH 1 AS one UNWIND range(0, 2) AS i
+         CREATE (:Alternative:Embedded {id: $ids[i], conversationId: $conversation,
+                 content: 'message ' + i, state: 'valid',
+                 createdAt: '2026-01-0' + toString(i + 1) + 'T00:00:00Z',
+                 embedding: CASE i WHEN 0 THEN [1.0, 0.0, 0.0] WHEN 1 THEN [0.6, 0.8, 0.0]
+                                   ELSE [0.0, 1.0, 0.0] END})
+         WITH count(*) AS planted
+         MATCH (old:Alternative {id: $ids[0]}), (new:Alternative {id: $ids[2]})
+         CREATE (new)-[:SUPERSEDES]->(old)",
+    )
+    .param("ids", ids.clone())
+    .param("owner", owner.as_str())
+    .param("conversation", conversation.as_str());
+    graph_write(plant).await;
+    let graph = aiden_graph::Graph::connect(&aiden_tests::graph_settings())
+        .await
+        .expect("graph");
+    let vector = [1.0_f32, 0.0, 0.0];
+    let ask = ask_by_meaning(&owner, &vector, 1);
+    // Removed before anything is asserted: planted nodes left behind would fail `aiden check`.
+    let rows = graph_recall::content(&graph, &ask, &[HitKind::Episode], &[], Some(3)).await;
+    graph_write(
+        query("MATCH (x) WHERE x.id IN $ids OR x.id = $conversation DETACH DELETE x")
+            .param("ids", ids.clone())
+            .param("conversation", conversation.as_str()),
+    )
+    .await;
+    let rows = rows.expect("search");
+    let mut found: Vec<_> = rows.into_iter().filter(|r| r.signal == "vector").collect();
+    found.sort_by(|a, b| b.score.partial_cmp(&a.score).unwrap());
+    let found: Vec<String> = found.into_iter().map(|r| r.id).collect();
+    assert_eq!(found, [ids[0].clone(), ids[2].clone()], "SRCH-7");
 }
 
 /// SRCH-6: a message that shares one word of six with the query is under the words floor and

@@ -33,9 +33,10 @@ pub struct SearchAnswer {
 
 /// How many Entities found for the query lead to the content that mentions them.
 const GRAPH_SEEDS: usize = 5;
-/// By meaning alone the hits are ranked by similarity, then the current version of a fact is
-/// preferred (SRCH-7), which can demote a few: the caller's nearest `limit` times this much
-/// are enough to fill `limit` after that.
+/// By meaning alone the hits are ranked by similarity, then current versions are preferred
+/// (SRCH-7), which can demote a few superseded messages: the caller's nearest `limit` times
+/// this much (and the messages that supersede another, whatever their rank) fill `limit`
+/// after that.
 const MEANING_ONLY_MARGIN: usize = 2;
 
 /// The search (SRCH-2: over what `caller_id` owns): the API's, and the `recall` operation

@@ -78,14 +78,18 @@ WITH x, signal, score, via, c
 WHERE coalesce(c.ownerId, x.ownerId) = $callerId
   AND ($conversationId IS NULL OR c.id = $conversationId)
   AND coalesce(x.status, '') <> 'archived'
-// Of the caller's own found by meaning only the nearest $keepByMeaning go on: working memory's
-// search ranks by meaning alone and keeps a few, so its rows past them would be read and sent
-// for nothing (a search that fuses signals keeps them all: $keepByMeaning is its $k).
+// Of the caller's own found by meaning only the nearest $keepByMeaning go on, and past them
+// the messages that supersede another (SRCH-7: a kept message whose newer version were left
+// out would be demoted as superseded by one not found): working memory's search ranks by
+// meaning alone and keeps a few, so the other rows would be read and sent for nothing (a
+// search that fuses signals keeps them all: $keepByMeaning is its $k).
 WITH x, signal, score, via, c
 ORDER BY signal, score DESC
 WITH signal, collect([x, score, via, c]) AS found
-UNWIND CASE signal WHEN 'vector' THEN found[..$keepByMeaning] ELSE found END AS f
-WITH f[0] AS x, signal, f[1] AS score, f[2] AS via, f[3] AS c
+UNWIND range(0, size(found) - 1) AS i
+WITH signal, i, found[i][0] AS x, found[i][1] AS score, found[i][2] AS via, found[i][3] AS c
+WHERE signal <> 'vector' OR i < $keepByMeaning OR EXISTS { (x)-[:SUPERSEDES]->(:Alternative) }
+WITH x, signal, score, via, c
 OPTIONAL MATCH (:ConversationTurn {id: coalesce(x.turnId, '')})-[h:HAS_ALTERNATIVE]->(x)
 // SRCH-7: the newest message that supersedes it, and the one it supersedes (both the same
 // user's, by the rule's construction).

@@ -171,7 +171,8 @@ async fn a_run_read_shows_one_write_version_on_the_run_and_all_its_step_runs() {
 /// TURN-2 in the views: `GET /v1/turns/{id}` (`turn/view.cypher`) and the tree
 /// (`conversation/tree.cypher`, whole and windowed) show exactly one active Alternative of a
 /// Turn while the real switch statement (`turn/switch.cypher`) moves it between its first and
-/// last Alternative, 300 times. Without the locks they read under, about one read in 300 showed 0 or 2.
+/// last Alternative, 300 times. Without the locks they read under, about one read in 300
+/// showed 0 or 2.
 #[tokio::test]
 async fn turn_2_a_turn_switched_over_and_over_reads_with_one_active_alternative() {
     const ALTERNATIVES: i64 = 30;

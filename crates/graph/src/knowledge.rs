@@ -496,10 +496,10 @@ pub async fn deactivate_entity(
 }
 
 /// An Entity row of `entity/active.cypher` or `entity/mentioned.cypher` (flat: rows decode
-/// by column name).
+/// by column name), or an entry of `conversation/memory_notes.cypher`'s `chosen`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct EntityInMemoryRow {
+pub(crate) struct EntityInMemoryRow {
     uuid: String,
     name: String,
     summary: Option<String>,
@@ -537,8 +537,12 @@ pub async fn active_entities(
     let q =
         cypher(query_file!("entity/active.cypher"), None).param("conversationId", conversation_id);
     let rows: Vec<EntityInMemoryRow> = graph.read_rows(q).await?;
-    Ok(rows
-        .into_iter()
+    Ok(chosen_entities(rows))
+}
+
+/// Chosen-entity rows with their flags' defaults.
+pub(crate) fn chosen_entities(rows: Vec<EntityInMemoryRow>) -> Vec<ChosenEntity> {
+    rows.into_iter()
         .map(|r| ChosenEntity {
             entity: r.facts(),
             added_at: r.added_at.unwrap_or_default(),
@@ -546,7 +550,7 @@ pub async fn active_entities(
             include_facets: r.include_facets.unwrap_or(false),
             include_relationships: r.include_relationships.unwrap_or(false),
         })
-        .collect())
+        .collect()
 }
 
 /// Entities mentioned by the Episodes of `(alternativeId, sequence)` path positions.

@@ -285,16 +285,6 @@ pub async fn carousel_autocommit(
     graph.read_rows(q).await
 }
 
-/// The carousel of a conversation's owner (what its working memory includes).
-pub async fn carousel_of_conversation(
-    graph: &Graph,
-    conversation_id: &str,
-) -> Result<Vec<IntrospectionRecord>, Error> {
-    let q = cypher(query_file!("introspection/of_conversation.cypher"), None)
-        .param("conversationId", conversation_id);
-    graph.read_rows(q).await
-}
-
 pub async fn archive(
     graph: &Graph,
     owner_id: &str,

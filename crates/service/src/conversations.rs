@@ -277,11 +277,12 @@ impl App {
         let new_id = uuid::Uuid::now_v7().to_string();
         let row = write_tx!(self, |tx| {
             let origin = own_conversation(&mut tx, caller, id).await?;
-            let mut path = conv::path_in(&mut tx, &b.alternative_id).await?;
-            path.sort_by_key(|p| p.sequence);
+            let mut path = conv::fork_path_in(&mut tx, &b.alternative_id).await?;
+            path.sort_by_key(|(p, _)| p.sequence);
             let point = path
                 .last()
-                .filter(|_| path.iter().all(|p| p.conversation_id == origin.id))
+                .map(|(p, _)| p)
+                .filter(|_| path.iter().all(|(p, _)| p.conversation_id == origin.id))
                 .ok_or_else(|| {
                     Rule::invariant(
                         "CONV-3",
@@ -305,7 +306,7 @@ impl App {
             }
             if path
                 .iter()
-                .any(|p| p.state.as_deref() == Some("generating"))
+                .any(|(_, l)| l.state.as_deref() == Some("generating"))
             {
                 return Err(Rule::conflict(
                     "the path is still generating; fork once its run has finished",
@@ -342,14 +343,14 @@ impl App {
                 .collect();
             let mut rows = Vec::with_capacity(path.len());
             let mut links = Vec::new();
-            for (i, p) in path.iter().enumerate() {
+            for (i, (p, l)) in path.iter().enumerate() {
                 let (turn_id, alt_id) = &copies[i];
                 let parent = i.checked_sub(1).map(|j| &copies[j]);
                 rows.push(json!({
                     "turnId": turn_id, "alternativeId": alt_id, "originAlternativeId": p.alternative_id,
-                    "speaker": p.speaker, "turnType": p.turn_type.clone().unwrap_or_else(|| "message".into()),
-                    "sequence": i as i64 + 1, "content": p.content, "state": p.state.clone().unwrap_or_else(|| "valid".into()),
-                    "error": p.error, "parentTurnId": parent.map(|x| &x.0), "parentAlternativeId": parent.map(|x| &x.1),
+                    "speaker": p.speaker, "turnType": l.turn_type.clone().unwrap_or_else(|| "message".into()),
+                    "sequence": i as i64 + 1, "content": p.content, "state": l.state.clone().unwrap_or_else(|| "valid".into()),
+                    "error": l.error, "parentTurnId": parent.map(|x| &x.0), "parentAlternativeId": parent.map(|x| &x.1),
                 }));
                 if let Some((pt, pa)) = parent {
                     links.push(json!({"turnId": turn_id, "alternativeId": alt_id,

@@ -294,62 +294,43 @@ impl App {
     pub(crate) async fn with_entities(&self, wm: WorkingMemory) -> Result<WorkingMemory> {
         let positions = wm.extracted_positions();
         let (notes, mentioned) = tokio::join!(
-            self.conversation_notes(&wm.conversation_id),
+            conv::memory_notes(&self.graph, &wm.conversation_id),
             kg::mentioned_entities(&self.graph, &positions)
         );
-        Ok(notes?.apply(wm, mentioned?))
+        Ok(apply_notes(wm, notes?, mentioned?))
     }
 
-    /// What working memory takes from its conversation alone (its chosen entities and its
-    /// introspection carousel): read beside the path, which it does not depend on.
-    pub(crate) async fn conversation_notes(
-        &self,
-        conversation_id: &str,
-    ) -> Result<ConversationNotes> {
-        let (chosen, notes) = tokio::join!(
-            kg::active_entities(&self.graph, conversation_id),
-            aiden_graph::upkeep::carousel_of_conversation(&self.graph, conversation_id)
-        );
-        Ok(ConversationNotes {
-            chosen: chosen?,
-            notes: notes?,
-        })
-    }
-
-    /// [`App::with_entities`] with the conversation's part already read: only the entities
-    /// the path's extracted Episodes mention are left to read.
+    /// [`App::with_entities`] with the conversation's part already read (beside the path,
+    /// which it does not depend on): only the entities the path's extracted Episodes mention
+    /// are left to read.
     pub(crate) async fn with_notes(
         &self,
         wm: WorkingMemory,
-        notes: ConversationNotes,
+        notes: conv::MemoryNotes,
     ) -> Result<WorkingMemory> {
         let mentioned = kg::mentioned_entities(&self.graph, &wm.extracted_positions()).await?;
-        Ok(notes.apply(wm, mentioned))
+        Ok(apply_notes(wm, notes, mentioned))
     }
 }
 
-/// A conversation's chosen entities and introspection carousel, for its working memory.
-pub(crate) struct ConversationNotes {
-    chosen: Vec<entity::ChosenEntity>,
-    notes: Vec<aiden_graph::upkeep::IntrospectionRecord>,
-}
-
-impl ConversationNotes {
-    /// WM-2: the active entities (chosen, then `mentioned` along the path) and the carousel
-    /// join the view, their tokens the total.
-    fn apply(self, wm: WorkingMemory, mentioned: Vec<entity::MentionedEntity>) -> WorkingMemory {
-        let refs = entity::active_entities(self.chosen, mentioned, wm.depth());
-        let notes = self
-            .notes
-            .into_iter()
-            .map(|n| IntrospectionRef {
-                tokens: estimate_text_tokens(&n.content),
-                id: n.id,
-                carousel_position: n.carousel_position,
-                content: n.content,
-                episode_id: n.episode_id,
-            })
-            .collect();
-        wm.with_entities(refs).with_introspections(notes)
-    }
+/// WM-2: the active entities (chosen, then `mentioned` along the path) and the carousel join
+/// the view, their tokens the total.
+fn apply_notes(
+    wm: WorkingMemory,
+    notes: conv::MemoryNotes,
+    mentioned: Vec<entity::MentionedEntity>,
+) -> WorkingMemory {
+    let refs = entity::active_entities(notes.chosen, mentioned, wm.depth());
+    let carousel = notes
+        .notes
+        .into_iter()
+        .map(|n| IntrospectionRef {
+            tokens: estimate_text_tokens(&n.content),
+            id: n.id,
+            carousel_position: n.carousel_position,
+            content: n.content,
+            episode_id: n.episode_id,
+        })
+        .collect();
+    wm.with_entities(refs).with_introspections(carousel)
 }

@@ -125,7 +125,8 @@ impl App {
             .find(|p| p.alternative_id == alternative_id)
             .and_then(|p| p.content.clone())
             .unwrap_or_default();
-        let summaries = conv::summaries(&self.graph, conversation_id).await?;
+        let mut notes = conv::memory_notes(&self.graph, conversation_id).await?;
+        let summaries = std::mem::take(&mut notes.summaries);
         let on_path: HashSet<String> = path.iter().map(|p| p.alternative_id.clone()).collect();
         let wm = memory::assemble(
             conversation_id,
@@ -133,7 +134,7 @@ impl App {
             summaries.iter().map(Into::into).collect(),
             now(),
         )?;
-        let wm = self.with_entities(wm).await?;
+        let wm = self.with_notes(wm, notes).await?;
         Ok((
             self.with_retrieved_context(wm, owner_id, &on_path, prefetched)
                 .await,
@@ -606,12 +607,14 @@ impl App {
         alternative_id: Option<&str>,
         retrieve: bool,
     ) -> Result<WorkingMemory> {
-        let own_conversation = || async {
-            let c = conv::get_autocommit(&self.graph, id)
+        // The conversation, checked to be the caller's, with the message the search is for:
+        // `alternative`'s, else the current one's.
+        let own_conversation = |alternative: Option<String>| async move {
+            let read = conv::get_with_message(&self.graph, id, alternative.as_deref())
                 .await?
                 .ok_or(Rule::NotFound)?;
-            ensure_own(caller, &c.owner_id)?;
-            Ok::<_, crate::Error>(c)
+            ensure_own(caller, &read.conversation.owner_id)?;
+            Ok::<_, crate::Error>(read)
         };
         let foreign = |what: &str, v: &str| -> crate::Error {
             Rule::invariant(
@@ -626,34 +629,36 @@ impl App {
         let (known, start) = match (alternative_id, turn_id) {
             (Some(a), _) => (None, a.to_owned()),
             (None, Some(t)) => {
-                let (c, active) =
-                    tokio::join!(own_conversation(), conv::active_alternative(&self.graph, t));
-                let c = c?;
-                let active = active?
-                    .filter(|a| a.conversation_id == id)
-                    .ok_or_else(|| foreign("turnId", t))?;
-                (Some(c), active.id)
+                let active = conv::active_alternative(&self.graph, t)
+                    .await?
+                    .filter(|a| a.conversation_id == id);
+                let read = own_conversation(active.as_ref().map(|a| a.id.clone())).await?;
+                let active = active.ok_or_else(|| foreign("turnId", t))?;
+                (Some(read), active.id)
             }
             (None, None) => {
-                let c = own_conversation().await?;
-                let Some(current) = c.current_alternative_id.clone() else {
-                    let wm = memory::assemble(id, Vec::new(), Vec::new(), c.updated_at)?;
+                let read = own_conversation(None).await?;
+                let Some(current) = read.conversation.current_alternative_id.clone() else {
+                    let updated_at = read.conversation.updated_at;
+                    let wm = memory::assemble(id, Vec::new(), Vec::new(), updated_at)?;
                     return self.with_entities(wm).await;
                 };
-                (Some(c), current)
+                (Some(read), current)
             }
         };
         // The conversation's owner must be the caller: the other reads start beside its read,
         // but a stranger's request ends as soon as it fails (404, as before), and the message
         // goes to the embedder only once the caller is known to own it.
-        let (owner_known, is_owner) = tokio::sync::oneshot::channel::<bool>();
+        let (owner_known, owned_message) = tokio::sync::oneshot::channel::<Option<String>>();
         let conversation = async {
-            let c = match known {
-                Some(c) => Ok(c),
-                None => own_conversation().await,
+            let read = match known {
+                Some(read) => Ok(read),
+                None => own_conversation(Some(start.clone())).await,
             };
-            let _ = owner_known.send(c.is_ok());
-            c
+            let text = read.as_ref().ok().and_then(|r| r.message.as_ref());
+            let text = text.filter(|m| m.conversation_id == id && m.id == start);
+            let _ = owner_known.send(text.and_then(|m| m.content.clone()));
+            read.map(|r| r.conversation)
         };
         // The search needs only the message the path ends with (`start`'s): it runs beside
         // the path, as the caller (who is then the owner).
@@ -661,24 +666,21 @@ impl App {
             if !retrieve {
                 return None;
             }
-            let message = conv::message(&self.graph, &start).await.ok().flatten();
-            let text = message.filter(|m| m.conversation_id == id)?.content;
-            if !is_owner.await.unwrap_or(false) {
-                return None;
-            }
+            let text = owned_message.await.ok().flatten();
             self.search_for_context(caller.id.as_str(), id, text.as_deref())
                 .await
         });
         let reads = async {
             Ok(tokio::join!(
                 conv::path(&self.graph, &start),
-                conv::summaries(&self.graph, id),
-                self.conversation_notes(id),
+                conv::memory_notes(&self.graph, id),
                 search
             ))
         };
-        let (c, (path, summaries, notes, searched)) = tokio::try_join!(conversation, reads)?;
+        let (c, (path, notes, searched)) = tokio::try_join!(conversation, reads)?;
         let path = path?;
+        let mut notes = notes?;
+        let summaries = std::mem::take(&mut notes.summaries);
         let at_turn = path
             .iter()
             .find(|p| p.alternative_id == start)
@@ -692,10 +694,10 @@ impl App {
         let wm = memory::assemble(
             id,
             path,
-            summaries?.iter().map(Into::into).collect(),
+            summaries.iter().map(Into::into).collect(),
             c.updated_at,
         )?;
-        let wm = self.with_notes(wm, notes?).await?;
+        let wm = self.with_notes(wm, notes).await?;
         if !retrieve {
             return Ok(wm);
         }

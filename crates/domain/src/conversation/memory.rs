@@ -24,13 +24,6 @@ pub struct PathRow {
     #[serde(default)]
     pub binding: Option<String>,
     pub sequence: i64,
-    /// Lifecycle, Turn type and error: what a fork copies besides the content.
-    #[serde(default)]
-    pub state: Option<String>,
-    #[serde(default)]
-    pub turn_type: Option<String>,
-    #[serde(default)]
-    pub error: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
@@ -293,9 +286,6 @@ mod tests {
             episode_id: None,
             binding: None,
             sequence: seq,
-            state: None,
-            turn_type: None,
-            error: None,
         }
     }
 

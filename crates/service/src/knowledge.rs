@@ -10,6 +10,7 @@ use aiden_domain::knowledge::entity::{self, ActiveEntityFlags, NewEntity};
 use aiden_domain::{user::Caller, Error as Rule};
 use aiden_graph::conversations as conv;
 use aiden_graph::knowledge::{self as kg, EntityRow};
+use aiden_graph::upkeep::IntrospectionRecord;
 use serde_json::Value;
 
 use crate::conversations::ensure_own;
@@ -297,19 +298,22 @@ impl App {
             conv::memory_notes(&self.graph, &wm.conversation_id),
             kg::mentioned_entities(&self.graph, &positions)
         );
-        Ok(apply_notes(wm, notes?, mentioned?))
+        let conv::MemoryNotes {
+            chosen, carousel, ..
+        } = notes?;
+        Ok(apply_notes(wm, chosen, carousel, mentioned?))
     }
 
-    /// [`App::with_entities`] with the conversation's part already read (beside the path,
-    /// which it does not depend on): only the entities the path's extracted Episodes mention
-    /// are left to read.
+    /// [`App::with_entities`] with the conversation's chosen entities and carousel already
+    /// read: only the entities the path's extracted Episodes mention are left to read.
     pub(crate) async fn with_notes(
         &self,
         wm: WorkingMemory,
-        notes: conv::MemoryNotes,
+        chosen: Vec<entity::ChosenEntity>,
+        carousel: Vec<IntrospectionRecord>,
     ) -> Result<WorkingMemory> {
         let mentioned = kg::mentioned_entities(&self.graph, &wm.extracted_positions()).await?;
-        Ok(apply_notes(wm, notes, mentioned))
+        Ok(apply_notes(wm, chosen, carousel, mentioned))
     }
 }
 
@@ -317,12 +321,12 @@ impl App {
 /// the view, their tokens the total.
 fn apply_notes(
     wm: WorkingMemory,
-    notes: conv::MemoryNotes,
+    chosen: Vec<entity::ChosenEntity>,
+    carousel: Vec<IntrospectionRecord>,
     mentioned: Vec<entity::MentionedEntity>,
 ) -> WorkingMemory {
-    let refs = entity::active_entities(notes.chosen, mentioned, wm.depth());
-    let carousel = notes
-        .notes
+    let refs = entity::active_entities(chosen, mentioned, wm.depth());
+    let carousel = carousel
         .into_iter()
         .map(|n| IntrospectionRef {
             tokens: estimate_text_tokens(&n.content),

@@ -119,14 +119,21 @@ impl App {
         alternative_id: &str,
         prefetched: Option<&Prefetched>,
     ) -> Result<(WorkingMemory, String)> {
-        let path = conv::path_in(tx, alternative_id).await?;
+        let (path, notes) = tokio::join!(
+            conv::path_in(tx, alternative_id),
+            conv::memory_notes(&self.graph, conversation_id)
+        );
+        let path = path?;
+        let conv::MemoryNotes {
+            summaries,
+            chosen,
+            carousel,
+        } = notes?;
         let content = path
             .iter()
             .find(|p| p.alternative_id == alternative_id)
             .and_then(|p| p.content.clone())
             .unwrap_or_default();
-        let mut notes = conv::memory_notes(&self.graph, conversation_id).await?;
-        let summaries = std::mem::take(&mut notes.summaries);
         let on_path: HashSet<String> = path.iter().map(|p| p.alternative_id.clone()).collect();
         let wm = memory::assemble(
             conversation_id,
@@ -134,7 +141,7 @@ impl App {
             summaries.iter().map(Into::into).collect(),
             now(),
         )?;
-        let wm = self.with_notes(wm, notes).await?;
+        let wm = self.with_notes(wm, chosen, carousel).await?;
         Ok((
             self.with_retrieved_context(wm, owner_id, &on_path, prefetched)
                 .await,
@@ -679,8 +686,11 @@ impl App {
         };
         let (c, (path, notes, searched)) = tokio::try_join!(conversation, reads)?;
         let path = path?;
-        let mut notes = notes?;
-        let summaries = std::mem::take(&mut notes.summaries);
+        let conv::MemoryNotes {
+            summaries,
+            chosen,
+            carousel,
+        } = notes?;
         let at_turn = path
             .iter()
             .find(|p| p.alternative_id == start)
@@ -697,7 +707,7 @@ impl App {
             summaries.iter().map(Into::into).collect(),
             c.updated_at,
         )?;
-        let wm = self.with_notes(wm, notes).await?;
+        let wm = self.with_notes(wm, chosen, carousel).await?;
         if !retrieve {
             return Ok(wm);
         }

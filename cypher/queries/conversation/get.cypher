@@ -1,3 +1,4 @@
+// One Conversation. Working memory reads the same columns in get_with_message.cypher.
 MATCH (c:Conversation {id: $id})
 RETURN c.id AS id, c.ownerId AS ownerId, c.title AS title, c.status AS status,
        c.defaultProcessId AS defaultProcessId, c.forkedFromId AS forkedFromId,

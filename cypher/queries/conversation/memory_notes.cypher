@@ -1,7 +1,8 @@
 // WM-2, WM-3: what working memory takes from its Conversation alone, in one statement (each
 // statement costs Neo4j about 1.7 ms of CPU whatever it reads; these were three): its
 // Summaries (by creation), its chosen entities with their flags and relationship facts (by when
-// they were chosen) and its owner's introspection carousel (user-scoped, by position).
+// they were chosen) and its owner's introspection carousel (user-scoped, by position). The
+// columns are those of summaries.cypher and entity/active.cypher: change them together.
 MATCH (c:Conversation {id: $conversationId})
 RETURN
   COLLECT {

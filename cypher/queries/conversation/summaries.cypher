@@ -1,3 +1,5 @@
+// A Conversation's Summaries, by creation. Working memory reads the same columns in
+// conversation/memory_notes.cypher: change both.
 MATCH (s:Summary {conversationId: $id})
 RETURN s.id AS id, s.conversationId AS conversationId, s.content AS content,
        s.coversUpToTurnId AS coversUpToTurnId, s.compressionLevel AS compressionLevel,

@@ -1,4 +1,5 @@
-// A Conversation's chosen entities with their flags and relationship facts (working memory).
+// A Conversation's chosen entities with their flags and relationship facts (its entities'
+// list). Working memory reads the same columns in conversation/memory_notes.cypher: change both.
 MATCH (:Conversation {id: $conversationId})-[h:HAS_ACTIVE_ENTITY]->(n:Entity)
 OPTIONAL MATCH (n)-[r:RELATES_TO]-(:Entity)
 WITH h, n, collect(r.fact) AS facts

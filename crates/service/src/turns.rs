@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 
 use aiden_domain::conversation::{
-    memory::{self, WorkingMemory},
+    memory::{self, PathRow, WorkingMemory},
     rules::{self, AlternativeKind, Attachment},
     tree::{self, AlternativeView, Context, TurnView},
     AltState, NewAgentTurn, NewAlternative, NewTurn, Regenerate, Speaker, SwitchActive,
@@ -109,6 +109,26 @@ struct AgentRun {
 }
 
 impl App {
+    /// WM-1..3: the view of `path` with its conversation's notes, and the ids on the path
+    /// (which retrieved context does not repeat).
+    async fn assemble_memory(
+        &self,
+        conversation_id: &str,
+        path: Vec<PathRow>,
+        notes: conv::MemoryNotes,
+        last_updated: String,
+    ) -> Result<(WorkingMemory, HashSet<String>)> {
+        let on_path: HashSet<String> = path.iter().map(|p| p.alternative_id.clone()).collect();
+        let conv::MemoryNotes {
+            summaries,
+            chosen,
+            carousel,
+        } = notes;
+        let summaries = summaries.iter().map(Into::into).collect();
+        let wm = memory::assemble(conversation_id, path, summaries, last_updated)?;
+        Ok((self.with_notes(wm, chosen, carousel).await?, on_path))
+    }
+
     /// The working memory at `alternative_id`, read inside `tx` (what an agent run is given),
     /// and that Alternative's own content (which a covering Summary may have replaced in it).
     async fn memory_in(
@@ -124,24 +144,14 @@ impl App {
             conv::memory_notes(&self.graph, conversation_id)
         );
         let path = path?;
-        let conv::MemoryNotes {
-            summaries,
-            chosen,
-            carousel,
-        } = notes?;
         let content = path
             .iter()
             .find(|p| p.alternative_id == alternative_id)
             .and_then(|p| p.content.clone())
             .unwrap_or_default();
-        let on_path: HashSet<String> = path.iter().map(|p| p.alternative_id.clone()).collect();
-        let wm = memory::assemble(
-            conversation_id,
-            path,
-            summaries.iter().map(Into::into).collect(),
-            now(),
-        )?;
-        let wm = self.with_notes(wm, chosen, carousel).await?;
+        let (wm, on_path) = self
+            .assemble_memory(conversation_id, path, notes?, now())
+            .await?;
         Ok((
             self.with_retrieved_context(wm, owner_id, &on_path, prefetched)
                 .await,
@@ -686,11 +696,6 @@ impl App {
         };
         let (c, (path, notes, searched)) = tokio::try_join!(conversation, reads)?;
         let path = path?;
-        let conv::MemoryNotes {
-            summaries,
-            chosen,
-            carousel,
-        } = notes?;
         let at_turn = path
             .iter()
             .find(|p| p.alternative_id == start)
@@ -700,14 +705,7 @@ impl App {
             (Some(t), Some(asked)) if t != asked => return Err(foreign("alternativeId", &start)),
             _ => {}
         }
-        let on_path: HashSet<String> = path.iter().map(|p| p.alternative_id.clone()).collect();
-        let wm = memory::assemble(
-            id,
-            path,
-            summaries.iter().map(Into::into).collect(),
-            c.updated_at,
-        )?;
-        let wm = self.with_notes(wm, chosen, carousel).await?;
+        let (wm, on_path) = self.assemble_memory(id, path, notes?, c.updated_at).await?;
         if !retrieve {
             return Ok(wm);
         }

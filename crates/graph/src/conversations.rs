@@ -506,6 +506,17 @@ pub async fn alternative_run(
     Ok(tx.one::<IdRow>(q).await?.map(|r| r.id))
 }
 
+/// The Turn Alternative `alternative_id` belongs to, if it exists.
+pub async fn turn_of_alternative(
+    graph: &Graph,
+    alternative_id: &str,
+) -> Result<Option<String>, Error> {
+    let q = cypher(query_file!("turn/of_alternative.cypher"), None)
+        .param("alternativeId", alternative_id);
+    let rows: Vec<IdRow> = graph.read_rows(q).await?;
+    Ok(rows.into_iter().next().map(|r| r.id))
+}
+
 pub async fn turn_view(tx: &mut Tx, turn_id: &str) -> Result<Vec<AltWithTurn>, Error> {
     let q = cypher(query_file!("turn/view.cypher"), None).param("turnId", turn_id);
     tx.rows(q).await

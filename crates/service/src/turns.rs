@@ -24,7 +24,7 @@ use crate::forks::{check_forkable, ForkSpec};
 use crate::recall::Prefetched;
 use crate::runs::{load_runnable, top_level_run};
 use crate::views::{TreeView, TreeWindow};
-use crate::{now, tx::read_tx, tx::write_tx, App, Result};
+use crate::{now, tx::write_tx, App, Result};
 
 /// `202` for work handed to the engine: the Alternative is `generating` until its run ends.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -501,11 +501,8 @@ impl App {
 
     /// `GET /v1/alternatives/{id}`.
     pub async fn get_alternative(&self, caller: &Caller, id: &str) -> Result<AlternativeView> {
-        let path = read_tx!(self, |tx| { Ok(conv::path_in(&mut tx, id).await?) })?;
-        let turn_id = path
-            .iter()
-            .find(|p| p.alternative_id == id)
-            .map(|p| p.turn_id.clone())
+        let turn_id = conv::turn_of_alternative(&self.graph, id)
+            .await?
             .ok_or(Rule::NotFound)?;
         alternative_of(self.get_turn(caller, &turn_id).await?, id)
     }

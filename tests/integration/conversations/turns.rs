@@ -538,6 +538,13 @@ async fn turn_4_no_route_edits_or_deletes_turns_or_alternatives() {
     assert_eq!(orig["content"], "original");
     assert_eq!(orig["sequence"], 1);
     assert_eq!(orig["isActive"], false);
+    // The original stays readable at its own address, as its owner's only.
+    let at = format!("/v1/alternatives/{u1}");
+    assert_eq!(u.get(&at).await.ok(200), &orig);
+    let stranger = user().await;
+    assert_eq!(stranger.get(&at).await.status.as_u16(), 404);
+    let unknown = u.get("/v1/alternatives/no-such-alternative").await;
+    assert_eq!(unknown.status.as_u16(), 404, "{:?}", unknown.body);
     assert_eq!(orig["createdAt"], t1["alternatives"][0]["createdAt"]);
     assert_eq!(edited["sequence"], 2);
     switch(u, &t1_id, &u1).await;

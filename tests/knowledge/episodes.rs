@@ -662,8 +662,9 @@ async fn ent_1_2_3_entities_are_validated_kept_from_other_users_and_traced_to_th
         .await;
     let first = &wm_after["activeEntities"][0];
     assert_eq!(first["entityUuid"], ent_uuid.as_str(), "{wm_after}");
-    // Retrieved context is a search for the path's last message: the Entity just made may
-    // join it between the two reads (once its name is embedded), so it is left out of both.
+    // Retrieved context is a search over all the owner has embedded, which this suite's
+    // other conversations (embedded as their pool gets to them) can change between the two
+    // reads: it is left out of both.
     let without_retrieved = |wm: &Value| {
         let retrieved: u64 = wm["retrievedContext"]
             .as_array()

@@ -148,8 +148,8 @@ java_opts() {
   # Neo4j's own defaults from its neo4j.conf (server.jvm.additional), but -XX:+AlwaysPreTouch:
   # two instances share the machine and neither should commit its whole heap at start.
   # MaxTenuringThreshold=2: most of what survives a young collection here lives for minutes
-  # (2 MB at every age up to 15), and G1 copied it up to 15 times; promoted after two, a
-  # young pause is about 40 % shorter (docs/dev/performance.md, twelfth round).
+  # (2 MB at every age up to 15), and G1 copied it up to 15 times; promoted after two, the
+  # median young pause was a fifth to a half shorter (docs/dev/performance.md, twelfth round).
   echo "-Xms512m -Xmx$HEAP -XX:+UseG1GC -XX:MaxTenuringThreshold=2 -XX:-OmitStackTraceInFastThrow"
   echo "-XX:+UnlockExperimentalVMOptions -XX:+TrustFinalNonStaticFields -XX:+DisableExplicitGC"
   echo "-Djdk.nio.maxCachedBufferSize=1024 -Dio.netty.tryReflectionSetAccessible=true"

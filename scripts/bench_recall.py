@@ -106,6 +106,8 @@ def after_start(a: argparse.Namespace, rng: random.Random) -> None:
                f'{label}_first{FIRST_QUERIES}_p50_ms': round(percentile(times, 50), 1)}
     print(f'bench: {label}: the first search {times[0]:.1f} ms; the first {FIRST_QUERIES}: '
           f'p50 {percentile(times, 50):.1f}, p99 {percentile(times, 99):.1f} ms', file=sys.stderr)
+    print(f'bench: {label}: each of the first {FIRST_QUERIES} in turn, ms: '
+          + ' '.join(f'{t:.0f}' for t in times), file=sys.stderr)
     print(json.dumps(results))
 
 

@@ -38,6 +38,13 @@ import sys
 os.environ['GRAPHITI_TELEMETRY_ENABLED'] = 'false'
 _EMBEDDING_DIM_RAW = os.environ.get('AIDEN_GRAPHITI_EMBEDDING_DIM', '384').strip() or '384'
 os.environ['EMBEDDING_DIM'] = _EMBEDDING_DIM_RAW
+# The local embedder's matrix products run one BLAS thread each unless told otherwise (read when
+# numpy loads). OpenBLAS's threads spin while they wait for each other: on a machine whose cores
+# Neo4j and the runtime also use, a search's one-text embedding then waited for a core, p99
+# 186 ms against 21 with one thread while another process kept one of two cores busy. Batches
+# lose about a quarter of their speed on an idle machine; concurrent requests run in parallel.
+for _blas_threads in ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS'):
+    os.environ.setdefault(_blas_threads, '1')
 
 import json  # noqa: E402
 import logging  # noqa: E402

@@ -129,10 +129,15 @@ async fn embedded(
     remembered_for: Option<&str>,
 ) -> Option<(Vec<f32>, String)> {
     let embedder = embedder?;
+    let started = std::time::Instant::now();
     let answer = match remembered_for {
         Some(asker) => embedder.embed_query(asker, q).await,
         None => embedder.embed_one(q).await,
     };
+    tracing::debug!(
+        embed_ms = started.elapsed().as_secs_f64() * 1000.0,
+        "recall: the query embedded"
+    );
     match answer {
         Ok(x) => Some(x),
         Err(err) => {

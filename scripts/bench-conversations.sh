@@ -2,7 +2,12 @@
 # The conversation benchmark: one conversation 1,000 turns deep with 3 alternatives
 # per turn, built through the public API of a release `aiden serve` on the local stack; prints
 # p50/p99 per operation (append, add alternative, switch, working memory at depth 10/100/1000,
-# tree). No workers are needed: every turn is a user turn.
+# tree). No workers are needed: every turn is a user turn. It measures on an empty graph, the
+# stack's bench instance wiped first: no episode pool runs here, so the conversation's messages
+# are never embedded, and in the main graph they would wait in its outbox for the next pool
+# (scripts/bench-recall.sh's, which would embed them while it times its searches).
+# AIDEN_BENCH_GRAPH=main measures on the main graph instead (one whose messages are embedded,
+# so that working memory's search finds something; the Graphiti service up for its embedder).
 #   scripts/bench-conversations.sh [--depth 1000] [--alternatives 3] [--switches 300] …
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,6 +17,17 @@ scripts/stack.sh up >/dev/null
 # shellcheck disable=SC1091
 . .stack/env
 PORT=${AIDEN_BENCH_PORT:-18384}
+GRAPH=${AIDEN_BENCH_GRAPH:-bench}
+case "$GRAPH" in
+  bench)
+    scripts/stack.sh wipe-graph bench >/dev/null
+    scripts/stack.sh graph-up bench >/dev/null
+    export AIDEN_NEO4J_URI=bolt://127.0.0.1:${AIDEN_STACK_BENCH_BOLT_PORT:-7689}
+    echo "bench: on the empty Neo4j at $AIDEN_NEO4J_URI (AIDEN_BENCH_GRAPH=main for the main one)" >&2
+    ;;
+  main) ;;
+  *) echo "bench: AIDEN_BENCH_GRAPH is bench or main, not '$GRAPH'" >&2; exit 2 ;;
+esac
 export AIDEN_HTTP_ADDR=127.0.0.1:$PORT RUST_LOG=${RUST_LOG:-warn}
 
 echo "bench: building (release)" >&2
@@ -20,7 +36,13 @@ BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release"
 "$BIN/aiden" migrate >/dev/null
 
 pid=
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; }
+cleanup() {
+  if [ -n "$pid" ]; then
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  fi
+  [ "$GRAPH" = main ] || scripts/stack.sh graph-down bench >/dev/null 2>&1 || true
+}
 trap cleanup EXIT
 # A server already on the port would be measured instead of this build: refuse.
 if curl -s -o /dev/null "http://$AIDEN_HTTP_ADDR/healthz"; then

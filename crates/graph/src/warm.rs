@@ -13,9 +13,11 @@ use crate::{limits, users, Error, Graph};
 /// No id the graph holds: every read answers nothing, and the batch writes nothing.
 const NOTHING: &str = "aiden-warm-up";
 
-/// Runs each statement once in a transaction that is rolled back. A plan is cached per
-/// statement and parameter types, so each is asked with the types its callers send (a run's
-/// start reads its Process's current version: `number` null).
+/// Runs each statement once in a transaction that is rolled back (the worker's Tool read,
+/// which its callers make outside one, after it). A plan is cached per statement and
+/// parameter types (and a string's or list's size, rounded up to a power of ten), so each is
+/// asked with the types its callers send (a run's start reads its Process's current version:
+/// `number` null).
 pub async fn run_statements(graph: &Graph) -> Result<(), Error> {
     let mut tx = graph.begin().await?;
     users::find_by_token_hash(&mut tx, NOTHING).await?;

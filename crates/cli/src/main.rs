@@ -120,6 +120,7 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
         .with_broker(&args.amqp_uri)
         .with_auth_policy(&args.auth.policy())
         .with_engine_door(engine.door())
+        .with_outbox_wake(notifier.content_wake())
         .with_admission(admission.clone())
         .with_recall_settings(args.recall.settings())
         .with_neo4j_browser(args.neo4j_browser());

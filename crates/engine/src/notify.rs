@@ -65,6 +65,9 @@ pub struct Notifier {
     /// Whether this process's engine holds the lease: then every commit of a run passes here,
     /// and a stream of a run whose whole log is here need not poll the graph when it is quiet.
     leading: Arc<std::sync::atomic::AtomicBool>,
+    /// Woken after a commit that recorded content for ingestion (an agent's answer, a
+    /// memory): this process's outbox relay publishes it now instead of at its next poll.
+    content: Arc<tokio::sync::Notify>,
 }
 
 /// A stream's view of one run's live events; unsubscribes when dropped.
@@ -81,6 +84,8 @@ pub struct Committed {
     pub owner_id: String,
     pub settled: bool,
     pub events: EventBatch,
+    /// The pass recorded content for ingestion with these events (EPI-3's outbox).
+    pub content: bool,
 }
 
 impl Notifier {
@@ -169,7 +174,15 @@ impl Notifier {
     }
 
     /// Called after a commit with each run's new events, in order.
+    /// What the outbox relay waits on besides its poll (`aiden serve` wires it).
+    pub fn content_wake(&self) -> Arc<tokio::sync::Notify> {
+        self.content.clone()
+    }
+
     pub(crate) fn committed(&self, c: Committed) {
+        if c.content {
+            self.content.notify_one();
+        }
         let mut runs = self.lock();
         Self::prune(&mut runs);
         let entry = runs.entry(c.run_id).or_default();
@@ -266,7 +279,27 @@ mod tests {
             owner_id: "u".into(),
             settled,
             events: seqs.iter().map(|s| row(*s, "step.queued")).collect(),
+            content: false,
         }
+    }
+
+    #[tokio::test]
+    async fn a_commit_that_recorded_content_wakes_the_outbox_relay() {
+        let n = Notifier::default();
+        let wake = n.content_wake();
+        n.committed(committed("r1", &[1], false));
+        let quiet = tokio::time::timeout(Duration::from_millis(50), wake.notified()).await;
+        assert!(
+            quiet.is_err(),
+            "a pass without content must not wake the relay"
+        );
+        n.committed(Committed {
+            content: true,
+            ..committed("r2", &[1], true)
+        });
+        tokio::time::timeout(Duration::from_secs(1), wake.notified())
+            .await
+            .expect("a pass that recorded content wakes the relay");
     }
 
     #[tokio::test]

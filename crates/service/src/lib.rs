@@ -209,6 +209,13 @@ impl App {
         self
     }
 
+    /// Shares the relay's wake-up with the engine, whose passes record agents' answers and
+    /// memories for ingestion (`aiden_engine::Notifier::content_wake`).
+    pub fn with_outbox_wake(mut self, wake: std::sync::Arc<tokio::sync::Notify>) -> Self {
+        self.outbox_wake = wake;
+        self
+    }
+
     /// What the outbox relay waits on (`aiden serve` hands it to [`outbox::Relay`]).
     pub fn outbox_wake(&self) -> std::sync::Arc<tokio::sync::Notify> {
         self.outbox_wake.clone()

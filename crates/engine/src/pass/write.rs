@@ -117,6 +117,8 @@ impl Pass<'_> {
             aiden_graph::knowledge::propose_entities(self.tx().await?, proposals).await?;
         }
         let memories = std::mem::take(&mut self.memories);
+        // Memories and a settled agent answer are recorded for ingestion (EPI-3).
+        let remembers = !memories.is_empty();
         if !memories.is_empty() {
             aiden_graph::memory::remember(self.tx().await?, &memories).await?;
         }
@@ -160,11 +162,14 @@ impl Pass<'_> {
                         "range": [first.seq, last.seq],
                     });
                     let run = self.runs.get(id);
+                    let settled = run.is_some_and(|r| r.status.is_settled());
+                    let answers = settled && run.is_some_and(|r| r.alternative_id.is_some());
                     written.push(crate::Committed {
                         run_id: id.clone(),
                         owner_id: run.map(|r| r.owner_id.clone()).unwrap_or_default(),
-                        settled: run.is_some_and(|r| r.status.is_settled()),
+                        settled,
                         events: crate::EventBatch::from(rows),
+                        content: remembers || answers,
                     });
                 }
                 json!({"id": id, "set": set, "events": events})

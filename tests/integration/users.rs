@@ -136,6 +136,35 @@ async fn usr_2_another_instance_refuses_a_disabled_user_within_its_cache_ttl() {
     }
 }
 
+/// A token's cache entry is filled by one graph read, however many requests carried the token
+/// at once: the others wait for that read (a client with 32 requests in flight made 32 reads at
+/// every expiry, issue #49).
+#[tokio::test]
+async fn usr_2_concurrent_requests_with_an_uncached_token_read_it_once() {
+    let u = user().await;
+    let graph = aiden_graph::Graph::connect(&server().graph)
+        .await
+        .expect("graph");
+    let app = aiden_service::App::new(
+        graph,
+        aiden_service::Vault::from_base64(TEST_MASTER_KEY).unwrap(),
+    );
+    let callers = futures::future::join_all((0..32).map(|_| app.authenticate(&u.token))).await;
+    for caller in callers {
+        let caller = caller.expect("graph read").expect("known token");
+        assert_eq!(caller.id.as_str(), u.id);
+    }
+    assert_eq!(app.token_reads(), 1, "one read for 32 concurrent requests");
+    let unknown = format!("{}x", u.token);
+    let misses = futures::future::join_all((0..4).map(|_| app.authenticate(&unknown))).await;
+    assert!(misses.into_iter().all(|m| m.expect("graph read").is_none()));
+    assert_eq!(
+        app.token_reads(),
+        5,
+        "an unknown token is not cached: each request asks the graph"
+    );
+}
+
 /// USR-3: a user rotates their token (a new one, then the old revoked), lists tokens without
 /// values or hashes, and revokes for good; an admin makes tokens for anyone; others see
 /// nothing; the bootstrap token is re-keyed only through AIDEN_ADMIN_TOKEN.

@@ -201,6 +201,14 @@ impl App {
         if let Some(caller) = self.auth_cache.get(&hash) {
             return Ok(Some(caller));
         }
+        // One read per token when its entry expires: the requests that missed with it wait for
+        // that read instead of each making their own (a client with 32 requests in flight
+        // made 32 at every expiry, each planned anew on a server just started).
+        let _one_read = self.auth_cache.reading.lock(&hash).await;
+        if let Some(caller) = self.auth_cache.get(&hash) {
+            return Ok(Some(caller));
+        }
+        self.auth_cache.count_read();
         let row = read_tx!(self, |tx| {
             Ok(aiden_graph::users::find_by_token_hash(&mut tx, &hash).await?)
         })?;
@@ -457,6 +465,10 @@ pub(crate) struct AuthCache {
         std::sync::Mutex<std::collections::HashMap<String, (Caller, std::time::Instant)>>,
     >,
     ttl: std::time::Duration,
+    /// Held while a token's read is in flight (a stripe per token hash).
+    reading: crate::stripes::Stripes,
+    /// Token reads this instance made of the graph.
+    reads: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl AuthCache {
@@ -466,6 +478,8 @@ impl AuthCache {
         Self {
             map: Default::default(),
             ttl,
+            reading: Default::default(),
+            reads: Default::default(),
         }
     }
 
@@ -473,6 +487,16 @@ impl AuthCache {
         let map = self.map.lock().ok()?;
         let (caller, at) = map.get(hash)?;
         (at.elapsed() < self.ttl).then(|| caller.clone())
+    }
+
+    fn count_read(&self) {
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        metrics::counter!("aiden_auth_token_reads_total").increment(1);
+    }
+
+    pub(crate) fn reads(&self) -> u64 {
+        self.reads.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// After a change to a user or their tokens: this instance asks the graph again.

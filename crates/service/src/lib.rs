@@ -216,6 +216,12 @@ impl App {
         self
     }
 
+    /// Graph reads of bearer tokens this instance made: one per token per cache TTL, however
+    /// many requests carried it meanwhile.
+    pub fn token_reads(&self) -> u64 {
+        self.auth_cache.reads()
+    }
+
     /// What the outbox relay waits on (`aiden serve` hands it to [`outbox::Relay`]).
     pub fn outbox_wake(&self) -> std::sync::Arc<tokio::sync::Notify> {
         self.outbox_wake.clone()

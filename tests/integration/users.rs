@@ -93,23 +93,28 @@ async fn usr_1_usr_2_admins_disable_enable_and_change_roles() {
     assert_eq!(other.get(&path).await.status.as_u16(), 404);
 }
 
+/// An API instance of its own (its own auth cache) on the test graph.
+async fn another_instance(cache_ttl: Duration) -> aiden_service::App {
+    let graph = aiden_graph::Graph::connect(&server().graph)
+        .await
+        .expect("graph");
+    aiden_service::App::new(
+        graph,
+        aiden_service::Vault::from_base64(TEST_MASTER_KEY).unwrap(),
+    )
+    .with_auth_policy(&aiden_service::AuthPolicy {
+        cache_ttl,
+        ..Default::default()
+    })
+}
+
 /// USR-2 across instances: another instance that cached the user's token refuses it within its
 /// auth-cache TTL after the user is disabled here (the bound docs/operations.md states).
 #[tokio::test]
 async fn usr_2_another_instance_refuses_a_disabled_user_within_its_cache_ttl() {
     let u = user().await;
-    let graph = aiden_graph::Graph::connect(&server().graph)
-        .await
-        .expect("graph");
     let ttl = Duration::from_millis(1500);
-    let other = aiden_service::App::new(
-        graph,
-        aiden_service::Vault::from_base64(TEST_MASTER_KEY).unwrap(),
-    )
-    .with_auth_policy(&aiden_service::AuthPolicy {
-        cache_ttl: ttl,
-        ..Default::default()
-    });
+    let other = another_instance(ttl).await;
     let caller = other.authenticate(&u.token).await.expect("graph read");
     assert_eq!(caller.expect("known token").id.as_str(), u.id);
 
@@ -142,13 +147,7 @@ async fn usr_2_another_instance_refuses_a_disabled_user_within_its_cache_ttl() {
 #[tokio::test]
 async fn usr_2_concurrent_requests_with_an_uncached_token_read_it_once() {
     let u = user().await;
-    let graph = aiden_graph::Graph::connect(&server().graph)
-        .await
-        .expect("graph");
-    let app = aiden_service::App::new(
-        graph,
-        aiden_service::Vault::from_base64(TEST_MASTER_KEY).unwrap(),
-    );
+    let app = another_instance(aiden_service::AuthPolicy::default().cache_ttl).await;
     let callers = futures::future::join_all((0..32).map(|_| app.authenticate(&u.token))).await;
     for caller in callers {
         let caller = caller.expect("graph read").expect("known token");

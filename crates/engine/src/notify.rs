@@ -173,12 +173,12 @@ impl Notifier {
         })
     }
 
-    /// Called after a commit with each run's new events, in order.
     /// What the outbox relay waits on besides its poll (`aiden serve` wires it).
     pub fn content_wake(&self) -> Arc<tokio::sync::Notify> {
         self.content.clone()
     }
 
+    /// Called after a commit with each run's new events, in order.
     pub(crate) fn committed(&self, c: Committed) {
         if c.content {
             self.content.notify_one();

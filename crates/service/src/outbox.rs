@@ -16,8 +16,8 @@ use tokio::sync::Notify;
 /// Items per relay pass.
 const BATCH: i64 = 500;
 /// How often the relay looks without being woken: for items another process wrote (an engine
-/// in another `aiden serve`, a migration's backfill). Every 100 ms, as before, it cost an idle
-/// server ten statements a second.
+/// in another `aiden serve`, a migration's backfill). Every 100 ms would cost an idle server
+/// ten statements a second.
 const POLL: Duration = Duration::from_secs(1);
 /// A published item not final after this long is published again.
 const REPUBLISH_AFTER: chrono::Duration = chrono::Duration::minutes(5);

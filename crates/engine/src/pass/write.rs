@@ -119,7 +119,7 @@ impl Pass<'_> {
         let memories = std::mem::take(&mut self.memories);
         // Memories and a settled agent answer are recorded for ingestion (EPI-3).
         let remembers = !memories.is_empty();
-        if !memories.is_empty() {
+        if remembers {
             aiden_graph::memory::remember(self.tx().await?, &memories).await?;
         }
         if !self.charges.is_empty() {

@@ -150,7 +150,13 @@ java_opts() {
   # MaxTenuringThreshold=2: most of what survives a young collection here lives for minutes
   # (2 MB at every age up to 15), and G1 copied it up to 15 times; promoted after two, the
   # median young pause was a fifth to a half shorter (docs/dev/performance.md, twelfth round).
+  # CICompilerCount=4: on two CPUs the JVM starts one C2 compiler thread, whose queue takes
+  # minutes to drain after a start (65 s of compile time in the first 54 s), so the hot path
+  # ran on C1 code through the benchmark's first minute. Up to three C2 threads (started only
+  # while the queue is long) finish it during the serve's warm-ups instead: Neo4j's JIT CPU per
+  # chain3 step a third, chain3 +25 % (docs/dev/performance.md, sixteenth round).
   echo "-Xms512m -Xmx$HEAP -XX:+UseG1GC -XX:MaxTenuringThreshold=2 -XX:-OmitStackTraceInFastThrow"
+  echo "-XX:CICompilerCount=4"
   echo "-XX:+UnlockExperimentalVMOptions -XX:+TrustFinalNonStaticFields -XX:+DisableExplicitGC"
   echo "-Djdk.nio.maxCachedBufferSize=1024 -Dio.netty.tryReflectionSetAccessible=true"
   echo "-XX:+ExitOnOutOfMemoryError"

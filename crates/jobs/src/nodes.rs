@@ -29,6 +29,15 @@ pub fn from_env(single: &str) -> String {
         .unwrap_or_else(|| single.to_owned())
 }
 
+/// lapin on the caller's tokio runtime instead of its default executor and `async-io` reactor:
+/// those are threads of their own, and every frame then crossed two more threads (a futex wake
+/// and a context switch each, which cost most on a VM). Must be called within a tokio runtime.
+fn on_this_runtime() -> ConnectionProperties {
+    ConnectionProperties::default()
+        .with_executor(tokio_executor_trait::Tokio::current())
+        .with_reactor(tokio_reactor_trait::Tokio::current())
+}
+
 /// Connects to the first of `uris` that answers.
 pub async fn connect_any(uris: &str) -> Result<Connection, lapin::Error> {
     let list = nodes(uris);
@@ -39,7 +48,7 @@ pub async fn connect_any(uris: &str) -> Result<Connection, lapin::Error> {
     let mut failed = None;
     for i in 0..list.len() {
         let at = (first + i) % list.len();
-        let attempt = Connection::connect(list[at], ConnectionProperties::default());
+        let attempt = Connection::connect(list[at], on_this_runtime());
         match tokio::time::timeout(CONNECT_TIMEOUT, attempt).await {
             Ok(Ok(connection)) => {
                 LAST.store(at, Ordering::Relaxed);

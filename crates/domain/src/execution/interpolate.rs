@@ -5,9 +5,14 @@
 //! - Anything else renders to a string; `{{json x}}` embeds a value as JSON text.
 //! - A missing variable is an error, never an empty string (strict mode).
 
-use std::sync::LazyLock;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, LazyLock, Mutex};
 
-use handlebars::{handlebars_helper, no_escape, Handlebars};
+use handlebars::{
+    handlebars_helper, no_escape, Context, Handlebars, RenderContext, RenderError, Renderable,
+    Template,
+};
+use lru::LruCache;
 use serde_json::Value;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -87,10 +92,32 @@ pub fn condition_holds(template: &str, vars: &Value) -> Result<bool, Interpolati
     Ok(!(text.is_empty() || text.eq_ignore_ascii_case("false") || text == "0"))
 }
 
+/// Compiled templates by their text. A Process's templates are few and rendered for every job
+/// and pass; parsing one again each time was about 5 % of a worker's CPU.
+static COMPILED: LazyLock<Mutex<LruCache<String, Arc<Template>>>> =
+    LazyLock::new(|| Mutex::new(LruCache::new(NonZeroUsize::new(1024).expect("not zero"))));
+
+fn compiled(template: &str) -> Result<Arc<Template>, RenderError> {
+    let mut cache = COMPILED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(hit) = cache.get(template) {
+        return Ok(hit.clone());
+    }
+    let compiled = Arc::new(Template::compile(template)?);
+    cache.put(template.to_owned(), compiled.clone());
+    Ok(compiled)
+}
+
 fn render_raw(template: &str, vars: &Value) -> Result<String, InterpolationError> {
-    ENGINE
-        .render_template(template, vars)
-        .map_err(|e| InterpolationError(describe(&e)))
+    let render = || {
+        let compiled = compiled(template)?;
+        let context = Context::wraps(vars)?;
+        // Declared after what it borrows, so that it is dropped first.
+        let mut state = RenderContext::new(None);
+        compiled.renders(&ENGINE, &context, &mut state)
+    };
+    render().map_err(|e| InterpolationError(describe(&e)))
 }
 
 fn describe(error: &handlebars::RenderError) -> String {
@@ -217,6 +244,21 @@ mod tests {
         assert!(!condition_holds("{{flag}}", &vars()).unwrap());
         assert!(!condition_holds(" 0 ", &vars()).unwrap());
         assert!(condition_holds("{{n}}", &vars()).unwrap());
+    }
+
+    #[test]
+    fn a_compiled_template_renders_each_call_over_its_own_variables() {
+        let template = "hello {{name}} #{{n}}";
+        let first = render_value(template, &json!({"name": "ada", "n": 1})).unwrap();
+        let second = render_value(template, &json!({"name": "bo", "n": 2})).unwrap();
+        assert_eq!(first, json!("hello ada #1"));
+        assert_eq!(second, json!("hello bo #2"));
+        let missing = render_value(template, &json!({"name": "cy"})).unwrap_err();
+        assert_eq!(missing.0, "missing variable `n`");
+        for _ in 0..2 {
+            let bad = render_string("{{#if x}}open", &json!({"x": true})).unwrap_err();
+            assert!(bad.0.starts_with("bad template: "), "{}", bad.0);
+        }
     }
 
     #[test]

@@ -49,7 +49,7 @@ enum Command {
 }
 
 #[tokio::main]
-async fn main() -> ExitCode {
+async fn main() {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     let cli = Cli::parse();
     let telemetry = match &cli.command {
@@ -79,13 +79,17 @@ async fn main() -> ExitCode {
         }
     };
     telemetry.shutdown();
-    match result {
+    let code = match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
-    }
+    };
+    // Exits here, inside the runtime: lapin's IO threads use this runtime's reactor, and would
+    // report its shutdown as connection errors while the process ends. (Every command ends in
+    // ExitCode::SUCCESS or ExitCode::FAILURE.)
+    std::process::exit(if code == ExitCode::SUCCESS { 0 } else { 1 })
 }
 
 async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {

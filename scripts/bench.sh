@@ -105,7 +105,7 @@ case " $* " in
     pids+=($!)
     ;;
 esac
-# Its warm-up passes (AIDEN_ENGINE_WARM_UP_MS, 20 s by default) come before its port opens.
+# Its warm-up passes (AIDEN_ENGINE_WARM_UP_MS, 40 s by default) come before its port opens.
 for _ in $(seq 1 240); do
   curl -fsS "http://$AIDEN_HTTP_ADDR/readyz" >/dev/null 2>&1 && break
   sleep 0.5

@@ -91,7 +91,7 @@ pub fn envs(http_port: u16) -> Vec<(&'static str, String)> {
         ("AIDEN_HTTP_ADDR", format!("127.0.0.1:{http_port}")),
         ("AIDEN_RETRY_INITIAL_DELAY_MS", "100".to_owned()),
         ("AIDEN_INSTANCE_ID", crate::TEST_INSTANCE_ID.to_owned()),
-        // Tests start `aiden serve` hundreds of times: without its 20 s of warm-up passes.
+        // Tests start `aiden serve` hundreds of times: without its 40 s of warm-up passes.
         ("AIDEN_ENGINE_WARM_UP_MS", "0".to_owned()),
         ("AIDEN_RECALL_WARM_UP_MS", "0".to_owned()),
         ("RUST_LOG", crate::scan::child_log_level().to_owned()),

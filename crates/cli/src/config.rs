@@ -111,8 +111,9 @@ pub struct ServeArgs {
     pub engine_shared_start_floor: u32,
     /// How long `aiden serve` drives warm-up passes through Neo4j before it opens its port
     /// (milliseconds; 0: none): a Neo4j just started runs the engine's statement and commits
-    /// at two thirds of its speed until its JIT has compiled them (docs/execution.md).
-    #[arg(long, env = "AIDEN_ENGINE_WARM_UP_MS", default_value_t = 20_000)]
+    /// at two thirds of its speed until its JIT has compiled them (docs/execution.md). None
+    /// against a Neo4j whose JVM has run for 10 minutes.
+    #[arg(long, env = "AIDEN_ENGINE_WARM_UP_MS", default_value_t = 40_000)]
     pub engine_warm_up_ms: u64,
     /// Neo4j Browser for this graph, shown to admins in the console ("Open in Neo4j Browser").
     /// Default: `http://<the Bolt host>:7474/browser/` (Neo4j's own HTTP port); empty: none.

@@ -16,6 +16,31 @@ use aiden_service::App;
 /// that warm-up is given (the engine's passes, the search's).
 const BOUND: Duration = Duration::from_secs(30);
 
+/// A graph server that has run this long has compiled the path of the runs it served: an
+/// `aiden serve` restarted against it opens its port without warm-up passes.
+const COMPILED_AFTER: Duration = Duration::from_secs(600);
+
+/// The warm-up passes' time: none against a graph server that has run for long.
+async fn passes_for(graph: &Graph, passes: Duration) -> Duration {
+    if passes.is_zero() {
+        return passes;
+    }
+    match aiden_graph::warm::server_uptime(graph).await {
+        Ok(up) if up >= COMPILED_AFTER => {
+            tracing::info!(
+                server_uptime_s = up.as_secs(),
+                "the graph server has run for long: no warm-up passes"
+            );
+            Duration::ZERO
+        }
+        Ok(_) => passes,
+        Err(e) => {
+            tracing::warn!(error = %e, "the graph server's uptime is unknown: warm-up passes");
+            passes
+        }
+    }
+}
+
 /// `recall`: how long the search warm-up goes on after its first owner's searches (`None`: no
 /// search warm-up).
 pub async fn before_serving(app: &App, graph: &Graph, passes: Duration, recall: Option<Duration>) {
@@ -35,6 +60,7 @@ pub async fn before_serving(app: &App, graph: &Graph, passes: Duration, recall: 
     // Called with no time too: it deletes what a killed warm-up left.
     let engine = async {
         let started = Instant::now();
+        let passes = passes_for(graph, passes).await;
         let driven = aiden_graph::warm::drive_passes(graph, passes);
         match tokio::time::timeout(passes + BOUND, driven).await {
             Ok(Ok(w)) if w.passes == 0 => {}

@@ -7,8 +7,10 @@ mod passes;
 
 pub use passes::{drive_passes, Warmed};
 
+use std::time::Duration;
+
 use crate::runs::{self, Batch};
-use crate::{limits, users, Error, Graph};
+use crate::{cypher, limits, query_file, users, Error, Graph};
 
 /// No id the graph holds: every read answers nothing, and the batch writes nothing.
 const NOTHING: &str = "aiden-warm-up";
@@ -33,4 +35,19 @@ pub async fn run_statements(graph: &Graph) -> Result<(), Error> {
     // planned the statement once per slot side by side (32 plans of 65-200 ms on two cores).
     runs::tool_for_call(graph, NOTHING).await?;
     Ok(())
+}
+
+/// How long the graph server's JVM has run.
+pub async fn server_uptime(graph: &Graph) -> Result<Duration, Error> {
+    #[derive(serde::Deserialize)]
+    struct Row {
+        ms: u64,
+    }
+    let q = cypher(query_file!("warm/server_uptime.cypher"), None);
+    let rows: Vec<Row> = graph.read_rows(q).await?;
+    let ms = rows
+        .first()
+        .map(|r| r.ms)
+        .ok_or_else(|| Error::Decode("the graph server's JVM reported no uptime".to_owned()))?;
+    Ok(Duration::from_millis(ms))
 }

@@ -3,6 +3,7 @@
 //! built-in metric definitions: it must succeed on a graph in use, any number of times.
 //! `aiden_graph::warm::drive_passes` commits passes of the engine's statement on twin labels:
 //! every part of the statement must write, nothing may be left, nothing real written.
+//! `aiden_graph::warm::server_uptime` decides whether the passes are needed.
 
 use aiden_graph::Graph;
 use aiden_tests::{aiden_graph_query as query, graph_rows};
@@ -88,5 +89,27 @@ async fn warm_up_passes_run_the_pass_statement_on_twin_labels_and_leave_nothing_
         warm_up_records().await,
         (0, 0),
         "no warm-up record is left, and none was written under a real label"
+    );
+}
+
+/// `aiden serve` skips its warm-up passes against a graph server up for long: the uptime it
+/// reads must be the server's, growing with the clock.
+#[tokio::test]
+async fn the_graph_servers_uptime_is_read_from_its_jvm_and_grows() {
+    let graph = Graph::connect(&aiden_tests::graph_settings())
+        .await
+        .expect("graph");
+    let first = aiden_graph::warm::server_uptime(&graph)
+        .await
+        .expect("uptime");
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    let second = aiden_graph::warm::server_uptime(&graph)
+        .await
+        .expect("uptime again");
+    assert!(first > std::time::Duration::ZERO, "{first:?}");
+    let grew = second.saturating_sub(first);
+    assert!(
+        grew >= std::time::Duration::from_secs(1) && grew < std::time::Duration::from_secs(30),
+        "the uptime follows the clock: {first:?}, then {second:?}"
     );
 }

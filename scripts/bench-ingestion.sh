@@ -52,7 +52,7 @@ wait_for() { # url
   echo "bench: $1 did not answer" >&2; exit 1
 }
 
-# Ingestion is measured, not runs: no engine warm-up passes (20 s per phase).
+# Ingestion is measured, not runs: no engine warm-up passes (40 s per phase).
 export AIDEN_ENGINE_WARM_UP_MS=0
 phase() { # with|without, then the benchmark's arguments
   local name=$1; shift

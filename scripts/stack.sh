@@ -124,7 +124,7 @@ export AIDEN_AMQP_URI=amqp://guest:guest@127.0.0.1:$AMQP_PORT/aiden-test
 export AIDEN_STACK_GRAPH=test
 export AIDEN_NEO4J_BROWSER_URL=http://127.0.0.1:$HTTP/browser/
 unset AIDEN_AMQP_URIS AIDEN_QUEUE_TYPE
-# Tests start aiden serve hundreds of times: without the engine's warm-up passes (20 s each).
+# Tests start aiden serve hundreds of times: without the engine's warm-up passes (40 s each).
 export AIDEN_ENGINE_WARM_UP_MS=0
 EOF
   )
@@ -150,13 +150,14 @@ java_opts() {
   # MaxTenuringThreshold=2: most of what survives a young collection here lives for minutes
   # (2 MB at every age up to 15), and G1 copied it up to 15 times; promoted after two, the
   # median young pause was a fifth to a half shorter (docs/dev/performance.md, twelfth round).
-  # CICompilerCount=4: on two CPUs the JVM starts one C2 compiler thread, whose queue takes
-  # minutes to drain after a start (65 s of compile time in the first 54 s), so the hot path
-  # ran on C1 code through the benchmark's first minute. Up to three C2 threads (started only
-  # while the queue is long) finish it during the serve's warm-ups instead: Neo4j's JIT CPU per
-  # chain3 step a third, chain3 +25 % (docs/dev/performance.md, sixteenth round).
   echo "-Xms512m -Xmx$HEAP -XX:+UseG1GC -XX:MaxTenuringThreshold=2 -XX:-OmitStackTraceInFastThrow"
-  echo "-XX:CICompilerCount=4"
+  # CICompilerCount=4 on up to four CPUs (the JVM's default there is 2-3; more CPUs get more):
+  # on two CPUs the JVM starts one C2 compiler thread, whose queue takes minutes to drain
+  # after a start (65 s of compile time in the first 54 s), so the hot path ran on C1 code
+  # through the benchmark's first minute. Up to three C2 threads (started only while the queue
+  # is long) finish it during the serve's warm-ups instead: Neo4j's JIT CPU per chain3 step a
+  # third, chain3 +25 % (docs/dev/performance.md, sixteenth round).
+  if [ "$(nproc)" -le 4 ]; then echo "-XX:CICompilerCount=4"; fi
   echo "-XX:+UnlockExperimentalVMOptions -XX:+TrustFinalNonStaticFields -XX:+DisableExplicitGC"
   echo "-Djdk.nio.maxCachedBufferSize=1024 -Dio.netty.tryReflectionSetAccessible=true"
   echo "-XX:+ExitOnOutOfMemoryError"

@@ -21,7 +21,7 @@ track() {
 
 serve_for_test() {
   export AIDEN_HTTP_ADDR=127.0.0.1:$1
-  # A test's serve: without the engine's 20 s of warm-up passes.
+  # A test's serve: without the engine's 40 s of warm-up passes.
   export AIDEN_ENGINE_WARM_UP_MS=0
   track serve "$TARGET/aiden" serve
   track worker "$TARGET/aiden" worker --type "$2"

@@ -33,6 +33,9 @@ fn pluck(items: &Value, key: &str) -> Value {
     }
 }
 
+/// Rendered through [`compiled`] templates, which read the registry's strict mode, escape
+/// function and helpers but not its template options (`prevent_indent`, `dev_mode`,
+/// `recursive_lookup`): those must stay at their defaults here.
 static ENGINE: LazyLock<Handlebars<'static>> = LazyLock::new(|| {
     let mut engine = Handlebars::new();
     engine.set_strict_mode(true);
@@ -98,18 +101,25 @@ static COMPILED: LazyLock<Mutex<LruCache<String, Arc<Template>>>> =
     LazyLock::new(|| Mutex::new(LruCache::new(NonZeroUsize::new(1024).expect("not zero"))));
 
 fn compiled(template: &str) -> Result<Arc<Template>, RenderError> {
-    let mut cache = COMPILED
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(hit) = cache.get(template) {
+    let cache = || {
+        COMPILED
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    };
+    if let Some(hit) = cache().get(template) {
         return Ok(hit.clone());
     }
+    // Compiled outside the lock: two callers may compile one text side by side, harmlessly.
     let compiled = Arc::new(Template::compile(template)?);
-    cache.put(template.to_owned(), compiled.clone());
+    cache().put(template.to_owned(), compiled.clone());
     Ok(compiled)
 }
 
 fn render_raw(template: &str, vars: &Value) -> Result<String, InterpolationError> {
+    // Text with no expression renders as itself: not parsed, and not cached.
+    if !template.contains("{{") {
+        return Ok(template.to_owned());
+    }
     let render = || {
         let compiled = compiled(template)?;
         let context = Context::wraps(vars)?;

@@ -2,6 +2,8 @@
 //! dispatches it and the pass that dispatches the next one, from the step runs' own `hops`
 //! (microsecond timestamps the engine and the worker stamp on each job and result).
 
+use std::collections::HashMap;
+
 use serde_json::{json, Value};
 
 use crate::Api;
@@ -50,13 +52,75 @@ fn quantile(values: &mut [f64], p: f64) -> f64 {
     }
 }
 
-/// `{hop: {p50_ms, p99_ms, budget_ms, within}}` over the runs' steps, read from their views.
+/// A run's edges, outside its steps' hops, in ms (`EDGES` order): from the client's start
+/// request to the first pass's statement, from the client's start to its answer, and from the
+/// last step's result (sent by its worker) to the client seeing the run's terminal event: the
+/// settling pass's statement and commit, and the event's way to the client. Client and server
+/// share the machine's clock.
+fn edges_of_run(run: &Value, client: [i64; 3]) -> [Option<f64>; 3] {
+    let steps = run["steps"].as_array();
+    let stamp = |s: Option<&Value>, k: &str| s.and_then(|s| s["hops"][k].as_i64());
+    let first = stamp(steps.and_then(|s| s.first()), "statementStartUs");
+    let last = stamp(steps.and_then(|s| s.last()), "resultUs");
+    let ms = |a: Option<i64>, b: Option<i64>| Some((b? - a?) as f64 / 1000.0);
+    let [sent, answered, seen] = client.map(Some);
+    [ms(sent, first), ms(sent, answered), ms(last, seen)]
+}
+
+/// Per run started through `Api::start_and_wait`: the client's own clock when it sent the
+/// start, when the start was answered and when it saw the terminal event.
+static CLIENT_EDGES: std::sync::Mutex<Option<HashMap<String, [i64; 3]>>> =
+    std::sync::Mutex::new(None);
+
+pub fn record_edges(run_id: &str, edges: [i64; 3]) {
+    if let Ok(mut all) = CLIENT_EDGES.lock() {
+        all.get_or_insert_with(HashMap::new)
+            .insert(run_id.to_owned(), edges);
+    }
+}
+
+fn client_edges(run_id: &str) -> Option<[i64; 3]> {
+    CLIENT_EDGES
+        .lock()
+        .ok()?
+        .as_ref()
+        .and_then(|all| all.get(run_id).copied())
+}
+
+/// Microseconds since the epoch, the clock the engine and workers stamp hops with.
+pub fn epoch_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
+}
+
+/// The edges of a run, named, with no budget of their own: where the rest of its latency goes.
+const EDGES: [&str; 3] = [
+    "start_request_to_first_statement",
+    "start_request_answered",
+    "last_result_to_client_seeing_it",
+];
+
+/// `{hop: {p50_ms, p99_ms, budget_ms, within}}` over the runs' steps, read from their views,
+/// then the runs' `EDGES` (p50 and p99 only).
 pub async fn per_hop(api: &Api, run_ids: &[String]) -> anyhow::Result<Value> {
     let mut samples: [Vec<f64>; 5] = Default::default();
+    let mut edges: [Vec<f64>; 3] = Default::default();
     for id in run_ids {
         let run = api
             .send(reqwest::Method::GET, &format!("/v1/runs/{id}"), None)
             .await?;
+        let client = client_edges(id);
+        for (i, v) in client
+            .map(|c| edges_of_run(&run, c))
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            if let Some(v) = v {
+                edges[i].push(v);
+            }
+        }
         for step in of_run(&run) {
             for (i, v) in step.into_iter().enumerate() {
                 if let Some(v) = v {
@@ -73,6 +137,14 @@ pub async fn per_hop(api: &Api, run_ids: &[String]) -> anyhow::Result<Value> {
             name.into(),
             json!({"p50_ms": round(p50), "p99_ms": round(quantile(&mut values, 0.99)),
                    "budget_ms": budget, "within": p50 <= budget, "samples": values.len()}),
+        );
+    }
+    for (name, mut values) in EDGES.into_iter().zip(edges) {
+        let round = |v: f64| (v * 1000.0).round() / 1000.0;
+        out.insert(
+            name.into(),
+            json!({"p50_ms": round(quantile(&mut values, 0.5)),
+                   "p99_ms": round(quantile(&mut values, 0.99)), "samples": values.len()}),
         );
     }
     Ok(Value::Object(out))
@@ -96,5 +168,7 @@ mod tests {
             [Some(0.4), Some(0.3), Some(0.5), Some(0.3), Some(0.5)]
         );
         assert_eq!(hops[1][4], None);
+        let edges = edges_of_run(&run, [-300, 1_000, 3_900]);
+        assert_eq!(edges, [Some(0.3), Some(1.3), Some(0.4)]);
     }
 }

@@ -74,7 +74,9 @@ impl Api {
     /// terminal event; the latency from the POST and the run's id.
     async fn start_and_wait(&self, path: &str, body: Value) -> anyhow::Result<(Duration, String)> {
         let t0 = Instant::now();
+        let sent_us = hops::epoch_us();
         let started = self.send(reqwest::Method::POST, path, Some(body)).await?;
+        let answered_us = hops::epoch_us();
         let run_id = started["runId"].as_str().context("no runId")?.to_owned();
         let resp = self
             .http
@@ -87,6 +89,7 @@ impl Api {
         while let Some(chunk) = stream.next().await {
             seen.push_str(&String::from_utf8_lossy(&chunk?));
             if seen.contains("event: run.completed") {
+                hops::record_edges(&run_id, [sent_us, answered_us, hops::epoch_us()]);
                 return Ok((t0.elapsed(), run_id));
             }
             if seen.contains("event: run.failed") || seen.contains("event: run.canceled") {

@@ -1,7 +1,8 @@
 //! The driver's transaction path against the real Bolt server (vendor/README.md): BEGIN goes
 //! out with a transaction's first statement, RUN and PULL in one flush, and a connection that
-//! just ended a transaction goes back into use without a RESET. One pooled connection, so each
-//! test reuses the connection the previous transaction left.
+//! just ended a transaction goes back into use without a RESET, and a last statement may carry
+//! the COMMIT in its flush. One pooled connection, so each test reuses the connection the
+//! previous transaction left.
 
 use aiden_tests::{graph_settings, unique};
 use serde::Deserialize;
@@ -128,4 +129,47 @@ async fn a_transaction_that_ran_nothing_ends_cleanly() {
     tx.run(create(&key)).await.expect("create");
     tx.commit().await.expect("commit");
     assert_eq!(probes(&graph, &key).await, 1);
+}
+
+/// The engine's pass sends its last statement and the COMMIT in one flush (`rows_and_commit`):
+/// what the earlier statements and the last one wrote is committed together; when the last
+/// statement fails the server ignores the COMMIT and nothing of the transaction is kept.
+#[tokio::test]
+async fn a_commit_sent_with_the_last_statement_keeps_all_or_nothing() {
+    let graph = one_connection().await;
+    let key = unique("with-commit");
+    let mut tx = graph.begin().await.expect("begin");
+    tx.run(create(&key)).await.expect("an earlier statement");
+    let rows: Vec<N> = tx
+        .rows_and_commit(create(&key))
+        .await
+        .expect("the last statement and the commit");
+    assert_eq!(rows.len(), 1, "its rows come back");
+    assert_eq!(probes(&graph, &key).await, 2, "both statements committed");
+
+    let failed = unique("with-commit-failed");
+    let mut tx = graph.begin().await.expect("begin");
+    tx.run(create(&failed)).await.expect("an earlier statement");
+    let err = tx
+        .rows_and_commit::<N>(neo4rs::query("RETURN 1 AS n, THIS IS NOT CYPHER"))
+        .await
+        .err()
+        .expect("a syntax error fails the statement");
+    assert!(!err.is_transient(), "{err}");
+    assert_eq!(
+        probes(&graph, &failed).await,
+        0,
+        "the COMMIT behind a failed statement commits nothing"
+    );
+
+    // As a transaction's only statement, its BEGIN, RUN, PULL and COMMIT in one flush.
+    let alone = unique("with-commit-alone");
+    let tx = graph.begin().await.expect("begin");
+    let rows: Vec<N> = tx.rows_and_commit(create(&alone)).await.expect("alone");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        probes(&graph, &alone).await,
+        1,
+        "committed, connection reused"
+    );
 }

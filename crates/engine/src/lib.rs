@@ -585,7 +585,7 @@ impl Engine {
                     return Err(e.into());
                 }
             };
-            let mut commit_sent = false;
+            let mut commit_sent = w.commit_sent;
             let committed = match (w.outcome, w.tx) {
                 (Ok(()), Some(tx)) => {
                     commit_sent = true;
@@ -760,8 +760,8 @@ impl Engine {
             }
         }
         if outcome.is_ok() {
-            // A recovery pass is handed no runs: nothing to miss.
-            outcome = pass.write().await.map(drop);
+            // A recovery pass is handed no runs: nothing to miss. (Committed by the caller.)
+            outcome = pass.write(false).await.map(drop);
         }
         let touched = pass.touched();
         let jobs = std::mem::take(&mut pass.jobs);

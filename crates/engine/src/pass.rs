@@ -83,6 +83,8 @@ pub struct Pass<'a> {
     ledger: &'a crate::spend::Ledger,
     /// What this pass charged to spend windows (the ledger takes it once committed).
     pub charges: crate::spend::Charges,
+    /// `write` sent the commit with the pass's statement: an error since may have committed.
+    pub commit_sent: bool,
 }
 
 fn obj(v: Value) -> Map<String, Value> {
@@ -131,6 +133,7 @@ impl<'a> Pass<'a> {
             saved: HashMap::new(),
             ledger,
             charges: Default::default(),
+            commit_sent: false,
         }
     }
 

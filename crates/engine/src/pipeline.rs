@@ -77,6 +77,9 @@ impl Engine {
                     if let Some(tx) = w.tx {
                         let _ = tx.rollback().await;
                     }
+                    if let (Err(e), true) = (&w.outcome, w.commit_sent) {
+                        self.not_committed(e, true, &w.touched);
+                    }
                     self.restore(&w.touched, w.saved);
                 }
                 self.land_in_flight(broker).await?;

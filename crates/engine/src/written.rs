@@ -17,7 +17,11 @@ pub(crate) struct Written {
     pub stale: Vec<String>,
     pub touched: Vec<String>,
     pub saved: HashMap<String, Option<RunState>>,
+    /// `None` when nothing was written, or when the commit went with the statement.
     pub tx: Option<Tx>,
+    /// The commit went with the pass's statement (`Pass::write`): when `outcome` is an error,
+    /// whether it committed may be unknown, as after a failed commit.
+    pub commit_sent: bool,
     pub measured: rollup::Rollup,
     pub charges: spend::Charges,
     pub out: Outbound,
@@ -25,6 +29,16 @@ pub(crate) struct Written {
     pub used: HashSet<String>,
     /// It used a run of the pass in flight, so it was handled but not written.
     pub waits: bool,
+}
+
+/// Whether a pass's commit may go with its last statement when no other commit is in flight
+/// (`AIDEN_ENGINE_COMMIT_WITH_STATEMENT`, on unless `0`; off, every commit is a round trip of
+/// its own, as before issue #49's seventeenth round).
+fn commit_with_statement() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        std::env::var("AIDEN_ENGINE_COMMIT_WITH_STATEMENT").map_or(true, |v| v != "0")
+    })
 }
 
 impl Engine {
@@ -51,6 +65,8 @@ impl Engine {
                 m
             })
             .collect();
+        // The commit rides with the last statement only when no other commit is in flight.
+        let commit = self.in_flight.is_none() && commit_with_statement();
         let mut pass = self.pass().await?;
         let mut outcome = Ok(());
         let mut unusable = Vec::new();
@@ -78,7 +94,7 @@ impl Engine {
         let waits = outcome.is_ok() && busy.is_some_and(|b| !used.is_disjoint(b));
         let mut stale = Vec::new();
         if outcome.is_ok() && !waits {
-            outcome = pass.write().await.and_then(|missed| {
+            outcome = pass.write(commit).await.and_then(|missed| {
                 stale = missed;
                 match stale.is_empty() {
                     true => Ok(()),
@@ -105,6 +121,7 @@ impl Engine {
             charges: std::mem::take(&mut pass.charges),
             saved: pass.take_saved(),
             tx: pass.take_tx(),
+            commit_sent: pass.commit_sent,
             out,
             used,
             waits,

@@ -696,12 +696,38 @@ pub async fn apply(tx: &mut Tx, batch: &Batch) -> Result<Vec<String>, Error> {
     apply_statement(tx, query_file!("run/apply_batch.cypher"), batch).await
 }
 
+/// [`apply`], then the commit, in one round trip (`Tx::rows_and_commit`) for a batch that
+/// creates no run: only the runs it creates are checked after the statement (the ids it
+/// answers), so the answer of any other cannot undo it.
+pub async fn apply_and_commit(tx: Tx, batch: &Batch) -> Result<(), Error> {
+    if !batch.new_runs.is_empty() {
+        return Err(Error::Query(
+            "a pass that creates runs reads which were made before it commits".into(),
+        ));
+    }
+    let q = apply_query(query_file!("run/apply_batch.cypher"), batch)?;
+    tx.rows_and_commit::<Made>(q).await?;
+    Ok(())
+}
+
+/// `run/apply_batch.cypher`'s answer: the ids of the new runs it created.
+#[derive(Deserialize)]
+struct Made {
+    made: Vec<String>,
+}
+
 /// [`apply`] with the pass statement's text given: the warm-up's twin of it (`warm/passes.rs`).
 pub(crate) async fn apply_statement(
     tx: &mut Tx,
     statement: &str,
     batch: &Batch,
 ) -> Result<Vec<String>, Error> {
+    let q = apply_query(statement, batch)?;
+    Ok(tx.one::<Made>(q).await?.map(|m| m.made).unwrap_or_default())
+}
+
+/// The pass statement with its batch and status words bound.
+fn apply_query(statement: &str, batch: &Batch) -> Result<neo4rs::Query, Error> {
     // One map parameter, not one list per part: Neo4j keys its plan cache by the parameters'
     // types, and an empty list is typed apart from a list of maps, so each mix of empty and
     // non-empty parts was planned anew (about a second each for this statement).
@@ -719,12 +745,7 @@ pub(crate) async fn apply_statement(
         .param("generating", AltState::Generating.as_str())
         .param("valid", AltState::Valid.as_str())
         .param("failed", AltState::Failed.as_str());
-    let q = crate::knowledge::for_ingestion(q);
-    #[derive(Deserialize)]
-    struct Made {
-        made: Vec<String>,
-    }
-    Ok(tx.one::<Made>(q).await?.map(|m| m.made).unwrap_or_default())
+    Ok(crate::knowledge::for_ingestion(q))
 }
 
 /// What a worker needs to call a Tool, and what the engine re-checks at execution.

@@ -76,19 +76,43 @@ impl Tx {
     pub async fn commit(self) -> Result<(), Error> {
         let written = self.inner.written();
         self.inner.commit().await.map_err(Error::from_driver)?;
-        metrics::counter!("aiden_graph_commits_total").increment(1);
-        for (what, n) in [
-            ("nodes_created", written.nodes_created),
-            ("edges_created", written.relationships_created),
-            ("nodes_updated", self.updated),
-        ] {
-            metrics::counter!("aiden_graph_records_total", "what" => what).increment(n);
-        }
+        count_commit(written, self.updated);
         Ok(())
+    }
+
+    /// A last statement and the commit in one round trip (vendor/README.md): every row, once
+    /// committed. An error means nothing was committed, or for [`Error::Unavailable`] (the
+    /// connection lost after the commit was sent) that the outcome is unknown, as for
+    /// [`Tx::commit`]. Only for a statement whose rows cannot change the decision to commit.
+    pub async fn rows_and_commit<T: DeserializeOwned>(
+        self,
+        q: neo4rs::Query,
+    ) -> Result<Vec<T>, Error> {
+        let timer = StatementTimer::start(&q);
+        let (rows, written) = self
+            .inner
+            .fetch_all_and_commit(q, neo4rs::Fetch::All)
+            .await
+            .map_err(Error::from_driver)?;
+        timer.done();
+        count_commit(written, self.updated);
+        decode(rows)
     }
 
     pub async fn rollback(self) -> Result<(), Error> {
         self.inner.rollback().await.map_err(Error::from_driver)
+    }
+}
+
+/// `aiden_graph_commits_total` and `aiden_graph_records_total{what}` for a commit that landed.
+fn count_commit(written: neo4rs::WriteStats, updated: u64) {
+    metrics::counter!("aiden_graph_commits_total").increment(1);
+    for (what, n) in [
+        ("nodes_created", written.nodes_created),
+        ("edges_created", written.relationships_created),
+        ("nodes_updated", updated),
+    ] {
+        metrics::counter!("aiden_graph_records_total", "what" => what).increment(n);
     }
 }
 

@@ -83,7 +83,28 @@ impl Txn {
     /// go out in one flush.
     #[cfg(not(feature = "unstable-bolt-protocol-impl-v2"))]
     pub async fn fetch_all(&mut self, q: impl Into<Query>, fetch: Fetch) -> Result<Vec<Row>> {
-        let query = self.with_extras(q.into());
+        self.exchange(q.into(), fetch, false).await
+    }
+
+    /// [`Txn::fetch_all`] with the transaction's COMMIT in the same flush: one round trip for
+    /// the statement and the commit (vendor/README.md). When the statement fails the server
+    /// answers the COMMIT with IGNORED and nothing is committed; an error after the flush
+    /// (the connection lost) leaves the outcome unknown, as a failed [`Txn::commit`] does.
+    /// Answers the rows and what the whole transaction wrote.
+    #[cfg(not(feature = "unstable-bolt-protocol-impl-v2"))]
+    pub async fn fetch_all_and_commit(
+        mut self,
+        q: impl Into<Query>,
+        fetch: Fetch,
+    ) -> Result<(Vec<Row>, WriteStats)> {
+        let rows = self.exchange(q.into(), fetch, true).await?;
+        self.connection.mark_clean();
+        Ok((rows, self.written))
+    }
+
+    #[cfg(not(feature = "unstable-bolt-protocol-impl-v2"))]
+    async fn exchange(&mut self, q: Query, fetch: Fetch, commit: bool) -> Result<Vec<Row>> {
+        let query = self.with_extras(q);
         let version = self.connection.version();
         let mut requests = Vec::with_capacity(3);
         let mut names = Vec::with_capacity(3);
@@ -99,6 +120,10 @@ impl Txn {
         };
         requests.push(follow_up.into_bytes(version)?);
         names.push(name);
+        if commit {
+            requests.push(BoltRequest::commit().into_bytes(version)?);
+            names.push("COMMIT");
+        }
         self.connection.send_pipelined(requests).await?;
         self.begin_pending = false;
         // One summary per request, in order; after a FAILURE the server answers IGNORED.
@@ -117,7 +142,7 @@ impl Txn {
                             fields = success.get("fields").unwrap_or_default();
                         }
                         more = name == "PULL" && success.get("has_more").unwrap_or(false);
-                        if name != "RUN" {
+                        if name == "PULL" || name == "DISCARD" {
                             if let Ok(stats) = success.get::<WriteStats>("stats") {
                                 self.written.nodes_created += stats.nodes_created;
                                 self.written.relationships_created += stats.relationships_created;
@@ -143,7 +168,14 @@ impl Txn {
         if let Some(e) = failure {
             return Err(e);
         }
-        // A server that caps a PULL of all records says so with `has_more`: read on.
+        // A server that caps a PULL of all records says so with `has_more`: read on. (Not
+        // with a COMMIT behind it: the server answered it already; the statements sent with a
+        // commit fit one PULL.)
+        if more && commit {
+            return Err(crate::errors::Error::UnexpectedMessage(
+                "PULL has more records, and the COMMIT was sent".into(),
+            ));
+        }
         while more {
             self.connection.send(BoltRequest::pull_all_for(-1)).await?;
             loop {

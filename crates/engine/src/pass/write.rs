@@ -84,7 +84,11 @@ impl Pass<'_> {
 
     /// Writes the pass; answers the handed runs it could not create (their Process moved on:
     /// the caller rolls the pass back).
-    pub async fn write(&mut self) -> Result<Vec<String>, aiden_graph::Error> {
+    /// With `commit`, a pass whose last statement creates no run sends the commit with that
+    /// statement, one round trip fewer (`runs::apply_and_commit`; `commit_sent` says so, and
+    /// then no transaction is left to the caller). Only when no other pass's commit is in
+    /// flight: commits keep the passes' order.
+    pub async fn write(&mut self, commit: bool) -> Result<Vec<String>, aiden_graph::Error> {
         self.stamp_versions();
         let new_runs = std::mem::take(&mut self.new_runs);
         // A child run's SPAWNED edge and an agent call's HAS_CALL start at a step run that may
@@ -191,8 +195,14 @@ impl Pass<'_> {
             // unknown, and the engine recovers those runs from the graph (Engine::uncertain).
             let tx = self.tx().await?;
             tx.count_updates(updated);
-            let made = runs::apply(tx, &batch).await?;
-            missed.extend(unmade(&batch, made));
+            if commit && batch.new_runs.is_empty() && missed.is_empty() {
+                let tx = self.tx.take().expect("begun above");
+                self.commit_sent = true;
+                runs::apply_and_commit(tx, &batch).await?;
+            } else {
+                let made = runs::apply(tx, &batch).await?;
+                missed.extend(unmade(&batch, made));
+            }
         }
         Ok(missed)
     }

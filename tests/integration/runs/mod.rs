@@ -451,7 +451,7 @@ fn kinds(events: &[(i64, Value)]) -> Vec<String> {
 
 async fn amqp() -> (lapin::Connection, lapin::Channel) {
     let uri = aiden_tests::test_amqp_uri();
-    let conn = lapin::Connection::connect(&uri, Default::default())
+    let conn = aiden_jobs::nodes::connect_any(&uri)
         .await
         .expect("RabbitMQ");
     let ch = conn.create_channel().await.unwrap();

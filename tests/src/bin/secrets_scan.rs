@@ -274,7 +274,7 @@ async fn scan_queues(needles: &Needles, report: &mut Report) -> Result<()> {
             Some((parts.next()?.to_owned(), parts.next()?.parse().ok()?))
         })
         .collect();
-    let conn = lapin::Connection::connect(&uri, Default::default()).await?;
+    let conn = aiden_jobs::nodes::connect_any(&uri).await?;
     for (queue, count) in queues.into_iter().filter(|(_, n)| *n > 0) {
         let channel = conn.create_channel().await?;
         channel.basic_qos(0, BasicQosOptions::default()).await?;

@@ -25,7 +25,9 @@ async fn passes_for(graph: &Graph, passes: Duration) -> Duration {
     if passes.is_zero() {
         return passes;
     }
-    match aiden_graph::warm::server_uptime(graph).await {
+    // Within the warm-ups' own bound, not only the graph's statement timeout.
+    let uptime = tokio::time::timeout(BOUND, aiden_graph::warm::server_uptime(graph)).await;
+    match uptime.unwrap_or_else(|_| Err(aiden_graph::Error::Unavailable("timed out".into()))) {
         Ok(up) if up >= COMPILED_AFTER => {
             tracing::info!(
                 server_uptime_s = up.as_secs(),

@@ -58,10 +58,16 @@ fn quantile(values: &mut [f64], p: f64) -> f64 {
 /// settling pass's statement and commit, and the event's way to the client. Client and server
 /// share the machine's clock.
 fn edges_of_run(run: &Value, client: [i64; 3]) -> [Option<f64>; 3] {
-    let steps = run["steps"].as_array();
-    let stamp = |s: Option<&Value>, k: &str| s.and_then(|s| s["hops"][k].as_i64());
-    let first = stamp(steps.and_then(|s| s.first()), "statementStartUs");
-    let last = stamp(steps.and_then(|s| s.last()), "resultUs");
+    // The earliest dispatch and the latest result: in a plan with parallel steps the last
+    // step in plan order need not be the last to finish.
+    let stamps = |k: &str| -> Vec<i64> {
+        run["steps"]
+            .as_array()
+            .map(|s| s.iter().filter_map(|s| s["hops"][k].as_i64()).collect())
+            .unwrap_or_default()
+    };
+    let first = stamps("statementStartUs").into_iter().min();
+    let last = stamps("resultUs").into_iter().max();
     let ms = |a: Option<i64>, b: Option<i64>| Some((b? - a?) as f64 / 1000.0);
     let [sent, answered, seen] = client.map(Some);
     [ms(sent, first), ms(sent, answered), ms(last, seen)]

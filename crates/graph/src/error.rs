@@ -76,7 +76,8 @@ impl Error {
             neo4rs::Error::IOError { .. }
             | neo4rs::Error::ConnectionError
             | neo4rs::Error::ConnectionTimedOut
-            | neo4rs::Error::ServerUnavailableError(_) => Error::Unavailable(e.to_string()),
+            | neo4rs::Error::ServerUnavailableError(_)
+            | neo4rs::Error::CommitOutcomeUnknown(_) => Error::Unavailable(e.to_string()),
             neo4rs::Error::DeserializationError(_) | neo4rs::Error::ConversionError => {
                 Error::Decode(e.to_string())
             }

@@ -696,7 +696,7 @@ pub async fn apply(tx: &mut Tx, batch: &Batch) -> Result<Vec<String>, Error> {
     apply_statement(tx, query_file!("run/apply_batch.cypher"), batch).await
 }
 
-/// [`apply`], then the commit, in one round trip (`Tx::rows_and_commit`) for a batch that
+/// [`apply`], then the commit, in one round trip (`Tx::run_and_commit`) for a batch that
 /// creates no run: only the runs it creates are checked after the statement (the ids it
 /// answers), so the answer of any other cannot undo it.
 pub async fn apply_and_commit(tx: Tx, batch: &Batch) -> Result<(), Error> {
@@ -706,8 +706,7 @@ pub async fn apply_and_commit(tx: Tx, batch: &Batch) -> Result<(), Error> {
         ));
     }
     let q = apply_query(query_file!("run/apply_batch.cypher"), batch)?;
-    tx.rows_and_commit::<Made>(q).await?;
-    Ok(())
+    tx.run_and_commit(q).await
 }
 
 /// `run/apply_batch.cypher`'s answer: the ids of the new runs it created.

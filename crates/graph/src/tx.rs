@@ -80,23 +80,21 @@ impl Tx {
         Ok(())
     }
 
-    /// A last statement and the commit in one round trip (vendor/README.md): every row, once
-    /// committed. An error means nothing was committed, or for [`Error::Unavailable`] (the
-    /// connection lost after the commit was sent) that the outcome is unknown, as for
-    /// [`Tx::commit`]. Only for a statement whose rows cannot change the decision to commit.
-    pub async fn rows_and_commit<T: DeserializeOwned>(
-        self,
-        q: neo4rs::Query,
-    ) -> Result<Vec<T>, Error> {
+    /// A last statement (its rows discarded) and the commit in one round trip
+    /// (vendor/README.md). An error means nothing was committed, except
+    /// [`Error::Unavailable`]: the commit's answer was not read, and it may have committed, as
+    /// for [`Tx::commit`]. Only for a statement whose rows could not change the decision to
+    /// commit. Its time in `aiden_graph_statement_seconds` includes the commit.
+    pub async fn run_and_commit(self, q: neo4rs::Query) -> Result<(), Error> {
         let timer = StatementTimer::start(&q);
-        let (rows, written) = self
+        let written = self
             .inner
-            .fetch_all_and_commit(q, neo4rs::Fetch::All)
+            .run_and_commit(q)
             .await
             .map_err(Error::from_driver)?;
         timer.done();
         count_commit(written, self.updated);
-        decode(rows)
+        Ok(())
     }
 
     pub async fn rollback(self) -> Result<(), Error> {

@@ -33,6 +33,11 @@ pub enum Error {
     #[error("connection error")]
     ConnectionError,
 
+    /// A COMMIT was sent and its answer was not read (vendor/README.md): the transaction may
+    /// or may not have committed.
+    #[error("the commit's outcome is unknown: {0}")]
+    CommitOutcomeUnknown(String),
+
     #[error(
         "connection has an incomplete Bolt exchange; pending responses must be consumed before sending another request, and interrupted I/O requires a new connection"
     )]

@@ -83,28 +83,7 @@ impl Txn {
     /// go out in one flush.
     #[cfg(not(feature = "unstable-bolt-protocol-impl-v2"))]
     pub async fn fetch_all(&mut self, q: impl Into<Query>, fetch: Fetch) -> Result<Vec<Row>> {
-        self.exchange(q.into(), fetch, false).await
-    }
-
-    /// [`Txn::fetch_all`] with the transaction's COMMIT in the same flush: one round trip for
-    /// the statement and the commit (vendor/README.md). When the statement fails the server
-    /// answers the COMMIT with IGNORED and nothing is committed; an error after the flush
-    /// (the connection lost) leaves the outcome unknown, as a failed [`Txn::commit`] does.
-    /// Answers the rows and what the whole transaction wrote.
-    #[cfg(not(feature = "unstable-bolt-protocol-impl-v2"))]
-    pub async fn fetch_all_and_commit(
-        mut self,
-        q: impl Into<Query>,
-        fetch: Fetch,
-    ) -> Result<(Vec<Row>, WriteStats)> {
-        let rows = self.exchange(q.into(), fetch, true).await?;
-        self.connection.mark_clean();
-        Ok((rows, self.written))
-    }
-
-    #[cfg(not(feature = "unstable-bolt-protocol-impl-v2"))]
-    async fn exchange(&mut self, q: Query, fetch: Fetch, commit: bool) -> Result<Vec<Row>> {
-        let query = self.with_extras(q);
+        let query = self.with_extras(q.into());
         let version = self.connection.version();
         let mut requests = Vec::with_capacity(3);
         let mut names = Vec::with_capacity(3);
@@ -120,10 +99,6 @@ impl Txn {
         };
         requests.push(follow_up.into_bytes(version)?);
         names.push(name);
-        if commit {
-            requests.push(BoltRequest::commit().into_bytes(version)?);
-            names.push("COMMIT");
-        }
         self.connection.send_pipelined(requests).await?;
         self.begin_pending = false;
         // One summary per request, in order; after a FAILURE the server answers IGNORED.
@@ -142,12 +117,8 @@ impl Txn {
                             fields = success.get("fields").unwrap_or_default();
                         }
                         more = name == "PULL" && success.get("has_more").unwrap_or(false);
-                        if name == "PULL" || name == "DISCARD" {
-                            if let Ok(stats) = success.get::<WriteStats>("stats") {
-                                self.written.nodes_created += stats.nodes_created;
-                                self.written.relationships_created += stats.relationships_created;
-                                self.written.properties_set += stats.properties_set;
-                            }
+                        if name != "RUN" {
+                            self.add_written(&success);
                         }
                         break;
                     }
@@ -168,14 +139,7 @@ impl Txn {
         if let Some(e) = failure {
             return Err(e);
         }
-        // A server that caps a PULL of all records says so with `has_more`: read on. (Not
-        // with a COMMIT behind it: the server answered it already; the statements sent with a
-        // commit fit one PULL.)
-        if more && commit {
-            return Err(crate::errors::Error::UnexpectedMessage(
-                "PULL has more records, and the COMMIT was sent".into(),
-            ));
-        }
+        // A server that caps a PULL of all records says so with `has_more`: read on.
         while more {
             self.connection.send(BoltRequest::pull_all_for(-1)).await?;
             loop {
@@ -190,6 +154,80 @@ impl Txn {
             }
         }
         Ok(rows)
+    }
+
+    /// Runs the transaction's last statement, its result discarded, with the COMMIT in the
+    /// same flush: one round trip for both (vendor/README.md). Answers what the whole
+    /// transaction wrote once the COMMIT answered SUCCESS. Any other answer is an error:
+    /// - a FAILURE from the server (the statement's, and the COMMIT behind it IGNORED, or the
+    ///   COMMIT's own): nothing was committed;
+    /// - [`Error::CommitOutcomeUnknown`]: the COMMIT went out, or may have, and its answer was
+    ///   never read (the connection failed): it may have committed.
+    #[cfg(not(feature = "unstable-bolt-protocol-impl-v2"))]
+    pub async fn run_and_commit(mut self, q: impl Into<Query>) -> Result<WriteStats> {
+        use crate::errors::Error;
+        let unknown = |e: Error| Error::CommitOutcomeUnknown(e.to_string());
+        let query = self.with_extras(q.into());
+        let version = self.connection.version();
+        let mut requests = Vec::with_capacity(4);
+        let mut names = Vec::with_capacity(4);
+        if self.begin_pending {
+            requests.push(BoltRequest::begin(self.db.as_deref()).into_bytes(version)?);
+            names.push("BEGIN");
+        }
+        requests.push(query.into_run_request().into_bytes(version)?);
+        names.push("RUN");
+        requests.push(BoltRequest::discard_all_for(-1).into_bytes(version)?);
+        names.push("DISCARD");
+        requests.push(BoltRequest::commit().into_bytes(version)?);
+        names.push("COMMIT");
+        self.begin_pending = false;
+        // A write that failed midway may have delivered the COMMIT.
+        self.connection
+            .send_pipelined(requests)
+            .await
+            .map_err(unknown)?;
+        // One summary per request, in order; after a FAILURE the server answers IGNORED.
+        let mut failure = None;
+        let mut committed = false;
+        for name in names {
+            loop {
+                match self.connection.recv().await.map_err(unknown)? {
+                    BoltResponse::Success(success) => {
+                        if name == "DISCARD" {
+                            self.add_written(&success);
+                        }
+                        committed = name == "COMMIT";
+                        break;
+                    }
+                    // Nothing asked for records: skipped, the summary follows.
+                    BoltResponse::Record(_) => {}
+                    other => {
+                        if failure.is_none() {
+                            failure = Some(other.into_error(name));
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+        if !committed {
+            return Err(failure.unwrap_or_else(|| {
+                Error::UnexpectedMessage("the COMMIT was not answered SUCCESS".into())
+            }));
+        }
+        self.connection.mark_clean();
+        Ok(self.written)
+    }
+
+    /// Adds a statement summary's write counters to the transaction's.
+    #[cfg(not(feature = "unstable-bolt-protocol-impl-v2"))]
+    fn add_written(&mut self, success: &crate::messages::Success) {
+        if let Ok(stats) = success.get::<WriteStats>("stats") {
+            self.written.nodes_created += stats.nodes_created;
+            self.written.relationships_created += stats.relationships_created;
+            self.written.properties_set += stats.properties_set;
+        }
     }
 
     /// What this transaction's statements wrote so far (summed from their summaries).

@@ -3,6 +3,7 @@
 //! (microsecond timestamps the engine and the worker stamp on each job and result).
 
 use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex};
 
 use serde_json::{json, Value};
 
@@ -75,22 +76,16 @@ fn edges_of_run(run: &Value, client: [i64; 3]) -> [Option<f64>; 3] {
 
 /// Per run started through `Api::start_and_wait`: the client's own clock when it sent the
 /// start, when the start was answered and when it saw the terminal event.
-static CLIENT_EDGES: std::sync::Mutex<Option<HashMap<String, [i64; 3]>>> =
-    std::sync::Mutex::new(None);
+static CLIENT_EDGES: LazyLock<Mutex<HashMap<String, [i64; 3]>>> = LazyLock::new(Default::default);
 
 pub fn record_edges(run_id: &str, edges: [i64; 3]) {
     if let Ok(mut all) = CLIENT_EDGES.lock() {
-        all.get_or_insert_with(HashMap::new)
-            .insert(run_id.to_owned(), edges);
+        all.insert(run_id.to_owned(), edges);
     }
 }
 
 fn client_edges(run_id: &str) -> Option<[i64; 3]> {
-    CLIENT_EDGES
-        .lock()
-        .ok()?
-        .as_ref()
-        .and_then(|all| all.get(run_id).copied())
+    CLIENT_EDGES.lock().ok()?.get(run_id).copied()
 }
 
 /// Microseconds since the epoch, the clock the engine and workers stamp hops with.

@@ -83,22 +83,11 @@ impl Txn {
     /// go out in one flush.
     #[cfg(not(feature = "unstable-bolt-protocol-impl-v2"))]
     pub async fn fetch_all(&mut self, q: impl Into<Query>, fetch: Fetch) -> Result<Vec<Row>> {
-        let query = self.with_extras(q.into());
-        let version = self.connection.version();
-        let mut requests = Vec::with_capacity(3);
-        let mut names = Vec::with_capacity(3);
-        if self.begin_pending {
-            requests.push(BoltRequest::begin(self.db.as_deref()).into_bytes(version)?);
-            names.push("BEGIN");
-        }
-        requests.push(query.into_run_request().into_bytes(version)?);
-        names.push("RUN");
-        let (follow_up, name) = match fetch {
-            Fetch::All => (BoltRequest::pull_all_for(-1), "PULL"),
-            Fetch::Discard => (BoltRequest::discard_all_for(-1), "DISCARD"),
+        let follow_up = match fetch {
+            Fetch::All => vec![(BoltRequest::pull_all_for(-1), "PULL")],
+            Fetch::Discard => vec![(BoltRequest::discard_all_for(-1), "DISCARD")],
         };
-        requests.push(follow_up.into_bytes(version)?);
-        names.push(name);
+        let (requests, names) = self.flush_of(q.into(), follow_up)?;
         self.connection.send_pipelined(requests).await?;
         self.begin_pending = false;
         // One summary per request, in order; after a FAILURE the server answers IGNORED.
@@ -167,20 +156,11 @@ impl Txn {
     pub async fn run_and_commit(mut self, q: impl Into<Query>) -> Result<WriteStats> {
         use crate::errors::Error;
         let unknown = |e: Error| Error::CommitOutcomeUnknown(e.to_string());
-        let query = self.with_extras(q.into());
-        let version = self.connection.version();
-        let mut requests = Vec::with_capacity(4);
-        let mut names = Vec::with_capacity(4);
-        if self.begin_pending {
-            requests.push(BoltRequest::begin(self.db.as_deref()).into_bytes(version)?);
-            names.push("BEGIN");
-        }
-        requests.push(query.into_run_request().into_bytes(version)?);
-        names.push("RUN");
-        requests.push(BoltRequest::discard_all_for(-1).into_bytes(version)?);
-        names.push("DISCARD");
-        requests.push(BoltRequest::commit().into_bytes(version)?);
-        names.push("COMMIT");
+        let follow_up = vec![
+            (BoltRequest::discard_all_for(-1), "DISCARD"),
+            (BoltRequest::commit(), "COMMIT"),
+        ];
+        let (requests, names) = self.flush_of(q.into(), follow_up)?;
         self.begin_pending = false;
         // A write that failed midway may have delivered the COMMIT.
         self.connection
@@ -218,6 +198,31 @@ impl Txn {
         }
         self.connection.mark_clean();
         Ok(self.written)
+    }
+
+    /// The requests of one flush and their names, in order: the deferred BEGIN (on the
+    /// transaction's first statement), RUN, then `follow_up`.
+    #[cfg(not(feature = "unstable-bolt-protocol-impl-v2"))]
+    fn flush_of(
+        &self,
+        q: Query,
+        follow_up: Vec<(BoltRequest, &'static str)>,
+    ) -> Result<(Vec<bytes::Bytes>, Vec<&'static str>)> {
+        let query = self.with_extras(q);
+        let version = self.connection.version();
+        let mut requests = Vec::with_capacity(2 + follow_up.len());
+        let mut names = Vec::with_capacity(2 + follow_up.len());
+        if self.begin_pending {
+            requests.push(BoltRequest::begin(self.db.as_deref()).into_bytes(version)?);
+            names.push("BEGIN");
+        }
+        requests.push(query.into_run_request().into_bytes(version)?);
+        names.push("RUN");
+        for (request, name) in follow_up {
+            requests.push(request.into_bytes(version)?);
+            names.push(name);
+        }
+        Ok((requests, names))
     }
 
     /// Adds a statement summary's write counters to the transaction's.

@@ -1,9 +1,10 @@
 //! Fault tests: real `aiden serve` and `aiden worker` processes, killed and restarted mid-run
 //! (also while an agent Alternative is generating), a RabbitMQ restart mid-run, the active one
 //! of two `aiden serve` instances killed (engine takeover), traces across the processes and a
-//! graph outage. Each run must still complete, its step results recorded once, and `aiden check`
-//! must stay clean. One test per fault, each on a [`Rig`] of its own processes; they restart the
-//! broker and kill servers, so the rig's lock runs them one at a time.
+//! graph outage; a retry that overtakes its failed attempt's result. Each run must still
+//! complete, its step results recorded once, and `aiden check` must stay clean. One test per
+//! fault, each on a [`Rig`] of its own processes; they restart the broker and kill servers, so
+//! the rig's lock runs them one at a time.
 
 use std::process::Command;
 use std::sync::atomic::Ordering;
@@ -165,6 +166,40 @@ async fn faults_exec_2_a_broker_restart_mid_step_loses_nothing_and_records_each_
     rabbitmqctl(&["start_app"]);
     rabbitmqctl(&["await_startup"]);
     assert_completed_once(api, &run, up, &tag).await;
+    assert_check_clean(None);
+}
+
+/// EXEC-4, EXEC-2: a retry is published (to its delay queue) before its failed attempt's
+/// result, so with a short delay it can reach the pool that ran that attempt before the result
+/// is confirmed. The pool must run it, not take it for a copy of the attempt it is reporting
+/// (which left the step `queued` for good). Every step fails twice; retries are 1 ms apart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faults_exec_4_a_retry_that_arrives_before_its_failed_attempts_result_still_runs() {
+    let quick = vec![("AIDEN_RETRY_INITIAL_DELAY_MS", "1".to_owned())];
+    let rig = Rig::with_env(Vec::new(), quick).await;
+    let (api, up) = (&rig.api, &rig.up);
+    let tag = rig.tag("retry");
+    for step in ["a", "b", "c"] {
+        up.fail_next(&format!("{tag}-{step}"), 2);
+    }
+    let process = define(api, &rig.upstream, &tag, 0).await;
+    let run = start(api, &process).await;
+    let settled = api.wait_settled(&run, Duration::from_secs(60)).await;
+    assert_eq!(settled["status"], "completed", "{settled}");
+    assert_eq!(
+        settled["output"],
+        json!({"tag": format!("{tag}-c"), "ok": true})
+    );
+    let events = api.events(&run).await;
+    for step in ["a", "b", "c"] {
+        let count = |kind: &str| {
+            let of = |e: &&Value| e["kind"] == kind && e["stepId"] == step;
+            events.iter().filter(of).count()
+        };
+        assert_eq!(count("step.retrying"), 2, "step {step}: {events:?}");
+        assert_eq!(count("step.completed"), 1, "step {step}: {events:?}");
+        assert_eq!(up.calls_for(&format!("{tag}-{step}")), 3, "step {step}");
+    }
     assert_check_clean(None);
 }
 

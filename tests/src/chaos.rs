@@ -20,6 +20,8 @@ pub struct Upstream {
     /// `(tag, Idempotency-Key)` of every call.
     pub keys: Arc<std::sync::Mutex<Vec<TaggedKey>>>,
     pub in_flight: Arc<AtomicUsize>,
+    /// Per tag, how many of its next calls answer 503 (a retryable upstream error).
+    pub failing: Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>,
 }
 
 /// A call's `tag` and the `Idempotency-Key` it carried.
@@ -58,6 +60,23 @@ impl Upstream {
         }
     }
 
+    /// The next `calls` calls for `tag` answer 503.
+    pub fn fail_next(&self, tag: &str, calls: usize) {
+        self.failing.lock().unwrap().insert(tag.to_owned(), calls);
+    }
+
+    /// `true` once for each call [`Upstream::fail_next`] said should fail.
+    fn takes_failure(&self, tag: &str) -> bool {
+        let mut failing = self.failing.lock().unwrap();
+        match failing.get_mut(tag) {
+            Some(left) if *left > 0 => {
+                *left -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
     pub fn calls_for(&self, tag: &str) -> usize {
         self.calls
             .lock()
@@ -86,10 +105,17 @@ pub async fn start_upstream() -> (Upstream, String) {
                         .and_then(|v| v.to_str().ok())
                         .map(str::to_owned);
                     state.keys.lock().unwrap().push((tag.clone(), key));
+                    if state.takes_failure(&tag) {
+                        let busy = axum::http::StatusCode::SERVICE_UNAVAILABLE;
+                        return (busy, Json(json!({"tag": tag, "ok": false})));
+                    }
                     state.in_flight.fetch_add(1, Ordering::SeqCst);
                     tokio::time::sleep(Duration::from_millis(ms)).await;
                     state.in_flight.fetch_sub(1, Ordering::SeqCst);
-                    Json(json!({"tag": tag, "ok": true}))
+                    (
+                        axum::http::StatusCode::OK,
+                        Json(json!({"tag": tag, "ok": true})),
+                    )
                 }
             },
         ),

@@ -65,8 +65,11 @@ struct Shared {
     canceled: Mutex<HashSet<String>>,
     /// Per step run in progress: its run and the flag a cancel of that run raises.
     in_flight: Mutex<HashMap<String, (String, Arc<CancelFlag>)>>,
-    /// Per step run in progress here: whether its result reached the broker (`Some(true)`),
-    /// could not (`Some(false)`), or is not reported yet (`None`).
+    /// Per attempt in progress here (by the job's message id, `stepRun#attempt`): whether its
+    /// result reached the broker (`Some(true)`), could not (`Some(false)`), or is not reported
+    /// yet (`None`). By attempt, not by step run: a retry is published before its failed
+    /// attempt's result, and may arrive first; it must never wait on that result and be taken
+    /// for its copy.
     reports: Mutex<HashMap<String, tokio::sync::watch::Receiver<Option<bool>>>>,
     seen: Mutex<SeenJobs>,
 }

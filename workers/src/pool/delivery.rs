@@ -57,9 +57,9 @@ async fn run_job(shared: &Shared, broker: &Broker, slot: usize, delivery: Delive
     let may_repeat = delivery.redelivered || job.redispatch || job.attempt > 1;
     let first_take = shared.seen.lock().await.insert(job.message_id());
     // A restarted engine re-dispatches the steps it finds unsettled (a tool step's start is not
-    // written to the graph, only its settling is). When this pool is running that step now, the
-    // copy waits for it: a result that reached the broker will be recorded, so the copy is skipped;
-    // one that could not be published leaves the step to the copy.
+    // written to the graph, only its settling is). When this pool is running that attempt now,
+    // the copy waits for it: a result that reached the broker will be recorded, so the copy is
+    // skipped; one that could not be published leaves the step to the copy.
     if may_repeat && reported_here(shared, &job).await {
         tracing::info!(step = %job.step_run_id, "re-dispatched job for a step run here skipped");
         tracing::Span::current().record("outcome", "skipped");
@@ -94,8 +94,8 @@ async fn run_job(shared: &Shared, broker: &Broker, slot: usize, delivery: Delive
         .reports
         .lock()
         .await
-        .insert(job.step_run_id.clone(), reported);
-    let report = Reported(shared, job.step_run_id.clone(), report);
+        .insert(job.message_id(), reported);
+    let report = Reported(shared, job.message_id(), report);
     // A cancel that arrived before the job was registered.
     if shared.canceled.lock().await.contains(&job.run_id) {
         flag.raise();
@@ -223,10 +223,11 @@ impl Reported<'_> {
     }
 }
 
-/// `true` when this pool runs the job's step now and that attempt's result reached the broker
-/// (waiting for it at most the job's timeout and 30 s more).
+/// `true` when this pool runs the job's attempt now and its result reached the broker
+/// (waiting for it at most the job's timeout and 30 s more). Only the same attempt: a retry of
+/// an attempt that failed here is a new call, whatever that attempt's report says.
 async fn reported_here(shared: &Shared, job: &Job) -> bool {
-    let held = shared.reports.lock().await.get(&job.step_run_id).cloned();
+    let held = shared.reports.lock().await.get(&job.message_id()).cloned();
     let Some(mut reported) = held else {
         return false;
     };

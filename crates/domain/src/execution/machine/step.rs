@@ -359,7 +359,8 @@ pub enum Effect {
 /// run, only for a pending step. A pending step may take a worker's start or result: dispatching
 /// writes nothing, so a step dispatched before an engine restart reads as pending. A start of an
 /// earlier attempt than the step's is ignored (stale), as is every worker message for a settled
-/// step (EXEC-2) and a cancel of one; only an agent step waits, and no worker holds one.
+/// step (EXEC-2) and a cancel of one; only an agent step waits, and no worker holds one. An
+/// earlier attempt's retry only adds that attempt's facts (its retry overtook it).
 pub fn step(
     state: Step,
     message: Message<'_>,
@@ -602,6 +603,23 @@ fn lost_to(s: &Step, effects: &mut Vec<Effect>, by: &str) {
 
 /// An attempt of an unsettled step ended.
 fn finish(s: &mut Step, effects: &mut Vec<Effect>, call: &Call, outcome: Outcome) {
+    if let Outcome::Retrying {
+        error,
+        next_attempt,
+        delay_ms,
+    } = &outcome
+    {
+        if call.attempt < s.attempts {
+            // Its retry overtook it (a worker publishes the retry before the failed attempt's
+            // result): a later attempt holds the step, which stays as it is. Only the failed
+            // attempt's facts are added; no worker lost anything.
+            if !call.worker_id.is_empty() {
+                effects.push(Effect::RanOn(call.worker_id.clone()));
+            }
+            effects.extend(retried(call, error, *next_attempt, *delay_ms));
+            return;
+        }
+    }
     let unannounced = s.status == StepStatus::Queued
         || (s.status == StepStatus::Running && s.attempts < call.attempt);
     if unannounced && call.attempt != u32::MAX && !call.worker_id.is_empty() {
@@ -641,18 +659,7 @@ fn finish(s: &mut Step, effects: &mut Vec<Effect>, call: &Call, outcome: Outcome
                 duration_ms: None,
                 ..audited
             })));
-            effects.push(Effect::Retried(Retried {
-                at: call.finished_at.clone(),
-                duration_ms: call.duration_ms().cloned(),
-                record: json!({"attempt": call.attempt, "workerId": call.worker_id,
-                               "inputHash": call.input_hash, "durationMs": call.duration_ms(),
-                               "error": error, "at": call.finished_at}),
-            }));
-            effects.push(Effect::Event(
-                EventKind::Retrying,
-                json!({"attempt": call.attempt, "nextAttempt": next_attempt,
-                       "delayMs": delay_ms, "error": error}),
-            ));
+            effects.extend(retried(call, &error, next_attempt, delay_ms));
         }
         Outcome::Completed { output, truncated } => {
             s.status = StepStatus::Completed;
@@ -694,6 +701,24 @@ fn finish(s: &mut Step, effects: &mut Vec<Effect>, call: &Call, outcome: Outcome
             effects.push(Effect::Settled(Err(error)));
         }
     }
+}
+
+/// A retried attempt's facts appended to its StepRun, and its `step.retrying` event.
+fn retried(call: &Call, error: &Value, next_attempt: u32, delay_ms: u64) -> [Effect; 2] {
+    [
+        Effect::Retried(Retried {
+            at: call.finished_at.clone(),
+            duration_ms: call.duration_ms().cloned(),
+            record: json!({"attempt": call.attempt, "workerId": call.worker_id,
+                           "inputHash": call.input_hash, "durationMs": call.duration_ms(),
+                           "error": error, "at": call.finished_at}),
+        }),
+        Effect::Event(
+            EventKind::Retrying,
+            json!({"attempt": call.attempt, "nextAttempt": next_attempt,
+                   "delayMs": delay_ms, "error": error}),
+        ),
+    ]
 }
 
 #[cfg(test)]

@@ -62,6 +62,28 @@ fn running(worker: &str) -> Step {
     step(queued(), started, NOW).0
 }
 
+/// `call`'s attempt failed with `code` and is retried after `delay_ms`.
+fn retrying<'a>(call: &'a Call, code: &str, delay_ms: u64) -> Message<'a> {
+    Message::Finished {
+        call,
+        outcome: Outcome::Retrying {
+            error: json!({"code": code}),
+            next_attempt: call.attempt + 1,
+            delay_ms,
+        },
+    }
+}
+
+/// Attempt 2, on worker `w2`, completes with `1`.
+fn second_attempt_completes(s: Step) -> (Step, Vec<Effect>) {
+    let c2 = call(2, "w2");
+    let done = Message::Finished {
+        call: &c2,
+        outcome: completed(json!(1)),
+    };
+    step(s, done, NOW)
+}
+
 fn completed(output: Value) -> Outcome {
     Outcome::Completed {
         output,
@@ -170,15 +192,7 @@ fn a_fast_steps_result_carries_its_start_and_settles_once() {
 #[test]
 fn a_retry_writes_the_failed_attempt_then_the_next_one_settles() {
     let c1 = call(1, "w1");
-    let retry = Message::Finished {
-        call: &c1,
-        outcome: Outcome::Retrying {
-            error: json!({"code": "TIMEOUT"}),
-            next_attempt: 2,
-            delay_ms: 100,
-        },
-    };
-    let (s, effects) = step(running("w1"), retry, NOW);
+    let (s, effects) = step(running("w1"), retrying(&c1, "TIMEOUT", 100), NOW);
     assert_eq!(s.status, StepStatus::Queued);
     assert_eq!(
         kinds(&effects),
@@ -198,12 +212,7 @@ fn a_retry_writes_the_failed_attempt_then_the_next_one_settles() {
     assert_eq!(r.record["attempt"], 1);
     assert_eq!(r.duration_ms, Some(json!(12)));
     // The second attempt runs on another worker and completes.
-    let c2 = call(2, "w2");
-    let done = Message::Finished {
-        call: &c2,
-        outcome: completed(json!(1)),
-    };
-    let (s, effects) = step(s, done, NOW);
+    let (s, effects) = second_attempt_completes(s);
     assert_eq!((s.status, s.attempts), (StepStatus::Completed, 2));
     assert_eq!(kinds(&effects)[0], "step.started");
     assert_eq!(
@@ -779,4 +788,32 @@ fn fork_1_a_reused_step_completes_with_the_original_output_and_names_its_source(
         ]
     );
     assert_eq!(effects[3], Effect::Settled(Ok(out)));
+}
+
+/// A worker publishes a retry before its failed attempt's result, so the retry can start (or
+/// settle) first: the late result of attempt 1 adds its facts and leaves attempt 2 running,
+/// with no `LOST_ON` for attempt 2's worker and no write of the step's status or attempts.
+#[test]
+fn a_retry_that_overtook_its_failed_attempts_result_keeps_the_step() {
+    let started = Message::Started {
+        attempt: 2,
+        worker_id: "w2",
+        at: "t-2",
+    };
+    let (s, _) = step(running("w1"), started, NOW);
+    let c1 = call(1, "w1");
+    let (s, effects) = step(s, retrying(&c1, "UPSTREAM_ERROR", 1), NOW);
+    assert_eq!(
+        (s.status, s.attempts, s.worker_id.as_deref()),
+        (StepStatus::Running, 2, Some("w2"))
+    );
+    assert_eq!(kinds(&effects), ["ran_on w1", "retried", "step.retrying"]);
+    let Effect::Retried(r) = &effects[1] else {
+        panic!("retried")
+    };
+    assert_eq!(r.record["attempt"], 1);
+    // Attempt 2's result then settles the step.
+    let (s, effects) = second_attempt_completes(s);
+    assert_eq!((s.status, s.attempts), (StepStatus::Completed, 2));
+    assert!(!kinds(&effects).iter().any(|k| k.starts_with("lost_on")));
 }

@@ -41,7 +41,7 @@ pub struct ToolParams {
 
 /// OWN-1: nodes of `kind` without exactly one `OWNED_BY` matching their `ownerId`.
 pub async fn bad_owners(tx: &mut Tx, kind: Kind) -> Result<Vec<Owners>, Error> {
-    tx.rows(cypher(
+    tx.live_rows(cypher(
         query_file!("audit/owners.cypher"),
         Some(kind.label()),
     ))
@@ -50,7 +50,7 @@ pub async fn bad_owners(tx: &mut Tx, kind: Kind) -> Result<Vec<Owners>, Error> {
 
 /// SVC-4.
 pub async fn healthy_while_disabled(tx: &mut Tx) -> Result<Vec<IdRow>, Error> {
-    tx.rows(cypher(
+    tx.live_rows(cypher(
         query_file!("audit/healthy_while_disabled.cypher"),
         None,
     ))
@@ -59,7 +59,7 @@ pub async fn healthy_while_disabled(tx: &mut Tx) -> Result<Vec<IdRow>, Error> {
 
 /// TOOL-2.
 pub async fn tools_missing_secret(tx: &mut Tx) -> Result<Vec<IdRow>, Error> {
-    tx.rows(cypher(
+    tx.live_rows(cypher(
         query_file!("audit/tools_missing_secret.cypher"),
         None,
     ))
@@ -68,31 +68,33 @@ pub async fn tools_missing_secret(tx: &mut Tx) -> Result<Vec<IdRow>, Error> {
 
 /// SVC-3 / TOOL-1: every Tool's parameters with its Service, checked by the caller.
 pub async fn tool_params(tx: &mut Tx) -> Result<Vec<ToolParams>, Error> {
-    tx.rows(cypher(query_file!("audit/tool_params.cypher"), None))
+    tx.live_rows(cypher(query_file!("audit/tool_params.cypher"), None))
         .await
 }
 
 /// SEC-2: Secrets without a well-formed ciphertext.
 pub async fn unencrypted_secrets(tx: &mut Tx) -> Result<Vec<IdRow>, Error> {
-    tx.rows(cypher(query_file!("audit/plaintext_secrets.cypher"), None))
+    tx.live_rows(cypher(query_file!("audit/plaintext_secrets.cypher"), None))
         .await
 }
 
 /// WRK-1: Worker nodes of an unknown type or status, or whose `currentJobId` disagrees with it.
 pub async fn bad_workers(tx: &mut Tx, types: &[&str]) -> Result<Vec<IdRow>, Error> {
-    tx.rows(cypher(query_file!("audit/bad_workers.cypher"), None).param("types", types.to_vec()))
-        .await
+    tx.live_rows(
+        cypher(query_file!("audit/bad_workers.cypher"), None).param("types", types.to_vec()),
+    )
+    .await
 }
 
 /// USR-3: tokens without a hash or their user's HAS_TOKEN edge; users holding a token.
 pub async fn bad_tokens(tx: &mut Tx) -> Result<Vec<IdRow>, Error> {
-    tx.rows(cypher(query_file!("audit/tokens.cypher"), None))
+    tx.live_rows(cypher(query_file!("audit/tokens.cypher"), None))
         .await
 }
 
 /// EXEC-5: settled runs that still have a step pending, queued or running.
 pub async fn unsettled_steps_of_settled_runs(tx: &mut Tx) -> Result<Vec<IdRow>, Error> {
-    tx.rows(with_words(cypher(
+    tx.live_rows(with_words(cypher(
         query_file!("audit/unsettled_steps_of_settled_runs.cypher"),
         None,
     )))
@@ -101,7 +103,7 @@ pub async fn unsettled_steps_of_settled_runs(tx: &mut Tx) -> Result<Vec<IdRow>, 
 
 /// EXEC-5: settled runs whose event log is not exactly 1..eventSeq.
 pub async fn event_gaps(tx: &mut Tx) -> Result<Vec<IdRow>, Error> {
-    tx.rows(with_words(cypher(
+    tx.live_rows(with_words(cypher(
         query_file!("audit/event_gaps.cypher"),
         None,
     )))
@@ -124,7 +126,7 @@ pub struct EpisodeIdentity {
 }
 
 pub async fn episode_identities(tx: &mut Tx) -> Result<Vec<EpisodeIdentity>, Error> {
-    tx.rows(cypher(query_file!("audit/episode_identity.cypher"), None))
+    tx.live_rows(cypher(query_file!("audit/episode_identity.cypher"), None))
         .await
 }
 
@@ -255,7 +257,7 @@ pub async fn id_findings(
     for c in &ID_CHECKS {
         out.push((
             c.invariant,
-            tx.rows(with_words(cypher(c.text, c.label))).await?,
+            tx.live_rows(with_words(cypher(c.text, c.label))).await?,
             c.message,
         ));
     }

@@ -219,7 +219,7 @@ pub struct AuditRow {
 
 /// MET-1 / MET-4 (audit).
 pub async fn audit(tx: &mut Tx, now_ms: i64) -> Result<Vec<AuditRow>, Error> {
-    tx.rows(cypher(query_file!("audit/metric_values.cypher"), None).param("nowMs", now_ms))
+    tx.live_rows(cypher(query_file!("audit/metric_values.cypher"), None).param("nowMs", now_ms))
         .await
 }
 

@@ -28,14 +28,24 @@ impl Tx {
 
     /// Every row, in one round trip (with the transaction's BEGIN when this is its first).
     pub async fn rows<T: DeserializeOwned>(&mut self, q: neo4rs::Query) -> Result<Vec<T>, Error> {
-        let timer = StatementTimer::start(&q);
-        let rows = self
-            .inner
-            .fetch_all(q, neo4rs::Fetch::All)
-            .await
-            .map_err(Error::from_driver)?;
-        timer.done();
-        decode(rows)
+        decode(self.fetch(q).await?)
+    }
+
+    /// Every row whose `id` column is not null. Neo4j reads at read committed: a node another
+    /// transaction deletes while this statement reads it comes back with every property null,
+    /// so it passes any `IS NULL` test. A statement that scans what others write (the audit)
+    /// skips such rows instead of reporting, or failing to decode, a node that is gone.
+    pub async fn live_rows<T: DeserializeOwned>(
+        &mut self,
+        q: neo4rs::Query,
+    ) -> Result<Vec<T>, Error> {
+        decode(
+            self.fetch(q)
+                .await?
+                .into_iter()
+                .filter(|row| matches!(row.get::<Option<String>>("id"), Ok(Some(_))))
+                .collect(),
+        )
     }
 
     /// The `n` a counting statement returns (0 when it returns no row).
@@ -45,6 +55,17 @@ impl Tx {
 
     pub async fn one<T: DeserializeOwned>(&mut self, q: neo4rs::Query) -> Result<Option<T>, Error> {
         Ok(self.rows(q).await?.into_iter().next())
+    }
+
+    async fn fetch(&mut self, q: neo4rs::Query) -> Result<Vec<neo4rs::Row>, Error> {
+        let timer = StatementTimer::start(&q);
+        let rows = self
+            .inner
+            .fetch_all(q, neo4rs::Fetch::All)
+            .await
+            .map_err(Error::from_driver)?;
+        timer.done();
+        Ok(rows)
     }
 
     pub async fn run(&mut self, q: neo4rs::Query) -> Result<(), Error> {

@@ -21,11 +21,17 @@ async fn one_connection() -> aiden_graph::Graph {
 }
 
 async fn probes(graph: &aiden_graph::Graph, key: &str) -> i64 {
+    count(
+        graph,
+        neo4rs::query("MATCH (p:TxProbe {key: $key}) RETURN count(p) AS n").param("key", key),
+    )
+    .await
+}
+
+/// A counting statement's `n`, in a transaction of its own.
+async fn count(graph: &aiden_graph::Graph, q: neo4rs::Query) -> i64 {
     let mut tx = graph.begin().await.expect("begin");
-    let rows: Vec<N> = tx
-        .rows(neo4rs::query("MATCH (p:TxProbe {key: $key}) RETURN count(p) AS n").param("key", key))
-        .await
-        .expect("count");
+    let rows: Vec<N> = tx.rows(q).await.expect("count");
     tx.commit().await.expect("commit");
     rows[0].n
 }
@@ -171,4 +177,35 @@ async fn a_commit_sent_with_the_last_statement_keeps_all_or_nothing() {
         1,
         "committed, connection reused"
     );
+}
+
+/// A lone start's pass sends its COMMIT with the pass statement (`runs::apply_and_commit`).
+/// When a run it creates is not made (here: no such Process; in the engine: its Process moved on
+/// since the plan was read), the statement fails, the server ignores the COMMIT, nothing the
+/// transaction wrote is kept, and the caller hears it to write the pass again.
+#[tokio::test]
+async fn a_pass_whose_run_was_not_made_commits_nothing_with_its_statement() {
+    let graph = one_connection().await;
+    let key = unique("unmade");
+    let run = unique("unmade-run");
+    let batch = aiden_graph::runs::Batch {
+        new_runs: vec![
+            serde_json::json!({"id": run, "processId": unique("no-process"),
+                                          "versionId": unique("no-version"),
+                                          "expectedRevision": 1}),
+        ],
+        ..Default::default()
+    };
+    let mut tx = graph.begin().await.expect("begin");
+    tx.run(create(&key)).await.expect("an earlier statement");
+    let made = aiden_graph::runs::apply_and_commit(tx, &batch)
+        .await
+        .expect("a run not made is an answer, not an error");
+    assert!(!made, "the run was not made");
+    assert_eq!(probes(&graph, &key).await, 0, "the COMMIT was ignored");
+    let runs = count(
+        &graph,
+        neo4rs::query("MATCH (r:Run {id: $id}) RETURN count(r) AS n").param("id", run),
+    );
+    assert_eq!(runs.await, 0, "no run, and the connection goes on");
 }

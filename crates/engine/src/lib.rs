@@ -91,6 +91,10 @@ pub struct Engine {
     pipelined: bool,
     in_flight: Option<pipeline::InFlight>,
     failed: Option<pipeline::Failed>,
+    /// The pass being written takes one start at most, and nothing else was ready when it was
+    /// gathered: a pass that creates a run may then send its commit with its statement
+    /// (`Pass::write`); under load it leaves its commit in flight for the next pass instead.
+    alone: bool,
 }
 
 /// The model price table (`AIDEN_MODEL_PRICES`, AGT-14). `aiden serve` checks it at start;
@@ -279,6 +283,7 @@ impl Engine {
             pacing: pacing::Pacing::new(DEFAULT_SHARED_START_FLOOR),
             pipelined: pipeline::enabled(),
             in_flight: None,
+            alone: false,
             failed: None,
         }
     }
@@ -470,6 +475,7 @@ impl Engine {
                 }
             }
             let drained = deliveries.len() < MAX_BATCH && waiting.is_empty();
+            self.alone = drained && handed.len() <= 1;
             let last = deliveries.last();
             let applied = match self.pipelined {
                 true => {
@@ -761,7 +767,7 @@ impl Engine {
         }
         if outcome.is_ok() {
             // A recovery pass is handed no runs: nothing to miss. (Committed by the caller.)
-            outcome = pass.write(false).await.map(drop);
+            outcome = pass.write(false, false).await.map(drop);
         }
         let touched = pass.touched();
         let jobs = std::mem::take(&mut pass.jobs);

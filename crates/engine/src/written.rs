@@ -67,6 +67,7 @@ impl Engine {
             .collect();
         // The commit rides with the last statement only when no other commit is in flight.
         let commit = self.in_flight.is_none() && commit_with_statement();
+        let alone = self.alone;
         let mut pass = self.pass().await?;
         let mut outcome = Ok(());
         let mut unusable = Vec::new();
@@ -94,7 +95,7 @@ impl Engine {
         let waits = outcome.is_ok() && busy.is_some_and(|b| !used.is_disjoint(b));
         let mut stale = Vec::new();
         if outcome.is_ok() && !waits {
-            outcome = pass.write(commit).await.and_then(|missed| {
+            outcome = pass.write(commit, alone).await.and_then(|missed| {
                 stale = missed;
                 match stale.is_empty() {
                     true => Ok(()),

@@ -696,18 +696,21 @@ pub async fn apply(tx: &mut Tx, batch: &Batch) -> Result<Vec<String>, Error> {
     apply_statement(tx, query_file!("run/apply_batch.cypher"), batch).await
 }
 
-/// [`apply`], then the commit, in one round trip (`Tx::run_and_commit`) for a batch that
-/// creates no run: only the runs it creates are checked after the statement (the ids it
-/// answers), so the answer of any other cannot undo it.
-pub async fn apply_and_commit(tx: Tx, batch: &Batch) -> Result<(), Error> {
-    if !batch.new_runs.is_empty() {
-        return Err(Error::Query(
-            "a pass that creates runs reads which were made before it commits".into(),
-        ));
+/// [`apply`], then the commit, in one round trip (`Tx::run_and_commit`). The statement's rows
+/// are not read, so a batch that creates runs fails its statement when one was not made (its
+/// Process moved on): the server then ignores the COMMIT. `Ok(false)`: that happened, nothing
+/// was committed, and the caller redoes the batch with [`apply`] to learn which.
+pub async fn apply_and_commit(tx: Tx, batch: &Batch) -> Result<bool, Error> {
+    let q = apply_query(query_file!("run/apply_batch.cypher"), batch)?.param("unmadeFails", true);
+    match tx.run_and_commit(q).await {
+        Ok(()) => Ok(true),
+        Err(Error::Query(m)) if m.contains(UNMADE) && !batch.new_runs.is_empty() => Ok(false),
+        Err(e) => Err(e),
     }
-    let q = apply_query(query_file!("run/apply_batch.cypher"), batch)?;
-    tx.run_and_commit(q).await
 }
+
+/// The code of the error `run/apply_batch.cypher` fails with when a run was not made.
+const UNMADE: &str = "Statement.ArithmeticError";
 
 /// `run/apply_batch.cypher`'s answer: the ids of the new runs it created.
 #[derive(Deserialize)]
@@ -743,7 +746,9 @@ fn apply_query(statement: &str, batch: &Batch) -> Result<neo4rs::Query, Error> {
         .param("completed", RunStatus::Completed.as_str())
         .param("generating", AltState::Generating.as_str())
         .param("valid", AltState::Valid.as_str())
-        .param("failed", AltState::Failed.as_str());
+        .param("failed", AltState::Failed.as_str())
+        .param("unmadeFails", false)
+        .param("zero", 0);
     Ok(crate::knowledge::for_ingestion(q))
 }
 

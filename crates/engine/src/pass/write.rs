@@ -84,11 +84,17 @@ impl Pass<'_> {
 
     /// Writes the pass; answers the handed runs it could not create (their Process moved on:
     /// the caller rolls the pass back).
-    /// With `commit`, a pass whose last statement creates no run sends the commit with that
-    /// statement, one round trip fewer (`runs::apply_and_commit`; `commit_sent` says so, and
-    /// then no transaction is left to the caller). Only when no other pass's commit is in
-    /// flight: commits keep the passes' order.
-    pub async fn write(&mut self, commit: bool) -> Result<Vec<String>, aiden_graph::Error> {
+    /// With `commit`, the pass sends its commit with its last statement, one round trip fewer
+    /// (`runs::apply_and_commit`; `commit_sent` says so, and then no transaction is left to
+    /// the caller). Only when no other pass's commit is in flight: commits keep the passes'
+    /// order. A pass that creates runs does so only `alone` (nothing else was waiting: a lone
+    /// start's latency), as its transaction's first statement; under load it leaves its
+    /// commit in flight, and the next pass is written meanwhile (`pipeline`).
+    pub async fn write(
+        &mut self,
+        commit: bool,
+        alone: bool,
+    ) -> Result<Vec<String>, aiden_graph::Error> {
         self.stamp_versions();
         let new_runs = std::mem::take(&mut self.new_runs);
         // A child run's SPAWNED edge and an agent call's HAS_CALL start at a step run that may
@@ -191,18 +197,26 @@ impl Pass<'_> {
             reused: std::mem::take(&mut self.reused),
         };
         if !batch.is_empty() {
+            // As its transaction's first statement, one that creates runs can be redone alone
+            // when one of them was not made (the server then ignores the COMMIT).
+            let first = self.tx.is_none();
             // Always in an explicit transaction: then only a failed commit leaves the outcome
             // unknown, and the engine recovers those runs from the graph (Engine::uncertain).
-            let tx = self.tx().await?;
-            tx.count_updates(updated);
-            if commit && batch.new_runs.is_empty() && missed.is_empty() {
+            self.tx().await?.count_updates(updated);
+            let creates = !batch.new_runs.is_empty();
+            if commit && missed.is_empty() && (!creates || (alone && first)) {
                 let tx = self.tx.take().expect("begun above");
                 self.commit_sent = true;
-                runs::apply_and_commit(tx, &batch).await?;
-            } else {
-                let made = runs::apply(tx, &batch).await?;
-                missed.extend(unmade(&batch, made));
+                if runs::apply_and_commit(tx, &batch).await? {
+                    return Ok(missed);
+                }
+                // A handed run was not made: the server ignored the COMMIT.
+                tracing::info!("a run the pass was to create was not made: written again");
+                self.commit_sent = false;
+                self.tx().await?.count_updates(updated);
             }
+            let made = runs::apply(self.tx().await?, &batch).await?;
+            missed.extend(unmade(&batch, made));
         }
         Ok(missed)
     }

@@ -794,7 +794,7 @@ fn fork_1_a_reused_step_completes_with_the_original_output_and_names_its_source(
 /// settle) first: the late result of attempt 1 adds its facts and leaves attempt 2 running,
 /// with no `LOST_ON` for attempt 2's worker and no write of the step's status or attempts.
 #[test]
-fn a_retry_that_overtook_its_failed_attempts_result_keeps_the_step() {
+fn graph_4_a_retry_that_overtook_its_failed_attempts_result_keeps_the_step_and_its_worker() {
     let started = Message::Started {
         attempt: 2,
         worker_id: "w2",

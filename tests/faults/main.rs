@@ -1,7 +1,7 @@
 //! Fault tests: real `aiden serve` and `aiden worker` processes, killed and restarted mid-run
 //! (also while an agent Alternative is generating), a RabbitMQ restart mid-run, the active one
 //! of two `aiden serve` instances killed (engine takeover), traces across the processes and a
-//! graph outage; a retry that overtakes its failed attempt's result. Each run must still
+//! graph outage; a retry that overtakes its failed attempt's result; a job the broker lost. Each run must still
 //! complete, its step results recorded once, and `aiden check` must stay clean. One test per
 //! fault, each on a [`Rig`] of its own processes; they restart the broker and kill servers, so
 //! the rig's lock runs them one at a time.
@@ -200,6 +200,67 @@ async fn faults_exec_4_a_retry_that_arrives_before_its_failed_attempts_result_st
         assert_eq!(count("step.completed"), 1, "step {step}: {events:?}");
         assert_eq!(up.calls_for(&format!("{tag}-{step}")), 3, "step {step}");
     }
+    assert_check_clean(None);
+}
+
+/// EXEC-2: a job the broker lost, here purged from its queue while no pool consumed it. Once
+/// the step has been queued at one attempt for `AIDEN_ENGINE_JOB_LOST_AFTER_MS` with nothing
+/// ready in its type's queue, the engine's sweep publishes the job again, the same attempt;
+/// a pool started afterwards runs it and the run completes with every step run once. Before,
+/// the run waited for the engine's next start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faults_exec_2_a_job_the_broker_lost_is_published_again_and_its_run_completes() {
+    let serve = vec![
+        ("AIDEN_ENGINE_JOB_LOST_AFTER_MS", "2000".to_owned()),
+        // A retry waits in its delay queue: the watch never counts on less than twice the
+        // longest retry delay.
+        ("AIDEN_RETRY_MAX_DELAY_MS", "1000".to_owned()),
+    ];
+    let mut rig = Rig::with_env(serve, Vec::new()).await;
+    sigkill(&mut rig.worker);
+    let (api, up) = (rig.api.clone(), rig.up.clone());
+    let tag = rig.tag("lost");
+    let process = define(&api, &rig.upstream, &tag, 0).await;
+    let run = start(&api, &process).await;
+    let uri = aiden_tests::setting("AIDEN_AMQP_URI", None);
+    let broker = aiden_jobs::Broker::connect(&uri).await.expect("broker");
+    let queue = aiden_jobs::topology::job_queue("rest_api");
+    let ready = || async {
+        let depths = broker.queue_depths().await.expect("queue depths");
+        depths.into_iter().find(|d| d.0 == queue).map_or(0, |d| d.1)
+    };
+    let within = |what: &str| (what.to_owned(), Instant::now() + Duration::from_secs(30));
+    let (what, deadline) = within("step a's job in its queue");
+    while ready().await != 1 {
+        assert!(Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let channel = broker.connection().create_channel().await.expect("channel");
+    let purged = channel
+        .queue_purge(&queue, lapin::options::QueuePurgeOptions::default())
+        .await
+        .expect("purge");
+    assert_eq!(purged, 1, "the job was lost");
+    let (what, deadline) = within("the engine to publish the lost job again");
+    while ready().await != 1 {
+        assert!(Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    rig.worker = Rig::pool(rig.port, &rig.worker_env);
+    assert_completed_once(&api, &run, &up, &tag).await;
+    let events = api.events(&run).await;
+    let requeued: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "step.queued" && e["stepId"] == "a")
+        .collect();
+    assert_eq!(requeued.len(), 2, "{events:?}");
+    assert_eq!(requeued[1]["data"]["reason"], "job lost", "{events:?}");
+    assert_eq!(requeued[1]["data"]["attempt"], 1, "the same attempt");
+    assert!(
+        rig.serve
+            .log_count("jobs lost by the broker published again")
+            >= 1
+    );
     assert_check_clean(None);
 }
 

@@ -16,11 +16,14 @@ pub mod plan;
 pub mod rollup;
 mod spend;
 mod state;
+mod undelivered;
 mod written;
 
 use std::collections::HashMap;
 use std::time::Duration;
 
+use aiden_domain::execution::machine::Message;
+use aiden_domain::execution::schedule::{StepStatus, Target};
 use aiden_graph::Graph;
 use aiden_jobs::topology::ENGINE_QUEUE;
 pub use aiden_jobs::StepDelta;
@@ -95,6 +98,8 @@ pub struct Engine {
     /// gathered: a pass that creates a run may then send its commit with its statement
     /// (`Pass::write`); under load it leaves its commit in flight for the next pass instead.
     alone: bool,
+    /// Queued tool steps the sweep watches for a job the broker lost.
+    undelivered: undelivered::Watch,
 }
 
 /// The model price table (`AIDEN_MODEL_PRICES`, AGT-14). `aiden serve` checks it at start;
@@ -284,6 +289,7 @@ impl Engine {
             pipelined: pipeline::enabled(),
             in_flight: None,
             alone: false,
+            undelivered: undelivered::Watch::from_env(RetryPolicy::from_env().max_delay_ms),
             failed: None,
         }
     }
@@ -724,7 +730,7 @@ impl Engine {
             tracing::info!(runs = ids.len(), "recovering unfinished runs");
         }
         for chunk in ids.chunks(64) {
-            if let Err(e) = self.recover_runs(broker, chunk, &[], &[]).await {
+            if let Err(e) = self.recover_runs(broker, chunk, &[], &[], &[]).await {
                 tracing::warn!(error = %e, "recovery pass failed");
             }
         }
@@ -742,6 +748,7 @@ impl Engine {
         broker: &Broker,
         run_ids: &[String],
         lost_steps: &[(String, String)],
+        lost_jobs: &[(String, String)],
         cancels: &[String],
     ) -> anyhow::Result<()> {
         let mut pass = self.pass().await?;
@@ -754,7 +761,16 @@ impl Engine {
         }
         for (run_id, step_run_id) in lost_steps {
             if outcome.is_ok() {
-                outcome = pass.redispatch_step(run_id, step_run_id).await;
+                outcome = pass
+                    .redispatch_step(run_id, step_run_id, Message::WorkerLost)
+                    .await;
+            }
+        }
+        for (run_id, step_run_id) in lost_jobs {
+            if outcome.is_ok() {
+                outcome = pass
+                    .redispatch_step(run_id, step_run_id, Message::JobLost)
+                    .await;
             }
         }
         for run_id in cancels {
@@ -878,6 +894,7 @@ impl Engine {
                 }
             }
         }
+        let lost_jobs = self.lost_jobs(broker).await;
         let Ok(unfinished) = self.unfinished().await else {
             return;
         };
@@ -900,12 +917,74 @@ impl Engine {
             .filter(|r| r.cancel_requested)
             .map(|r| r.id)
             .collect();
-        if unseen.is_empty() && lost.is_empty() && cancels.is_empty() {
+        if unseen.is_empty() && lost.is_empty() && lost_jobs.is_empty() && cancels.is_empty() {
             return;
         }
-        if let Err(e) = self.recover_runs(broker, &unseen, &lost, &cancels).await {
-            tracing::warn!(error = %e, "sweep pass failed");
-            self.uncertain.extend(uncertain);
+        match self
+            .recover_runs(broker, &unseen, &lost, &lost_jobs, &cancels)
+            .await
+        {
+            Ok(()) => {
+                if !lost_jobs.is_empty() {
+                    tracing::warn!(steps = ?lost_jobs, "jobs lost by the broker published again");
+                    metrics::counter!("aiden_engine_jobs_lost_total")
+                        .increment(lost_jobs.len() as u64);
+                    self.undelivered
+                        .republished(&lost_jobs, std::time::Instant::now());
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "sweep pass failed");
+                self.uncertain.extend(uncertain);
+            }
         }
+    }
+
+    /// Tool steps queued at one attempt for longer than the watch allows while their type's
+    /// queue holds nothing ready: their job was lost (`undelivered`). The queues are read only
+    /// when a step is overdue.
+    async fn lost_jobs(&mut self, broker: &Broker) -> Vec<(String, String)> {
+        let queued = self
+            .runs
+            .values()
+            .filter(|r| !r.status.is_settled())
+            .flat_map(|r| {
+                r.steps.iter().enumerate().filter_map(move |(i, step)| {
+                    let Target::Tool { operation_type, .. } = &r.plan.steps[i].target else {
+                        return None;
+                    };
+                    (step.status == StepStatus::Queued).then(|| {
+                        (
+                            r.id.clone(),
+                            step.id.clone(),
+                            step.attempts,
+                            *operation_type,
+                        )
+                    })
+                })
+            })
+            .collect();
+        let overdue = self.undelivered.overdue(queued, std::time::Instant::now());
+        if overdue.is_empty() {
+            return Vec::new();
+        }
+        let depths = match broker.queue_depths().await {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::warn!(error = %e, "queue depths unread: overdue jobs checked next sweep");
+                return Vec::new();
+            }
+        };
+        let idle = |ty: aiden_domain::OperationType| {
+            let queue = aiden_jobs::topology::job_queue(ty.as_str());
+            depths
+                .iter()
+                .any(|(name, ready, _)| *name == queue && *ready == 0)
+        };
+        overdue
+            .into_iter()
+            .filter(|q| idle(q.3))
+            .map(|(run, step, ..)| (run, step))
+            .collect()
     }
 }

@@ -387,11 +387,13 @@ impl<'a> Pass<'a> {
         self.drain().await
     }
 
-    /// Re-publishes the job of a step whose worker went silent (heartbeat lost).
+    /// Publishes a worker step's job again: `why` is `WorkerLost` (its worker went silent) or
+    /// `JobLost` (its job was never delivered).
     pub async fn redispatch_step(
         &mut self,
         run_id: &str,
         step_run_id: &str,
+        why: Message<'static>,
     ) -> Result<(), aiden_graph::Error> {
         if !self.ensure(run_id).await? {
             return Ok(());
@@ -405,7 +407,7 @@ impl<'a> Pass<'a> {
         }
         // Only a worker's step (a Tool's) has a job to publish again.
         if matches!(run.plan.steps[i].target, Target::Tool { .. }) {
-            self.transition(run_id, i, Message::WorkerLost);
+            self.transition(run_id, i, why);
         }
         Ok(())
     }

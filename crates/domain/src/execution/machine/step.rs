@@ -118,6 +118,9 @@ pub enum Message<'a> {
     Finished { call: &'a Call, outcome: Outcome },
     /// The worker holding the step went silent: its job is published again.
     WorkerLost,
+    /// The step's job was neither started nor waiting in its queue long after it was published
+    /// (a message the broker lost): it is published again, the same attempt.
+    JobLost,
     /// The step's condition did not hold.
     Skip,
     /// The engine failed the step itself (a budget, a scheduling rule): no attempt behind it.
@@ -149,6 +152,7 @@ pub enum MessageKind {
     Started,
     Finished,
     WorkerLost,
+    JobLost,
     Skip,
     Fail,
     StartAgent,
@@ -160,11 +164,12 @@ pub enum MessageKind {
 }
 
 impl MessageKind {
-    pub const ALL: [Self; 12] = [
+    pub const ALL: [Self; 13] = [
         Self::Dispatch,
         Self::Started,
         Self::Finished,
         Self::WorkerLost,
+        Self::JobLost,
         Self::Skip,
         Self::Fail,
         Self::StartAgent,
@@ -181,6 +186,7 @@ impl MessageKind {
             Self::Started => "started",
             Self::Finished => "finished",
             Self::WorkerLost => "worker_lost",
+            Self::JobLost => "job_lost",
             Self::Skip => "skip",
             Self::Fail => "fail",
             Self::StartAgent => "start_agent",
@@ -200,6 +206,7 @@ impl Message<'_> {
             Self::Started { .. } => MessageKind::Started,
             Self::Finished { .. } => MessageKind::Finished,
             Self::WorkerLost => MessageKind::WorkerLost,
+            Self::JobLost => MessageKind::JobLost,
             Self::Skip => MessageKind::Skip,
             Self::Fail { .. } => MessageKind::Fail,
             Self::StartAgent => MessageKind::StartAgent,
@@ -462,6 +469,23 @@ pub fn step(
                 effects.push(Effect::Publish { redispatch: true });
             }
             S::WaitingForApproval => return Err(refused),
+            S::Completed | S::Failed | S::Skipped | S::Canceled => {
+                return ignored(Ignored::Settled)
+            }
+        },
+        Message::JobLost => match s.status {
+            // Nothing to write: the step stays queued, and its StepRun is written when it
+            // settles. The event says why the same attempt was published again.
+            S::Queued => {
+                effects.push(Effect::Event(
+                    EventKind::Queued,
+                    json!({"attempt": s.attempts + 1, "reason": "job lost"}),
+                ));
+                effects.push(Effect::Publish { redispatch: true });
+            }
+            // A worker took the job after all (its notice came first).
+            S::Running | S::WaitingForApproval => return ignored(Ignored::Stale),
+            S::Pending => return Err(refused),
             S::Completed | S::Failed | S::Skipped | S::Canceled => {
                 return ignored(Ignored::Settled)
             }

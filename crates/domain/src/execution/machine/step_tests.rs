@@ -117,6 +117,24 @@ fn dispatch_queues_publishes_and_writes_nothing() {
     );
 }
 
+/// EXEC-2: a job the broker lost (neither started nor waiting in its queue long after it was
+/// published) is published again as the same attempt; the step stays queued, with nothing
+/// written but the event that says why.
+#[test]
+fn exec_2_a_lost_job_is_published_again_as_the_same_attempt() {
+    let (queued, _) = step(Step::default(), Message::Dispatch, "t-queued");
+    let (s, effects) = step(queued.clone(), Message::JobLost, NOW);
+    assert_eq!(s, queued, "still queued, the same attempt and queue time");
+    assert_eq!(kinds(&effects), ["step.queued", "publish redispatch=true"]);
+    assert_eq!(
+        effects[0],
+        Effect::Event(
+            EventKind::Queued,
+            json!({"attempt": 1, "reason": "job lost"})
+        )
+    );
+}
+
 #[test]
 fn a_start_is_an_event_and_state_only() {
     let s = running("w1");
@@ -415,6 +433,12 @@ fn expected(status: StepStatus, kind: MessageKind) -> Expect {
             S::WaitingForApproval => Refuses,
             S::Completed | S::Failed | S::Skipped | S::Canceled => Drops(Ignored::Settled),
         },
+        K::JobLost => match status {
+            S::Queued => Moves(S::Queued),
+            S::Running | S::WaitingForApproval => Drops(Ignored::Stale),
+            S::Pending => Refuses,
+            S::Completed | S::Failed | S::Skipped | S::Canceled => Drops(Ignored::Settled),
+        },
         K::Cancel => match status {
             S::Pending | S::Queued | S::Running | S::WaitingForApproval => Moves(S::Canceled),
             S::Completed | S::Failed | S::Skipped | S::Canceled => Drops(Ignored::Settled),
@@ -448,6 +472,7 @@ fn sample(kind: MessageKind, c: &Call) -> Message<'_> {
             outcome: completed(json!(1)),
         },
         MessageKind::WorkerLost => Message::WorkerLost,
+        MessageKind::JobLost => Message::JobLost,
         MessageKind::Skip => Message::Skip,
         MessageKind::Fail => Message::Fail {
             error: json!({"code": "X"}),
@@ -494,7 +519,7 @@ fn every_status_and_message_is_decided() {
             decided += 1;
         }
     }
-    assert_eq!(decided, 8 * 12);
+    assert_eq!(decided, 8 * 13);
 }
 
 #[test]

@@ -289,7 +289,7 @@ impl Engine {
             pipelined: pipeline::enabled(),
             in_flight: None,
             alone: false,
-            undelivered: undelivered::Watch::from_env(RetryPolicy::from_env().max_delay_ms),
+            undelivered: undelivered::Watch::from_env(),
             failed: None,
         }
     }
@@ -748,7 +748,7 @@ impl Engine {
         broker: &Broker,
         run_ids: &[String],
         lost_steps: &[(String, String)],
-        lost_jobs: &[(String, String)],
+        lost_jobs: &[undelivered::Queued],
         cancels: &[String],
     ) -> anyhow::Result<()> {
         let mut pass = self.pass().await?;
@@ -766,10 +766,10 @@ impl Engine {
                     .await;
             }
         }
-        for (run_id, step_run_id) in lost_jobs {
+        for q in lost_jobs {
             if outcome.is_ok() {
                 outcome = pass
-                    .redispatch_step(run_id, step_run_id, Message::JobLost)
+                    .redispatch_step(&q.run_id, &q.step_run_id, Message::JobLost)
                     .await;
             }
         }
@@ -926,7 +926,9 @@ impl Engine {
         {
             Ok(()) => {
                 if !lost_jobs.is_empty() {
-                    tracing::warn!(steps = ?lost_jobs, "jobs lost by the broker published again");
+                    let steps: Vec<&str> =
+                        lost_jobs.iter().map(|q| q.step_run_id.as_str()).collect();
+                    tracing::warn!(?steps, "jobs lost by the broker published again");
                     metrics::counter!("aiden_engine_jobs_lost_total")
                         .increment(lost_jobs.len() as u64);
                     self.undelivered
@@ -940,10 +942,10 @@ impl Engine {
         }
     }
 
-    /// Tool steps queued at one attempt for longer than the watch allows while their type's
-    /// queue holds nothing ready: their job was lost (`undelivered`). The queues are read only
-    /// when a step is overdue.
-    async fn lost_jobs(&mut self, broker: &Broker) -> Vec<(String, String)> {
+    /// Tool steps whose job was lost (`undelivered`): queued at one attempt for longer than
+    /// the watch allows while their type's queue, and the engine's, held nothing ready at two
+    /// checks in a row. The queues are read only when a step is overdue.
+    async fn lost_jobs(&mut self, broker: &Broker) -> Vec<undelivered::Queued> {
         let queued = self
             .runs
             .values()
@@ -953,18 +955,18 @@ impl Engine {
                     let Target::Tool { operation_type, .. } = &r.plan.steps[i].target else {
                         return None;
                     };
-                    (step.status == StepStatus::Queued).then(|| {
-                        (
-                            r.id.clone(),
-                            step.id.clone(),
-                            step.attempts,
-                            *operation_type,
-                        )
+                    (step.status == StepStatus::Queued).then(|| undelivered::Queued {
+                        run_id: r.id.clone(),
+                        step_run_id: step.id.clone(),
+                        attempts: step.attempts,
+                        operation_type: *operation_type,
+                        retry_due: step.retry_due,
                     })
                 })
             })
             .collect();
-        let overdue = self.undelivered.overdue(queued, std::time::Instant::now());
+        let now = std::time::Instant::now();
+        let overdue = self.undelivered.overdue(queued, now);
         if overdue.is_empty() {
             return Vec::new();
         }
@@ -975,16 +977,13 @@ impl Engine {
                 return Vec::new();
             }
         };
-        let idle = |ty: aiden_domain::OperationType| {
-            let queue = aiden_jobs::topology::job_queue(ty.as_str());
-            depths
-                .iter()
-                .any(|(name, ready, _)| *name == queue && *ready == 0)
+        let ready = |queue: &str| depths.iter().find(|d| d.0 == queue).map(|d| d.1);
+        // Notices the engine has not read yet may be about these very steps.
+        let caught_up = ready(ENGINE_QUEUE) == Some(0);
+        let idle = |q: &undelivered::Queued| {
+            let queue = aiden_jobs::topology::job_queue(q.operation_type.as_str());
+            caught_up && ready(&queue) == Some(0)
         };
-        overdue
-            .into_iter()
-            .filter(|q| idle(q.3))
-            .map(|(run, step, ..)| (run, step))
-            .collect()
+        self.undelivered.checked(overdue, idle, now)
     }
 }

@@ -24,6 +24,9 @@ pub struct StepState {
     pub child_run_id: Option<String>,
     /// AGT-14: the estimate charged when a priced step was queued, until it settles.
     pub reserved_micros: u64,
+    /// When the retry of its job leaves its delay queue (in memory only): until then a queued
+    /// step's job is not in its type's queue (`undelivered`).
+    pub retry_due: Option<std::time::Instant>,
 }
 
 impl StepState {
@@ -209,6 +212,7 @@ fn step_state(
         queued_at: row.and_then(|s| s.queued_at.clone()),
         child_run_id: row.and_then(|s| s.child_run_id.clone()),
         reserved_micros: reserved_micros.unwrap_or(0),
+        retry_due: None,
         id,
     })
 }

@@ -5,53 +5,80 @@
 //! disk) or dropped by a defect. Without this its run would wait for the engine's next start.
 //! The sweep publishes such a job again, the same attempt, marked as a possible copy.
 //!
-//! "Long after" is `AIDEN_ENGINE_JOB_LOST_AFTER_MS` (5 minutes), and never less than twice the
-//! longest retry delay: a retry waits in its delay queue, not in the type's queue. The time is
-//! counted from when the sweep first saw the step queued at that attempt, so it needs no clock
-//! of the step's own and survives a cache reload.
+//! "Long after" is `AIDEN_ENGINE_JOB_LOST_AFTER_MS` (5 minutes), counted from when the sweep
+//! first saw the step queued at that attempt (so it needs no clock of the step's own and
+//! survives a cache reload), or from when its retry leaves its delay queue. A job a worker has
+//! only just taken is not yet known to the engine, so a step is lost only when its queue held
+//! nothing ready at two checks in a row (a sweep apart: its notice would have landed between
+//! them); a queue seen holding jobs, or the engine's own queue holding notices it has not
+//! read, starts the step's time over.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use aiden_domain::OperationType;
+
 const DEFAULT_AFTER: Duration = Duration::from_secs(300);
 
-/// One queued tool step the sweep saw: `(run id, step run id, attempts, operation type)`.
-pub(crate) type Queued = (String, String, u32, aiden_domain::OperationType);
+/// One queued tool step the sweep saw.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Queued {
+    pub run_id: String,
+    pub step_run_id: String,
+    pub attempts: u32,
+    pub operation_type: OperationType,
+    /// When its retry leaves its delay queue, for a step waiting for one.
+    pub retry_due: Option<Instant>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    attempts: u32,
+    since: Instant,
+    /// Overdue, and its queue held nothing ready at the last check.
+    suspect: bool,
+}
 
 pub(crate) struct Watch {
     after: Duration,
-    /// Step run id → the attempts it was at and when the sweep first saw it queued so.
-    seen: HashMap<String, (u32, Instant)>,
+    seen: HashMap<String, Seen>,
 }
 
 impl Watch {
-    pub fn from_env(max_retry_delay_ms: u64) -> Self {
+    pub fn from_env() -> Self {
         let after = std::env::var("AIDEN_ENGINE_JOB_LOST_AFTER_MS")
             .ok()
             .and_then(|v| v.parse().ok())
             .map_or(DEFAULT_AFTER, Duration::from_millis);
-        Self::new(after, max_retry_delay_ms)
+        Self::new(after)
     }
 
-    fn new(after: Duration, max_retry_delay_ms: u64) -> Self {
+    fn new(after: Duration) -> Self {
         Self {
-            after: after.max(Duration::from_millis(2 * max_retry_delay_ms)),
+            after,
             seen: HashMap::new(),
         }
     }
 
     /// Takes the steps queued now (forgetting the others) and answers those queued at the same
-    /// attempt for at least `after`.
+    /// attempt for at least the watch's time.
     pub fn overdue(&mut self, queued: Vec<Queued>, now: Instant) -> Vec<Queued> {
         let mut seen = HashMap::with_capacity(queued.len());
         let mut out = Vec::new();
         for q in queued {
-            let since = match self.seen.get(&q.1) {
-                Some(&(attempts, since)) if attempts == q.2 => since,
-                _ => now,
+            let mut s = match self.seen.get(&q.step_run_id) {
+                Some(s) if s.attempts == q.attempts => *s,
+                _ => Seen {
+                    attempts: q.attempts,
+                    since: now,
+                    suspect: false,
+                },
             };
-            seen.insert(q.1.clone(), (q.2, since));
-            if now.duration_since(since) >= self.after {
+            if let Some(due) = q.retry_due {
+                s.since = s.since.max(due);
+            }
+            seen.insert(q.step_run_id.clone(), s);
+            if now.saturating_duration_since(s.since) >= self.after {
                 out.push(q);
             }
         }
@@ -59,11 +86,43 @@ impl Watch {
         out
     }
 
+    /// The overdue steps after their queues were read: `idle` says whether a step's queue (and
+    /// the engine's) held nothing ready. Answers the steps idle at this check and the last.
+    pub fn checked(
+        &mut self,
+        overdue: Vec<Queued>,
+        idle: impl Fn(&Queued) -> bool,
+        now: Instant,
+    ) -> Vec<Queued> {
+        let mut lost = Vec::new();
+        for q in overdue {
+            let Some(s) = self.seen.get_mut(&q.step_run_id) else {
+                continue;
+            };
+            if !idle(&q) {
+                *s = Seen {
+                    since: now,
+                    suspect: false,
+                    ..*s
+                };
+            } else if s.suspect {
+                lost.push(q);
+            } else {
+                s.suspect = true;
+            }
+        }
+        lost
+    }
+
     /// Their jobs were published again: their time starts over.
-    pub fn republished(&mut self, step_run_ids: &[(String, String)], now: Instant) {
-        for (_, id) in step_run_ids {
-            if let Some(entry) = self.seen.get_mut(id) {
-                entry.1 = now;
+    pub fn republished(&mut self, lost: &[Queued], now: Instant) {
+        for q in lost {
+            if let Some(s) = self.seen.get_mut(&q.step_run_id) {
+                *s = Seen {
+                    since: now,
+                    suspect: false,
+                    ..*s
+                };
             }
         }
     }
@@ -72,54 +131,75 @@ impl Watch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aiden_domain::OperationType;
-
-    fn watch(after_ms: u64) -> Watch {
-        Watch::new(Duration::from_millis(after_ms), 0)
-    }
 
     fn q(step: &str, attempts: u32) -> Queued {
-        ("r".into(), step.into(), attempts, OperationType::RestApi)
+        Queued {
+            run_id: "r".into(),
+            step_run_id: step.into(),
+            attempts,
+            operation_type: OperationType::RestApi,
+            retry_due: None,
+        }
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
     }
 
     #[test]
     fn a_step_is_overdue_once_queued_at_one_attempt_for_the_whole_time() {
-        let mut w = watch(100);
+        let mut w = Watch::new(ms(100));
         let t0 = Instant::now();
         assert!(w.overdue(vec![q("a", 0)], t0).is_empty());
-        let later = t0 + Duration::from_millis(100);
-        assert_eq!(w.overdue(vec![q("a", 0)], later), vec![q("a", 0)]);
-        // At another attempt (a retry) its time starts over.
-        assert!(w.overdue(vec![q("a", 1)], later).is_empty());
+        assert_eq!(w.overdue(vec![q("a", 0)], t0 + ms(100)), vec![q("a", 0)]);
+        // At another attempt (after a retry) its time starts over.
+        assert!(w.overdue(vec![q("a", 1)], t0 + ms(100)).is_empty());
         // Once it was not queued, it is forgotten.
-        let _ = w.overdue(vec![], later);
-        assert!(w
-            .overdue(vec![q("a", 1)], later + Duration::from_secs(1))
-            .is_empty());
+        let _ = w.overdue(vec![], t0 + ms(100));
+        assert!(w.overdue(vec![q("a", 1)], t0 + ms(1_000)).is_empty());
     }
 
     #[test]
-    fn a_job_published_again_waits_the_whole_time_again() {
-        let mut w = watch(100);
+    fn a_retry_counts_from_when_it_leaves_its_delay_queue() {
+        let mut w = Watch::new(ms(100));
+        let t0 = Instant::now();
+        let retrying = Queued {
+            retry_due: Some(t0 + ms(500)),
+            ..q("a", 1)
+        };
+        assert!(w.overdue(vec![retrying.clone()], t0).is_empty());
+        assert!(w.overdue(vec![retrying.clone()], t0 + ms(550)).is_empty());
+        assert_eq!(w.overdue(vec![retrying.clone()], t0 + ms(600)).len(), 1);
+    }
+
+    #[test]
+    fn lost_only_when_its_queue_held_nothing_at_two_checks_in_a_row() {
+        let mut w = Watch::new(ms(100));
         let t0 = Instant::now();
         let _ = w.overdue(vec![q("a", 0)], t0);
-        let t1 = t0 + Duration::from_millis(150);
-        assert_eq!(w.overdue(vec![q("a", 0)], t1).len(), 1);
-        w.republished(&[("r".into(), "a".into())], t1);
-        assert!(w
-            .overdue(vec![q("a", 0)], t1 + Duration::from_millis(50))
-            .is_empty());
-        assert_eq!(
-            w.overdue(vec![q("a", 0)], t1 + Duration::from_millis(100))
-                .len(),
-            1
+        let check = |w: &mut Watch, at: Instant, idle: bool| {
+            let overdue = w.overdue(vec![q("a", 0)], at);
+            w.checked(overdue, |_| idle, at)
+        };
+        assert!(
+            check(&mut w, t0 + ms(100), true).is_empty(),
+            "first idle check"
         );
-    }
-
-    #[test]
-    fn never_sooner_than_twice_the_longest_retry_delay() {
-        assert_eq!(Watch::new(DEFAULT_AFTER, 30_000).after, DEFAULT_AFTER);
-        let long_retries = Watch::new(DEFAULT_AFTER, 600_000);
-        assert_eq!(long_retries.after, Duration::from_secs(1_200));
+        // Its queue held jobs: a backlog, and its time starts over.
+        assert!(check(&mut w, t0 + ms(200), false).is_empty());
+        assert!(
+            check(&mut w, t0 + ms(250), true).is_empty(),
+            "not overdue again yet"
+        );
+        assert!(
+            check(&mut w, t0 + ms(300), true).is_empty(),
+            "first idle check again"
+        );
+        assert_eq!(check(&mut w, t0 + ms(400), true), vec![q("a", 0)]);
+        w.republished(&[q("a", 0)], t0 + ms(400));
+        assert!(
+            check(&mut w, t0 + ms(450), true).is_empty(),
+            "published again"
+        );
     }
 }

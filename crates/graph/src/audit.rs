@@ -35,8 +35,10 @@ pub struct Owners {
 #[serde(rename_all = "camelCase")]
 pub struct ToolParams {
     pub id: String,
-    pub connection_params: String,
-    pub service: String,
+    /// `None` when its `USES_SERVICE` edge or Service went while the audit read it (a Tool
+    /// moved to another Service): nothing to check.
+    pub connection_params: Option<String>,
+    pub service: Option<String>,
 }
 
 /// OWN-1: nodes of `kind` without exactly one `OWNED_BY` matching their `ownerId`.

@@ -34,18 +34,27 @@ impl Tx {
     /// Every row whose `id` column is not null. Neo4j reads at read committed: a node another
     /// transaction deletes while this statement reads it comes back with every property null,
     /// so it passes any `IS NULL` test. A statement that scans what others write (the audit)
-    /// skips such rows instead of reporting, or failing to decode, a node that is gone.
+    /// skips such rows instead of reporting, or failing to decode, a node that is gone. A live
+    /// node without an id would be skipped too (none is written so: every id is required and
+    /// unique), so skipped rows are logged.
     pub async fn live_rows<T: DeserializeOwned>(
         &mut self,
         q: neo4rs::Query,
     ) -> Result<Vec<T>, Error> {
-        decode(
-            self.fetch(q)
-                .await?
-                .into_iter()
-                .filter(|row| matches!(row.get::<Option<String>>("id"), Ok(Some(_))))
-                .collect(),
-        )
+        let file = statement_file(q.query());
+        let (live, gone): (Vec<neo4rs::Row>, Vec<neo4rs::Row>) = self
+            .fetch(q)
+            .await?
+            .into_iter()
+            .partition(|row| matches!(row.get::<Option<String>>("id"), Ok(Some(_))));
+        if !gone.is_empty() {
+            tracing::info!(
+                file,
+                rows = gone.len(),
+                "rows without an id skipped (deleted while read?)"
+            );
+        }
+        decode(live)
     }
 
     /// The `n` a counting statement returns (0 when it returns no row).

@@ -55,9 +55,12 @@ impl Auditor {
                 });
             }
             for row in audit::tool_params(&mut tx).await? {
-                let service: Service = serde_json::from_str(&row.service)
+                let (Some(service), Some(params)) = (&row.service, &row.connection_params) else {
+                    continue;
+                };
+                let service: Service = serde_json::from_str(service)
                     .map_err(|e| aiden_graph::Error::Decode(e.to_string()))?;
-                let params: serde_json::Value = serde_json::from_str(&row.connection_params)
+                let params: serde_json::Value = serde_json::from_str(params)
                     .map_err(|e| aiden_graph::Error::Decode(e.to_string()))?;
                 if !aiden_domain::tool::params_fit(&service, &params) {
                     findings.push(Finding {

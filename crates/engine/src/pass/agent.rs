@@ -584,6 +584,7 @@ impl Pass<'_> {
             started_at: None,
             queued_at: Some(now),
             child_run_id: None,
+            retry_due: None,
         });
         let i = run.steps.len() - 1;
         let run = run.clone();

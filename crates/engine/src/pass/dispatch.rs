@@ -205,6 +205,7 @@ impl Pass<'_> {
                     started_at: None,
                     queued_at: None,
                     child_run_id: None,
+                    retry_due: None,
                 })
                 .collect(),
             variables: obj(inputs),

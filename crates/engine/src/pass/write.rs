@@ -211,7 +211,15 @@ impl Pass<'_> {
                     return Ok(missed);
                 }
                 // A handed run was not made: the server ignored the COMMIT.
-                tracing::info!("a run the pass was to create was not made: written again");
+                let processes: Vec<&str> = batch
+                    .new_runs
+                    .iter()
+                    .filter_map(|r| r["processId"].as_str())
+                    .collect();
+                tracing::info!(
+                    ?processes,
+                    "a run the pass was to create was not made: written again"
+                );
                 self.commit_sent = false;
                 self.tx().await?.count_updates(updated);
             }

@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use aiden_domain::execution::machine::{
-    self, AnyEventKind, AttemptOutcome, Call, Decided, Effect, EventKind, Message, Outcome,
-    RunMessage, Terminal,
+    self, AnyEventKind, AttemptOutcome, Call, Decided, Effect, Message, Outcome, RunMessage,
+    Terminal,
 };
 use aiden_domain::execution::schedule::{accept_output, StepStatus, Target};
 use aiden_graph::runs::{self, NewRun};
@@ -554,19 +554,14 @@ impl<'a> Pass<'a> {
                     }
                     self.set_step(&sr_id, Value::Object(patch.to_set()));
                 }
-                Effect::Retried(r) => self.retries.entry(sr_id.clone()).or_default().push(
-                    json!({"at": r.at, "durationMs": r.duration_ms, "log": r.record.to_string()}),
-                ),
-                Effect::Event(kind, data) => {
-                    if kind == EventKind::Retrying {
-                        // The worker's own delay, whatever the engine's retry settings say.
-                        let delay = data["delayMs"].as_u64().unwrap_or(0);
-                        self.run(run_id).steps[i].retry_due = Some(
-                            std::time::Instant::now() + std::time::Duration::from_millis(delay),
-                        );
-                    }
-                    self.event(run_id, kind, Some(&step_id), data)
+                Effect::Retried(r) => {
+                    let due = std::time::Duration::from_millis(r.delay_ms);
+                    self.run(run_id).steps[i].retry_due = Some(std::time::Instant::now() + due);
+                    self.retries.entry(sr_id.clone()).or_default().push(
+                        json!({"at": r.at, "durationMs": r.duration_ms, "log": r.record.to_string()}),
+                    );
                 }
+                Effect::Event(kind, data) => self.event(run_id, kind, Some(&step_id), data),
                 Effect::RanOn(worker) => self.ran_on(&sr_id, &worker),
                 Effect::ReusedFrom(from) => {
                     self.reused.push(json!({"stepRunId": sr_id, "from": from}))

@@ -271,6 +271,8 @@ pub struct Retried {
     pub duration_ms: Option<Value>,
     /// `{attempt, workerId, inputHash, durationMs, error, at}`.
     pub record: Value,
+    /// How long the retry waits in its delay queue (the worker's own delay).
+    pub delay_ms: u64,
 }
 
 /// The kinds of event a step records in its run's log: the one table from transition to
@@ -736,6 +738,7 @@ fn retried(call: &Call, error: &Value, next_attempt: u32, delay_ms: u64) -> [Eff
             record: json!({"attempt": call.attempt, "workerId": call.worker_id,
                            "inputHash": call.input_hash, "durationMs": call.duration_ms(),
                            "error": error, "at": call.finished_at}),
+            delay_ms,
         }),
         Effect::Event(
             EventKind::Retrying,

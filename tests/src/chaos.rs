@@ -197,7 +197,7 @@ pub async fn start_at_slow_step(api: &Api, upstream: &str, up: &Upstream, tag: &
 }
 
 /// The worker the engine records as running `step` of `run_id` (the step announces itself
-/// 25 ms into its call).
+/// 500 ms into its call).
 pub async fn running_on(api: &Api, run_id: &str, step: &str) -> String {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {

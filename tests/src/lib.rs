@@ -226,6 +226,7 @@ pub fn server() -> &'static Server {
                         amqp_uri: amqp.clone(),
                         graph: graph.clone(),
                         vault: vault.clone(),
+                        started_notice_after: aiden_workers::pool::STARTED_NOTICE_AFTER,
                     };
                     tokio::spawn(aiden_workers::pool::run(config));
                 }

@@ -35,8 +35,13 @@ use delivery::handle;
 use nodes::{heartbeat, release_slot, take_slot};
 
 pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
-/// A call still running after this is announced with a `step_started` message.
-pub const STARTED_NOTICE_AFTER: Duration = Duration::from_millis(25);
+/// A call still running after this is announced with a `step_started` message (the pool's
+/// default: `PoolConfig::started_notice_after`). A call that ends sooner reports its start in
+/// its result, so the run's log is the same either way; only a live view sees `running` later.
+/// Half a second: below it, a notice is work (a message, an engine pass, a write) for a state
+/// nobody watching sees for long; a burst of 100 ms model calls spent a seventh of its CPU on
+/// them (docs/dev/performance.md, twentieth round).
+pub const STARTED_NOTICE_AFTER: Duration = Duration::from_millis(500);
 
 pub struct PoolConfig {
     pub operation_type: OperationType,
@@ -44,6 +49,9 @@ pub struct PoolConfig {
     pub amqp_uri: String,
     pub graph: Graph,
     pub vault: Vault,
+    /// How long a call runs before the engine is told it started (`step_started`); a call that
+    /// ends sooner is reported by its result alone.
+    pub started_notice_after: Duration,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -61,6 +69,7 @@ struct Shared {
     resolver: Resolver,
     graph: Graph,
     policy: RetryPolicy,
+    started_notice_after: Duration,
     slots: Mutex<Vec<Slot>>,
     canceled: Mutex<HashSet<String>>,
     /// Per step run in progress: its run and the flag a cancel of that run raises.
@@ -150,6 +159,7 @@ pub async fn run(config: PoolConfig) -> anyhow::Result<()> {
         resolver: Resolver::new(config.graph.clone(), config.vault.clone()),
         graph: config.graph.clone(),
         policy: RetryPolicy::from_env(),
+        started_notice_after: config.started_notice_after,
         slots: Mutex::new(vec![Slot::default(); config.concurrency.max(1)]),
         canceled: Mutex::new(HashSet::new()),
         in_flight: Mutex::new(HashMap::new()),

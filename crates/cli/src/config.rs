@@ -253,6 +253,10 @@ pub struct WorkerArgs {
     /// Serve this pool's Prometheus `/metrics` here (e.g. 127.0.0.1:9101); off when unset.
     #[arg(long, env = "AIDEN_WORKER_METRICS_ADDR")]
     pub metrics_addr: Option<String>,
+    /// How long a call runs, in milliseconds, before the engine is told it started (the step
+    /// then reads `running`); a call that ends sooner is reported by its result alone.
+    #[arg(long, env = "AIDEN_WORKER_STARTED_NOTICE_AFTER_MS", default_value_t = aiden_workers::pool::STARTED_NOTICE_AFTER.as_millis() as u64)]
+    pub started_notice_after_ms: u64,
     /// The Graphiti service (`workers/graphiti/`), for `--type episode`.
     #[arg(
         long,

@@ -306,6 +306,7 @@ async fn worker(mut args: WorkerArgs) -> anyhow::Result<()> {
         amqp_uri: args.amqp_uri,
         graph,
         vault,
+        started_notice_after: std::time::Duration::from_millis(args.started_notice_after_ms),
     })
     .await
 }

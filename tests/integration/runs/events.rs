@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use aiden_tests::{server, user};
+use aiden_tests::{server, step_of, user};
 use serde_json::json;
 
 use super::*;
@@ -163,4 +163,59 @@ async fn exec_5_runs_started_together_keep_gapless_logs_while_passes_are_pipelin
     assert!(after > before, "passes were pipelined: {before} -> {after}");
     let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
     assert_eq!(findings(&refs).await, Vec::<String>::new());
+}
+
+/// A worker announces a call only once it has run for `STARTED_NOTICE_AFTER` (500 ms): before
+/// that the step reads `queued`, then `running` on its worker while the call is still held; the
+/// log has its `step.started` before its `step.completed` either way (a fast call reports its
+/// start inside its result: `exec_5_sse_replays_…` above).
+#[tokio::test]
+async fn exec_5_a_long_call_is_shown_running_before_its_result_and_a_short_one_is_not_announced() {
+    let notice = aiden_workers::pool::STARTED_NOTICE_AFTER;
+    let u = user().await;
+    let k = kit(&u).await;
+    let tag = unique("notice");
+    let p = process(
+        &u,
+        json!({"steps": [step(&k.hold, "h", json!({"tag": tag, "ms": 3000}))]}),
+    )
+    .await;
+    let id = start(&u, &p, json!({})).await;
+    k.up.arrived(&tag).await;
+    let held_since = k.up.hold(&tag).expect("held").start;
+    let early = u.get(&format!("/v1/runs/{id}")).await.ok(200).clone();
+    // Only a read that ended well inside the notice's delay says anything about it.
+    if held_since.elapsed() < notice * 4 / 5 {
+        assert_eq!(
+            step_of(&early, "h")["status"],
+            "queued",
+            "not announced before {notice:?}: {early}"
+        );
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let running = loop {
+        let run = u.get(&format!("/v1/runs/{id}")).await.ok(200).clone();
+        if step_of(&run, "h")["status"] == "running" {
+            break run;
+        }
+        assert!(Instant::now() < deadline, "never shown running: {run}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        k.up.hold(&tag).expect("held").end.is_none(),
+        "shown running while the call is still held"
+    );
+    assert!(step_of(&running, "h")["workerId"].is_string(), "{running}");
+    assert_eq!(u.settled_run(&id).await["status"], "completed");
+    let log = kinds(&sse(&u, &id, None).await);
+    assert_eq!(
+        log,
+        vec![
+            "run.started",
+            "step.queued h",
+            "step.started h",
+            "step.completed h",
+            "run.completed"
+        ]
+    );
 }

@@ -15,7 +15,7 @@ use tracing::Instrument;
 use super::dead_letter::{fail_or_retry, poison};
 use super::execute::execute;
 use super::nodes::set_job;
-use super::{now, CancelFlag, Shared, STARTED_NOTICE_AFTER};
+use super::{now, CancelFlag, Shared};
 
 pub(super) async fn handle(shared: &Shared, broker: &Broker, slot: usize, delivery: Delivery) {
     let delivered_us = aiden_jobs::epoch_us();
@@ -129,7 +129,7 @@ async fn run_job(shared: &Shared, broker: &Broker, slot: usize, delivery: Delive
     let ran_tool = std::sync::Mutex::new(None);
     let work = execute(shared, &job, deltas, &ran_tool);
     tokio::pin!(work);
-    let announce = tokio::time::sleep(STARTED_NOTICE_AFTER);
+    let announce = tokio::time::sleep(shared.started_notice_after);
     tokio::pin!(announce);
     let mut announced = false;
     let result = loop {

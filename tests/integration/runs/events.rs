@@ -170,7 +170,7 @@ async fn exec_5_runs_started_together_keep_gapless_logs_while_passes_are_pipelin
 /// log has its `step.started` before its `step.completed` either way (a fast call reports its
 /// start inside its result: `exec_5_sse_replays_…` above).
 #[tokio::test]
-async fn exec_5_a_long_call_is_shown_running_before_its_result_and_a_short_one_is_not_announced() {
+async fn exec_5_a_long_call_is_shown_running_while_it_runs_and_not_before_its_notice() {
     let notice = aiden_workers::pool::STARTED_NOTICE_AFTER;
     let u = user().await;
     let k = kit(&u).await;

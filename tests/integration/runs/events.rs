@@ -175,11 +175,7 @@ async fn exec_5_a_long_call_is_shown_running_while_it_runs_and_not_before_its_no
     let u = user().await;
     let k = kit(&u).await;
     let tag = unique("notice");
-    let p = process(
-        &u,
-        json!({"steps": [step(&k.hold, "h", json!({"tag": tag, "ms": 3000}))]}),
-    )
-    .await;
+    let p = hold_process(&u, &k, "h", &tag, 3000).await;
     let id = start(&u, &p, json!({})).await;
     k.up.arrived(&tag).await;
     let held_since = k.up.hold(&tag).expect("held").start;

@@ -234,11 +234,7 @@ async fn fork_2_fork_3_refusals_name_the_rule_and_start_nothing() {
         404
     );
 
-    let held = process(
-        &u,
-        json!({"steps": [step(&k.hold, "h", json!({"tag": "fork-2", "ms": 3000}))]}),
-    )
-    .await;
+    let held = hold_process(&u, &k, "h", "fork-2", 3000).await;
     let running = start(&u, &held, json!({})).await;
     u.post(
         &format!("/v1/runs/{running}/forks"),

@@ -164,11 +164,7 @@ async fn wrk_1_workers_report_status_and_current_job_consistently() {
     let u = user().await;
     let k = kit(&u).await;
     let tag = unique("busy");
-    let p = process(
-        &u,
-        json!({"steps": [step(&k.hold, "w", json!({"tag": tag, "ms": 4500}))]}),
-    )
-    .await;
+    let p = hold_process(&u, &k, "w", &tag, 4500).await;
     let id = start(&u, &p, json!({})).await;
     let job = format!("{id}/w#1");
 

@@ -360,6 +360,15 @@ async fn process(client: &Client, body: Value) -> String {
     id_of(&fixtures::create(client, "processes", body).await)
 }
 
+/// A Process of one step `step_id` whose call the upstream holds `ms` (`/hold`, tagged `tag`).
+async fn hold_process(client: &Client, k: &Kit, step_id: &str, tag: &str, ms: u64) -> String {
+    process(
+        client,
+        json!({"steps": [step(&k.hold, step_id, json!({"tag": tag, "ms": ms}))]}),
+    )
+    .await
+}
+
 /// A Process of two echo steps, `a` then `b`, started once; the run's id.
 async fn start_echo_pair(client: &Client, echo: &str) -> String {
     let p = process(

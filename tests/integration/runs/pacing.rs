@@ -29,11 +29,7 @@ struct Beside {
 async fn beside(c: &Client, hold_ms: u64) -> Beside {
     let k = kit(c).await;
     let tag = unique("pacing");
-    let held = process(
-        c,
-        json!({"steps": [step(&k.hold, "h", json!({"tag": tag, "ms": hold_ms}))]}),
-    )
-    .await;
+    let held = hold_process(c, &k, "h", &tag, hold_ms).await;
     let burst = process(
         c,
         json!({"initialContext": ["q"], "steps": [step(&k.echo, "a", json!({"q": "{{q}}"}))]}),
